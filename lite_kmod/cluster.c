@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite cluster protocol: the authenticated handshake, joining through the
+ * manager, member announcements, leaving, and ping.
+ *
+ * Joining: the joiner connects to the manager and proves the secret
+ * (HELLO/AUTH, a mutual HMAC challenge-response); the manager assigns the
+ * lowest free id, announces the newcomer to every member and waits for their
+ * acknowledgements, then returns the member table. The joiner then connects
+ * to every other member with the same handshake. Newer nodes always connect
+ * to older ones, so each pair ends up with exactly one connection.
+ */
+#include <linux/slab.h>
+#include <linux/random.h>
+#include <linux/ktime.h>
+
+#include "internal.h"
+
+struct lite_handshake {
+	struct lite_call call;
+	struct lite_auth_ctx auth;
+	u16 peer_id;		/* PEER: the member we connect to */
+};
+
+static void lite_conn_set_ready(struct lite_conn *conn, u16 peer_id)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	if (conn->state == LITE_CONN_HANDSHAKE) {
+		conn->state = LITE_CONN_READY;
+		conn->peer_id = peer_id;
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/* Install @conn as the connection to member @id; node->lock held. */
+static void lite_node_set_peer(struct lite_node *node, u16 id,
+			       struct lite_conn *conn)
+{
+	lockdep_assert_held(&node->lock);
+	if (node->peers[id] && node->peers[id] != conn)
+		lite_conn_close(node->peers[id]);	/* a stale one */
+	node->peers[id] = conn;
+	lite_conn_set_ready(conn, id);
+}
+
+/*
+ * The AUTH reply of our own handshake, applied in CQ context so that it
+ * takes effect before any later message on this connection is handled.
+ */
+static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
+{
+	struct lite_handshake *hs = container_of(call, struct lite_handshake,
+						 call);
+	const struct lite_wire_auth *proof = msg->payload;
+	const void *accept = proof + 1;
+	u32 accept_len = msg->len - sizeof(*proof);
+	struct lite_conn *conn = call->conn;
+	struct lite_node *node = conn->node;
+	int ret = 0;
+
+	/* Mutual: the other side must hold the secret too. */
+	if (!lite_auth_verify(node->secret, node->secret_len, &hs->auth,
+			      LITE_ROLE_PASSIVE, proof->mac)) {
+		atomic64_inc(&node->stats.auth_failures);
+		return -EKEYREJECTED;
+	}
+	mutex_lock(&node->lock);
+	if (node->dying) {
+		ret = -ESHUTDOWN;
+	} else if (hs->auth.purpose == LITE_PURPOSE_JOIN) {
+		if (!accept_len)
+			ret = -EPROTO;
+		else
+			ret = lite_mbr_apply_accept(&node->mb, accept,
+						    accept_len);
+		if (!ret) {
+			WRITE_ONCE(node->self_id, node->mb.self);
+			lite_node_set_peer(node, node->mb.manager, conn);
+		}
+	} else if (accept_len) {
+		ret = -EPROTO;
+	} else if (!lite_mbr_present(&node->mb, hs->peer_id)) {
+		ret = -ENOENT;	/* it left while we were connecting */
+	} else {
+		lite_node_set_peer(node, hs->peer_id, conn);
+	}
+	mutex_unlock(&node->lock);
+	return ret;
+}
+
+/*
+ * Run the active side of the handshake on a fresh connection: HELLO
+ * (our nonce) -> challenge (theirs) -> AUTH (our proof) -> their proof and,
+ * for a JOIN, the member table. @buf receives the AUTH reply.
+ * Return: 0 once the connection is READY, -EKEYREJECTED if either side
+ * does not hold the secret, or another error.
+ */
+static int lite_handshake(struct lite_conn *conn, u8 purpose, u16 peer_id,
+			  void *buf, u32 cap, unsigned long timeout_ms)
+{
+	struct lite_node *node = conn->node;
+	struct lite_wire_challenge ch;
+	struct lite_wire_hello hello;
+	struct lite_wire_auth auth;
+	struct lite_handshake hs = {};
+	int ret;
+
+	hs.peer_id = peer_id;
+	hs.auth.purpose = purpose;
+	hs.auth.node_id = purpose == LITE_PURPOSE_PEER ? node->self_id : 0;
+	get_random_bytes(hs.auth.nonce_active, LITE_NONCE_LEN);
+
+	memset(&hello, 0, sizeof(hello));
+	memcpy(hello.nonce, hs.auth.nonce_active, LITE_NONCE_LEN);
+	hello.purpose = purpose;
+	hello.node_id = cpu_to_le16(hs.auth.node_id);
+	lite_wire_put_addr(&hello.listen, &node->listen_addr);
+	ret = lite_call(conn, LITE_MSG_HELLO, &hello, sizeof(hello), &ch,
+			sizeof(ch), NULL, timeout_ms);
+	if (ret)
+		return ret;
+
+	memcpy(hs.auth.nonce_passive, ch.nonce, LITE_NONCE_LEN);
+	lite_auth_mac(node->secret, node->secret_len, &hs.auth,
+		      LITE_ROLE_ACTIVE, auth.mac);
+	hs.call.on_reply = lite_auth_reply;
+	ret = lite_call_start(conn, &hs.call, LITE_MSG_AUTH, &auth,
+			      sizeof(auth), buf, cap);
+	if (ret)
+		return ret;
+	return lite_call_wait(&hs.call, timeout_ms);
+}
+
+/* Connect and authenticate to member @id at @addr. */
+static int lite_connect_member(struct lite_node *node, u16 id,
+			       const struct lite_naddr *addr,
+			       unsigned long timeout_ms)
+{
+	struct lite_wire_auth proof;
+	struct lite_conn *conn;
+	int ret;
+
+	conn = lite_conn_connect(node, addr, timeout_ms);
+	if (IS_ERR(conn))
+		return PTR_ERR(conn);
+	ret = lite_handshake(conn, LITE_PURPOSE_PEER, id, &proof,
+			     sizeof(proof), timeout_ms);
+	if (ret)
+		lite_conn_close(conn);
+	lite_conn_put(conn);
+	return ret;
+}
+
+/* Snapshot the members we must connect to after joining. */
+static int lite_join_targets(struct lite_node *node, struct lite_naddr *addrs,
+			     u16 *ids)
+{
+	int n = 0;
+	u16 id;
+
+	mutex_lock(&node->lock);
+	for (id = 1; id <= LITE_MAX_NODES; id++) {
+		if (!lite_mbr_present(&node->mb, id) || node->peers[id] ||
+		    id == node->mb.self)
+			continue;
+		ids[n] = id;
+		addrs[n++] = node->mb.addr[id];
+	}
+	mutex_unlock(&node->lock);
+	return n;
+}
+
+/*
+ * lite_cluster_join - join the cluster whose manager listens on @mgr
+ * Return: 0 with node->self_id set, or an error; the caller then destroys
+ * the node.
+ */
+int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
+		      unsigned long timeout_ms)
+{
+	struct lite_naddr *addrs;
+	struct lite_conn *conn;
+	void *accept;
+	u16 *ids;
+	int n, i, ret;
+
+	accept = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
+	addrs = kcalloc(LITE_MAX_NODES, sizeof(*addrs), GFP_KERNEL);
+	ids = kcalloc(LITE_MAX_NODES, sizeof(*ids), GFP_KERNEL);
+	if (!accept || !addrs || !ids) {
+		ret = -ENOMEM;
+		goto out;
+	}
+
+	conn = lite_conn_connect(node, mgr, timeout_ms);
+	if (IS_ERR(conn)) {
+		ret = PTR_ERR(conn);
+		goto out;
+	}
+	ret = lite_handshake(conn, LITE_PURPOSE_JOIN, 0, accept, LITE_MSG_MAX,
+			     timeout_ms);
+	if (ret)
+		lite_conn_close(conn);
+	lite_conn_put(conn);
+	if (ret)
+		goto out;
+
+	n = lite_join_targets(node, addrs, ids);
+	for (i = 0; i < n; i++) {
+		ret = lite_connect_member(node, ids[i], &addrs[i], timeout_ms);
+		if (ret) {
+			pr_info("lite%u: cannot reach member %u: %d\n",
+				node->instance, ids[i], ret);
+			goto out;
+		}
+	}
+	pr_info("lite%u: joined as node %u (%d members)\n", node->instance,
+		node->self_id, n + 2);
+out:
+	kfree(ids);
+	kfree(addrs);
+	kfree(accept);
+	return ret;
+}
+
+/* Reply helper: a reply carries the request's type and id. */
+static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
+		       int status, const void *payload, u32 len)
+{
+	lite_conn_send(conn, req->type, true, req->req_id, status,
+		       status ? NULL : payload, status ? 0 : len);
+}
+
+static void lite_handle_hello(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	const struct lite_wire_hello *hello = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_wire_challenge ch;
+	struct lite_naddr listen;
+	unsigned long flags;
+	bool ok, manager;
+	int status = 0;
+
+	if (lite_wire_get_addr(&hello->listen, &listen)) {
+		lite_conn_close(conn);
+		return;
+	}
+	spin_lock_irqsave(&conn->lock, flags);
+	ok = !conn->active && conn->state == LITE_CONN_HANDSHAKE &&
+	     !conn->got_hello;
+	if (ok) {
+		conn->got_hello = true;
+		conn->auth.purpose = hello->purpose;
+		conn->auth.node_id = le16_to_cpu(hello->node_id);
+		memcpy(conn->auth.nonce_active, hello->nonce, LITE_NONCE_LEN);
+		get_random_bytes(conn->auth.nonce_passive, LITE_NONCE_LEN);
+		conn->peer_listen = listen;
+	}
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (!ok) {
+		lite_conn_close(conn);	/* out-of-order handshake */
+		return;
+	}
+
+	mutex_lock(&node->lock);
+	manager = node->mb.self && node->mb.self == node->mb.manager;
+	if (node->dying)
+		status = -ESHUTDOWN;
+	else if (hello->purpose == LITE_PURPOSE_JOIN && !manager)
+		status = -EOPNOTSUPP;	/* only the manager admits nodes */
+	mutex_unlock(&node->lock);
+
+	memcpy(ch.nonce, conn->auth.nonce_passive, LITE_NONCE_LEN);
+	lite_reply(conn, msg, status, &ch, sizeof(ch));
+}
+
+/* Tell every member about @id and wait (bounded) for their acks. */
+static void lite_announce(struct lite_node *node, u16 id,
+			  const struct lite_naddr *addr)
+{
+	struct lite_wire_member m = {};
+	struct lite_conn **to;
+	struct lite_call *calls;
+	int n = 0, i;
+	u16 p;
+
+	to = kcalloc(LITE_MAX_NODES, sizeof(*to), GFP_KERNEL);
+	calls = kcalloc(LITE_MAX_NODES, sizeof(*calls), GFP_KERNEL);
+	if (!to || !calls)
+		goto out;
+
+	m.id = cpu_to_le16(id);
+	lite_wire_put_addr(&m.addr, addr);
+	mutex_lock(&node->lock);
+	for (p = 1; p <= LITE_MAX_NODES; p++) {
+		if (node->peers[p]) {
+			to[n] = node->peers[p];
+			lite_conn_get(to[n++]);
+		}
+	}
+	mutex_unlock(&node->lock);
+
+	for (i = 0; i < n; i++)
+		if (lite_call_start(to[i], &calls[i], LITE_MSG_MEMBER_ADD, &m,
+				    sizeof(m), NULL, 0))
+			calls[i].conn = NULL;
+	for (i = 0; i < n; i++) {
+		if (calls[i].conn && lite_call_wait(&calls[i],
+						    LITE_CALL_TIMEOUT_MS))
+			pr_info("lite%u: member %u did not ack node %u\n",
+				node->instance, to[i]->peer_id, id);
+		lite_conn_put(to[i]);
+	}
+out:
+	kfree(calls);
+	kfree(to);
+}
+
+/* Manager: admit an authenticated joiner. Return: its id or an error. */
+static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
+		      size_t *len)
+{
+	struct lite_node *node = conn->node;
+	int id;
+
+	mutex_lock(&node->lock);
+	if (lite_mbr_find_addr(&node->mb, &conn->peer_listen) > 0) {
+		mutex_unlock(&node->lock);
+		return -EADDRINUSE;
+	}
+	id = lite_mbr_alloc_id(&node->mb);
+	if (id > 0)
+		id = lite_mbr_add(&node->mb, id, &conn->peer_listen) ?: id;
+	mutex_unlock(&node->lock);
+	if (id < 0)
+		return id;
+
+	lite_announce(node, id, &conn->peer_listen);
+
+	mutex_lock(&node->lock);
+	if (node->dying || !lite_mbr_present(&node->mb, id)) {
+		mutex_unlock(&node->lock);
+		return -ESHUTDOWN;
+	}
+	lite_node_set_peer(node, id, conn);
+	*len = lite_mbr_encode_accept(&node->mb, id, buf, cap);
+	mutex_unlock(&node->lock);
+	atomic64_inc(&node->stats.joins);
+	pr_info("lite%u: admitted node %d\n", node->instance, id);
+	return id;
+}
+
+/* A member connects to us: it must be in our table at that address. */
+static int lite_accept_peer(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+	u16 id = conn->auth.node_id;
+	int ret = 0;
+
+	mutex_lock(&node->lock);
+	if (node->dying)
+		ret = -ESHUTDOWN;
+	else if (id == node->mb.self || !lite_mbr_present(&node->mb, id) ||
+		 !lite_naddr_equal(&node->mb.addr[id], &conn->peer_listen))
+		ret = -ENOENT;
+	else
+		lite_node_set_peer(node, id, conn);
+	mutex_unlock(&node->lock);
+	return ret;
+}
+
+static void lite_handle_auth(struct lite_conn *conn,
+			     const struct lite_msg *msg)
+{
+	const struct lite_wire_auth *auth = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_wire_auth *proof;
+	size_t len = 0;
+	int ret;
+
+	if (conn->active || lite_conn_state(conn) != LITE_CONN_HANDSHAKE ||
+	    !conn->got_hello) {
+		lite_conn_close(conn);
+		return;
+	}
+	if (!lite_auth_verify(node->secret, node->secret_len, &conn->auth,
+			      LITE_ROLE_ACTIVE, auth->mac)) {
+		atomic64_inc(&node->stats.auth_failures);
+		pr_info("lite%u: refused a node with the wrong secret\n",
+			node->instance);
+		lite_reply(conn, msg, -EKEYREJECTED, NULL, 0);
+		return;		/* the handshake timer closes it */
+	}
+	proof = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
+	if (!proof) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	lite_auth_mac(node->secret, node->secret_len, &conn->auth,
+		      LITE_ROLE_PASSIVE, proof->mac);
+	if (conn->auth.purpose == LITE_PURPOSE_PEER)
+		ret = lite_accept_peer(conn);
+	else
+		ret = lite_admit(conn, proof + 1,
+				 LITE_MSG_MAX - sizeof(struct lite_wire_hdr) -
+				 sizeof(*proof), &len);
+	lite_reply(conn, msg, ret < 0 ? ret : 0, proof, sizeof(*proof) + len);
+	kfree(proof);
+}
+
+static void lite_handle_member_add(struct lite_conn *conn,
+				   const struct lite_msg *msg)
+{
+	const struct lite_wire_member *m = msg->payload;
+	struct lite_node *node = conn->node;
+	u16 id = le16_to_cpu(m->id);
+	struct lite_naddr addr;
+	int ret;
+
+	if (lite_wire_get_addr(&m->addr, &addr)) {
+		lite_conn_close(conn);
+		return;
+	}
+	mutex_lock(&node->lock);
+	if (conn->peer_id != node->mb.manager) {
+		ret = -EPERM;	/* only the manager announces members */
+	} else {
+		ret = lite_mbr_add(&node->mb, id, &addr);
+		if (ret == -EEXIST &&
+		    lite_naddr_equal(&node->mb.addr[id], &addr))
+			ret = 0;
+		else if (!ret)
+			atomic64_inc(&node->stats.joins);
+	}
+	mutex_unlock(&node->lock);
+	lite_reply(conn, msg, ret, NULL, 0);
+}
+
+static void lite_handle_leave(struct lite_conn *conn)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&conn->lock, flags);
+	conn->peer_left = true;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	lite_conn_close(conn);
+}
+
+/* Handle a request or one-way message; node workqueue context. */
+void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	enum lite_conn_state state = lite_conn_state(conn);
+
+	if (state == LITE_CONN_CLOSING)
+		return;
+	switch (msg->type) {
+	case LITE_MSG_HELLO:
+		lite_handle_hello(conn, msg);
+		return;
+	case LITE_MSG_AUTH:
+		lite_handle_auth(conn, msg);
+		return;
+	}
+	if (state != LITE_CONN_READY) {
+		/* Nothing but the handshake before authentication. */
+		atomic64_inc(&conn->node->stats.bad_msgs);
+		lite_conn_close(conn);
+		return;
+	}
+	switch (msg->type) {
+	case LITE_MSG_MEMBER_ADD:
+		lite_handle_member_add(conn, msg);
+		break;
+	case LITE_MSG_LEAVE:
+		lite_handle_leave(conn);
+		break;
+	case LITE_MSG_PING:
+		lite_reply(conn, msg, 0, msg->payload, msg->len);
+		break;
+	}
+}
+
+/* close_work: forget the member behind a connection that went away. */
+void lite_cluster_conn_closed(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+	u16 id = conn->peer_id;
+	bool left;
+
+	mutex_lock(&node->lock);
+	if (!id || node->peers[id] != conn) {
+		mutex_unlock(&node->lock);
+		return;
+	}
+	node->peers[id] = NULL;
+	if (!node->dying) {
+		left = READ_ONCE(conn->peer_left);
+		lite_mbr_remove(&node->mb, id);
+		atomic64_inc(left ? &node->stats.leaves : &node->stats.losses);
+		pr_info("lite%u: node %u %s\n", node->instance, id,
+			left ? "left" : "lost");
+	}
+	mutex_unlock(&node->lock);
+}
+
+/* Tell every peer we leave and wait (bounded) until they got it. */
+void lite_cluster_leave(struct lite_node *node)
+{
+	struct lite_conn **to;
+	int n = 0, i;
+	u16 id;
+
+	to = kcalloc(LITE_MAX_NODES, sizeof(*to), GFP_KERNEL);
+	mutex_lock(&node->lock);
+	node->dying = true;
+	for (id = 1; to && id <= LITE_MAX_NODES; id++) {
+		if (node->peers[id]) {
+			to[n] = node->peers[id];
+			lite_conn_get(to[n++]);
+		}
+	}
+	mutex_unlock(&node->lock);
+
+	for (i = 0; i < n; i++)
+		lite_conn_send(to[i], LITE_MSG_LEAVE, false, 0, 0, NULL, 0);
+	for (i = 0; i < n; i++) {
+		lite_conn_wait_sent(to[i], LITE_LEAVE_MS);
+		lite_conn_put(to[i]);
+	}
+	kfree(to);
+}
+
+int lite_cluster_ping(struct lite_node *node, u16 id,
+		      unsigned long timeout_ms, u64 *rtt_ns)
+{
+	struct lite_wire_ping ping = {}, pong;
+	struct lite_conn *conn;
+	bool member;
+	u64 t0;
+	int ret;
+
+	mutex_lock(&node->lock);
+	member = lite_mbr_present(&node->mb, id);
+	if (member && id == node->mb.self)
+		ret = -EINVAL;
+	else
+		ret = member ? 0 : -ENOENT;
+	mutex_unlock(&node->lock);
+	if (ret)
+		return ret;
+	conn = lite_node_peer(node, id);
+	if (!conn)
+		return -ENOTCONN;
+
+	t0 = ktime_get_ns();
+	ping.t0 = cpu_to_le64(t0);
+	ret = lite_call(conn, LITE_MSG_PING, &ping, sizeof(ping), &pong,
+			sizeof(pong), NULL, timeout_ms);
+	*rtt_ns = ktime_get_ns() - t0;
+	if (!ret && pong.t0 != ping.t0)
+		ret = -EBADMSG;
+	if (!ret)
+		atomic64_set(&conn->last_rtt_ns, *rtt_ns);
+	lite_conn_put(conn);
+	return ret;
+}

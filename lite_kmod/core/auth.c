@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+/* lite authentication: HMAC-SHA256 (RFC 2104) over the kernel's SHA-256. */
+#include <linux/types.h>
+#include <linux/string.h>
+#include <crypto/sha2.h>
+#include <crypto/algapi.h>
+
+#include "auth.h"
+
+void lite_hmac_sha256(const u8 *key, size_t key_len, const u8 *msg,
+		      size_t msg_len, u8 out[LITE_HMAC_LEN])
+{
+	u8 k[SHA256_BLOCK_SIZE] = { 0 };
+	u8 pad[SHA256_BLOCK_SIZE];
+	u8 inner[SHA256_DIGEST_SIZE];
+	struct sha256_state st;
+	size_t i;
+
+	if (key_len > SHA256_BLOCK_SIZE)
+		sha256(key, key_len, k);
+	else
+		memcpy(k, key, key_len);
+
+	for (i = 0; i < sizeof(pad); i++)
+		pad[i] = k[i] ^ 0x36;
+	sha256_init(&st);
+	sha256_update(&st, pad, sizeof(pad));
+	sha256_update(&st, msg, msg_len);
+	sha256_final(&st, inner);
+
+	for (i = 0; i < sizeof(pad); i++)
+		pad[i] = k[i] ^ 0x5c;
+	sha256_init(&st);
+	sha256_update(&st, pad, sizeof(pad));
+	sha256_update(&st, inner, sizeof(inner));
+	sha256_final(&st, out);
+
+	memzero_explicit(k, sizeof(k));
+	memzero_explicit(pad, sizeof(pad));
+	memzero_explicit(inner, sizeof(inner));
+}
+
+/* MAC input: label, role, purpose, node id (LE), active nonce, passive nonce */
+void lite_auth_mac(const u8 *secret, size_t secret_len,
+		   const struct lite_auth_ctx *ctx, u8 role,
+		   u8 out[LITE_MAC_LEN])
+{
+	static const char label[8] = "lite-v1";
+	u8 msg[sizeof(label) + 4 + 2 * LITE_NONCE_LEN];
+	u8 *p = msg;
+
+	memcpy(p, label, sizeof(label));
+	p += sizeof(label);
+	*p++ = role;
+	*p++ = ctx->purpose;
+	*p++ = ctx->node_id & 0xff;
+	*p++ = ctx->node_id >> 8;
+	memcpy(p, ctx->nonce_active, LITE_NONCE_LEN);
+	p += LITE_NONCE_LEN;
+	memcpy(p, ctx->nonce_passive, LITE_NONCE_LEN);
+	lite_hmac_sha256(secret, secret_len, msg, sizeof(msg), out);
+}
+
+bool lite_auth_verify(const u8 *secret, size_t secret_len,
+		      const struct lite_auth_ctx *ctx, u8 role,
+		      const u8 mac[LITE_MAC_LEN])
+{
+	u8 want[LITE_MAC_LEN];
+	bool ok;
+
+	lite_auth_mac(secret, secret_len, ctx, role, want);
+	ok = !crypto_memneq(want, mac, LITE_MAC_LEN);
+	memzero_explicit(want, sizeof(want));
+	return ok;
+}

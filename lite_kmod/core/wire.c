@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite wire format: encode, decode and validate control messages.
+ * Verb-free; see wire.h.
+ */
+#include <linux/types.h>
+#include <linux/errno.h>
+#include <linux/string.h>
+#include <linux/build_bug.h>
+#include <asm/byteorder.h>
+
+#include "wire.h"
+
+static_assert(sizeof(struct lite_wire_hdr) == 32);
+static_assert(sizeof(struct lite_wire_addr) == 24);
+static_assert(sizeof(struct lite_wire_hello) == 48);
+static_assert(sizeof(struct lite_wire_member) == 32);
+static_assert(sizeof(struct lite_wire_accept) == 16);
+static_assert(sizeof(struct lite_wire_challenge) == LITE_NONCE_LEN);
+static_assert(sizeof(struct lite_wire_hdr) + sizeof(struct lite_wire_auth) +
+	      sizeof(struct lite_wire_accept) +
+	      LITE_WIRE_MAX_NODES * sizeof(struct lite_wire_member) <=
+	      LITE_MSG_MAX);
+
+static bool all_zero(const void *p, size_t n)
+{
+	const u8 *b = p;
+
+	while (n--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+int lite_wire_get_addr(const struct lite_wire_addr *w, struct lite_naddr *a)
+{
+	if (w->reserved0 || w->reserved)
+		return -EBADMSG;
+	if (w->family == LITE_WIRE_AF_INET) {
+		if (!all_zero(w->addr + 4, sizeof(w->addr) - 4))
+			return -EBADMSG;
+	} else if (w->family != LITE_WIRE_AF_INET6) {
+		return -EBADMSG;
+	}
+	if (!w->port)
+		return -EBADMSG;
+	memset(a, 0, sizeof(*a));
+	a->family = w->family;
+	a->port = be16_to_cpu(w->port);
+	memcpy(a->addr, w->addr, sizeof(a->addr));
+	return 0;
+}
+
+void lite_wire_put_addr(struct lite_wire_addr *w, const struct lite_naddr *a)
+{
+	memset(w, 0, sizeof(*w));
+	w->family = a->family;
+	w->port = cpu_to_be16(a->port);
+	memcpy(w->addr, a->addr, a->family == LITE_WIRE_AF_INET ? 4 : 16);
+}
+
+bool lite_naddr_equal(const struct lite_naddr *a, const struct lite_naddr *b)
+{
+	size_t n = a->family == LITE_WIRE_AF_INET ? 4 : 16;
+
+	return a->family == b->family && a->port == b->port &&
+	       !memcmp(a->addr, b->addr, n);
+}
+
+static int check_members(const void *payload, u32 len)
+{
+	const struct lite_wire_accept *acc = payload;
+	u16 n = le16_to_cpu(acc->n_members);
+	u16 your_id = le16_to_cpu(acc->your_id);
+	u16 mgr = le16_to_cpu(acc->manager_id);
+	u8 seen[LITE_WIRE_MAX_NODES + 1] = { 0 };
+	bool you = false, manager = false;
+	struct lite_naddr a, b;
+	u16 i, j, id;
+
+	if (acc->reserved0 || acc->reserved)
+		return -EBADMSG;
+	if (!n || n > LITE_WIRE_MAX_NODES)
+		return -EBADMSG;
+	if (len != sizeof(*acc) + (u32)n * sizeof(acc->members[0]))
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		const struct lite_wire_member *m = &acc->members[i];
+
+		id = le16_to_cpu(m->id);
+		if (!id || id > LITE_WIRE_MAX_NODES || seen[id])
+			return -EBADMSG;
+		if (m->reserved0 || m->reserved)
+			return -EBADMSG;
+		if (lite_wire_get_addr(&m->addr, &a))
+			return -EBADMSG;
+		/* Two members never share a listen address. */
+		for (j = 0; j < i; j++) {
+			lite_wire_get_addr(&acc->members[j].addr, &b);
+			if (lite_naddr_equal(&a, &b))
+				return -EBADMSG;
+		}
+		seen[id] = 1;
+		you |= id == your_id;
+		manager |= id == mgr;
+	}
+	return you && manager && your_id != mgr ? 0 : -EBADMSG;
+}
+
+/* Payload rules per (type, direction); 0 if the payload is well formed. */
+static int check_payload(const struct lite_msg *m)
+{
+	const struct lite_wire_hello *hello = m->payload;
+	const struct lite_wire_member *mbr = m->payload;
+	const struct lite_wire_ping *ping = m->payload;
+	struct lite_naddr a;
+
+	/* Failed replies carry no payload. */
+	if (m->reply && m->status)
+		return m->len ? -EBADMSG : 0;
+
+	switch (m->type) {
+	case LITE_MSG_HELLO:
+		if (m->reply)
+			return m->len == sizeof(struct lite_wire_challenge) ?
+			       0 : -EBADMSG;
+		if (m->len != sizeof(*hello) || hello->reserved0 ||
+		    hello->reserved)
+			return -EBADMSG;
+		if (hello->purpose != LITE_PURPOSE_JOIN &&
+		    hello->purpose != LITE_PURPOSE_PEER)
+			return -EBADMSG;
+		if (hello->purpose == LITE_PURPOSE_PEER &&
+		    (!le16_to_cpu(hello->node_id) ||
+		     le16_to_cpu(hello->node_id) > LITE_WIRE_MAX_NODES))
+			return -EBADMSG;
+		if (hello->purpose == LITE_PURPOSE_JOIN && hello->node_id)
+			return -EBADMSG;
+		return lite_wire_get_addr(&hello->listen, &a);
+	case LITE_MSG_AUTH:
+		if (!m->reply)
+			return m->len == sizeof(struct lite_wire_auth) ?
+			       0 : -EBADMSG;
+		/* The proof back; a JOIN accept then lists the members. */
+		if (m->len == sizeof(struct lite_wire_auth))
+			return 0;
+		if (m->len < sizeof(struct lite_wire_auth) +
+			     sizeof(struct lite_wire_accept))
+			return -EBADMSG;
+		return check_members((const u8 *)m->payload +
+				     sizeof(struct lite_wire_auth),
+				     m->len - sizeof(struct lite_wire_auth));
+	case LITE_MSG_MEMBER_ADD:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		if (m->len != sizeof(*mbr) || mbr->reserved0 || mbr->reserved)
+			return -EBADMSG;
+		if (!le16_to_cpu(mbr->id) ||
+		    le16_to_cpu(mbr->id) > LITE_WIRE_MAX_NODES)
+			return -EBADMSG;
+		return lite_wire_get_addr(&mbr->addr, &a);
+	case LITE_MSG_PING:
+		if (m->len != sizeof(*ping) || ping->reserved)
+			return -EBADMSG;
+		return 0;
+	case LITE_MSG_LEAVE:
+	case LITE_MSG_CREDIT:
+		/* One-way only, no payload. */
+		return m->reply || m->req_id || m->len ? -EBADMSG : 0;
+	}
+	return -EBADMSG;
+}
+
+/**
+ * lite_wire_parse - check a received message and decode its header
+ * @buf: received bytes
+ * @n: number of bytes received
+ * @msg: decoded header and payload pointer (into @buf) on success
+ *
+ * Return: 0, -EBADMSG for anything malformed (short, bad magic, unknown
+ * type or flags, length mismatch, non-zero reserved fields, bad payload),
+ * or -EPROTO for a version this node does not speak.
+ */
+int lite_wire_parse(const void *buf, size_t n, struct lite_msg *msg)
+{
+	const struct lite_wire_hdr *h = buf;
+	u16 flags;
+	s32 status;
+
+	if (n < sizeof(*h) || n > LITE_MSG_MAX)
+		return -EBADMSG;
+	if (le32_to_cpu(h->magic) != LITE_WIRE_MAGIC)
+		return -EBADMSG;
+	if (h->version != LITE_WIRE_VERSION)
+		return -EPROTO;
+	flags = le16_to_cpu(h->flags);
+	if (flags & ~LITE_MSGF_ALL)
+		return -EBADMSG;
+	if (h->reserved[0] || h->reserved[1])
+		return -EBADMSG;
+	if (!h->type || h->type >= LITE_MSG_TYPE_END)
+		return -EBADMSG;
+	if (le32_to_cpu(h->len) != n - sizeof(*h))
+		return -EBADMSG;
+	status = (s32)le32_to_cpu(h->status);
+	if (status > 0 || status < -4095)
+		return -EBADMSG;
+	if (status && !(flags & LITE_MSGF_REPLY))
+		return -EBADMSG;
+
+	msg->type = h->type;
+	msg->reply = flags & LITE_MSGF_REPLY;
+	msg->src = le16_to_cpu(h->src);
+	msg->credits = le16_to_cpu(h->credits);
+	msg->req_id = le32_to_cpu(h->req_id);
+	msg->status = status;
+	msg->len = n - sizeof(*h);
+	msg->payload = (const u8 *)buf + sizeof(*h);
+	if (msg->src > LITE_WIRE_MAX_NODES)
+		return -EBADMSG;
+	if (msg->reply && !msg->req_id)
+		return -EBADMSG;
+	return check_payload(msg);
+}
+
+/*
+ * lite_wire_put_hdr - write a message header
+ * Return: the header size; the payload of @len bytes follows it.
+ */
+size_t lite_wire_put_hdr(void *buf, u8 type, bool reply, u16 src,
+			 u16 credits, u32 req_id, int status, u32 len)
+{
+	struct lite_wire_hdr *h = buf;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_le32(LITE_WIRE_MAGIC);
+	h->version = LITE_WIRE_VERSION;
+	h->type = type;
+	h->flags = cpu_to_le16(reply ? LITE_MSGF_REPLY : 0);
+	h->src = cpu_to_le16(src);
+	h->credits = cpu_to_le16(credits);
+	h->len = cpu_to_le32(len);
+	h->req_id = cpu_to_le32(req_id);
+	h->status = cpu_to_le32((u32)status);
+	return sizeof(*h);
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * lite wire format: the control messages nodes exchange over their reliable
+ * connections. Verb-free: compiled into lite.ko and into the host tests.
+ *
+ * Every message is a 32-byte header followed by a type-specific payload, all
+ * little-endian. Nothing from the wire is used before lite_wire_parse() has
+ * checked it.
+ */
+#ifndef LITE_CORE_WIRE_H
+#define LITE_CORE_WIRE_H
+
+#include <linux/types.h>
+
+#define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
+#define LITE_WIRE_VERSION	1
+#define LITE_MSG_MAX		8192		/* bytes, header included */
+#define LITE_NONCE_LEN		16
+#define LITE_MAC_LEN		32
+#define LITE_WIRE_MAX_NODES	128		/* == LITE_MAX_NODES (uapi) */
+
+enum lite_msg_type {
+	LITE_MSG_HELLO = 1,	/* req: start a handshake; reply: challenge */
+	LITE_MSG_AUTH,		/* req: prove the secret; reply: proof back */
+	LITE_MSG_MEMBER_ADD,	/* req: the manager announces a member */
+	LITE_MSG_LEAVE,		/* one-way: the sender leaves the cluster */
+	LITE_MSG_PING,		/* req: round trip */
+	LITE_MSG_CREDIT,	/* one-way: returns receive credits only */
+	LITE_MSG_TYPE_END
+};
+
+#define LITE_MSGF_REPLY		(1U << 0)
+#define LITE_MSGF_ALL		LITE_MSGF_REPLY
+
+/* Handshake purposes (hello.purpose). */
+enum lite_purpose {
+	LITE_PURPOSE_JOIN = 1,	/* a new node asks the manager for an id */
+	LITE_PURPOSE_PEER = 2,	/* a member connects to another member */
+};
+
+/* Address families on the wire, independent of the host's AF_* values. */
+#define LITE_WIRE_AF_INET	4
+#define LITE_WIRE_AF_INET6	6
+
+struct lite_wire_hdr {
+	__le32 magic;
+	__u8 version;
+	__u8 type;		/* enum lite_msg_type */
+	__le16 flags;		/* LITE_MSGF_* */
+	__le16 src;		/* sender's node id, 0 before it has one */
+	__le16 credits;		/* receive buffers returned to the peer */
+	__le32 len;		/* payload bytes after the header */
+	__le32 req_id;		/* requester's id; 0 for one-way messages */
+	__le32 status;		/* replies: 0 or a negative errno */
+	__le32 reserved[2];	/* must be zero */
+};
+
+struct lite_wire_addr {
+	__u8 family;		/* LITE_WIRE_AF_* */
+	__u8 reserved0;
+	__be16 port;
+	__le32 reserved;
+	__u8 addr[16];
+};
+
+struct lite_wire_hello {
+	__u8 nonce[LITE_NONCE_LEN];
+	__u8 purpose;		/* enum lite_purpose */
+	__u8 reserved0;
+	__le16 node_id;		/* PEER: the connecting member's id */
+	__le32 reserved;
+	struct lite_wire_addr listen;	/* where the sender listens */
+};
+
+struct lite_wire_challenge {
+	__u8 nonce[LITE_NONCE_LEN];
+};
+
+/*
+ * AUTH request: the active side's proof. AUTH reply: the passive side's
+ * proof, followed for a JOIN by a struct lite_wire_accept.
+ */
+struct lite_wire_auth {
+	__u8 mac[LITE_MAC_LEN];
+};
+
+struct lite_wire_member {
+	__le16 id;
+	__le16 reserved0;
+	__le32 reserved;
+	struct lite_wire_addr addr;
+};
+
+/* Reply to a successful JOIN handshake. */
+struct lite_wire_accept {
+	__le16 your_id;
+	__le16 manager_id;
+	__le16 n_members;
+	__le16 reserved0;
+	__le32 epoch;
+	__le32 reserved;
+	struct lite_wire_member members[];
+};
+
+struct lite_wire_ping {
+	__le64 t0;
+	__le64 reserved;
+};
+
+/* Core-side view of an address (host byte order port). */
+struct lite_naddr {
+	u8 family;		/* LITE_WIRE_AF_* */
+	u16 port;
+	u8 addr[16];
+};
+
+/* A checked message: header fields in host order, payload pointer. */
+struct lite_msg {
+	u8 type;
+	bool reply;
+	u16 src;
+	u16 credits;
+	u32 req_id;
+	int status;
+	u32 len;		/* payload length */
+	const void *payload;
+};
+
+int lite_wire_parse(const void *buf, size_t n, struct lite_msg *msg);
+size_t lite_wire_put_hdr(void *buf, u8 type, bool reply, u16 src,
+			 u16 credits, u32 req_id, int status, u32 len);
+
+void lite_wire_put_addr(struct lite_wire_addr *w, const struct lite_naddr *a);
+int lite_wire_get_addr(const struct lite_wire_addr *w, struct lite_naddr *a);
+bool lite_naddr_equal(const struct lite_naddr *a, const struct lite_naddr *b);
+
+#endif /* LITE_CORE_WIRE_H */

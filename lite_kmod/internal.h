@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * lite.ko internals shared by the glue files. The verb-free logic lives in
+ * core/; this header ties it to verbs, rdma_cm and the char device.
+ *
+ * Object model:
+ *   lite_ctx   the module's one instance list (devices and nodes)
+ *   lite_ibdev an RDMA device seen through our ib_client
+ *   lite_node  a cluster node bound to one device port (several per kernel)
+ *   lite_conn  a reliable connection (RC QP via rdma_cm) to another node
+ */
+#ifndef LITE_INTERNAL_H
+#define LITE_INTERNAL_H
+
+#include <linux/types.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <linux/workqueue.h>
+#include <linux/completion.h>
+#include <linux/wait.h>
+#include <linux/atomic.h>
+#include <linux/socket.h>
+#include <linux/miscdevice.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+#include "uapi/linux/lite.h"
+#include "core/wire.h"
+#include "core/membership.h"
+#include "core/credits.h"
+#include "core/auth.h"
+
+#define LITE_RX_DEPTH		16	/* receive buffers per connection */
+#define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)
+#define LITE_CALL_TIMEOUT_MS	3000	/* default control request timeout */
+#define LITE_JOIN_TIMEOUT_MS	15000	/* default join timeout */
+#define LITE_CM_TIMEOUT_MS	3000	/* address and route resolution */
+#define LITE_HANDSHAKE_MS	10000	/* unauthenticated connections die */
+#define LITE_LEAVE_MS		1000	/* wait for LEAVE to be acknowledged */
+
+/* rdma_cm private data of a connect request and its accept. */
+struct lite_cm_pdata {
+	__le32 magic;
+	u8 version;
+	u8 reserved0;
+	__le16 rx_depth;
+	__le32 reserved;
+};
+
+struct lite_ctx {
+	struct mutex lock;		/* serialises control commands */
+	struct list_head devs;		/* lite_ibdev; @lock */
+	struct xarray nodes;		/* instance -> lite_node; @lock */
+	struct ib_client client;
+	struct miscdevice misc;
+};
+
+struct lite_ibdev {
+	struct ib_device *dev;
+	struct list_head entry;		/* in lite_ctx.devs; ctx lock */
+	struct list_head nodes;		/* lite_node.dev_entry; ctx lock */
+};
+
+enum lite_cm_kind {
+	LITE_CM_LISTENER,
+	LITE_CM_CONN,
+};
+
+enum lite_conn_state {
+	LITE_CONN_CONNECTING,	/* rdma_cm still working */
+	LITE_CONN_HANDSHAKE,	/* connected, not yet authenticated */
+	LITE_CONN_READY,	/* authenticated member connection */
+	LITE_CONN_CLOSING,	/* being torn down; no more posts */
+};
+
+struct lite_node_stats {
+	atomic64_t joins;
+	atomic64_t leaves;
+	atomic64_t losses;
+	atomic64_t auth_failures;
+	atomic64_t bad_msgs;
+	atomic64_t timeouts;
+};
+
+struct lite_node {
+	enum lite_cm_kind cm_kind;	/* LITE_CM_LISTENER: listen_id ctx */
+	struct kref ref;
+
+	/* Immutable after lite_node_create(). */
+	u32 instance;
+	struct lite_ibdev *ibdev;
+	u32 port_num;
+	struct ib_pd *pd;
+	struct lite_naddr listen_addr;
+	struct sockaddr_storage listen_sa;
+	u8 *secret;
+	u32 secret_len;
+	struct workqueue_struct *wq;		/* ordered: incoming requests */
+	struct workqueue_struct *close_wq;	/* connection teardown */
+
+	struct list_head dev_entry;	/* in lite_ibdev.nodes; ctx lock */
+	struct rdma_cm_id *listen_id;	/* ctx lock */
+
+	struct mutex lock;		/* protects the fields below */
+	struct lite_membership mb;
+	struct lite_conn *peers[LITE_MAX_NODES + 1];	/* READY conns */
+	struct list_head conns;		/* every lite_conn of this node */
+	bool dying;			/* leaving: refuse new connections */
+
+	u16 self_id;			/* WRITE_ONCE under @lock */
+	atomic_t n_conns;		/* conns not yet released */
+	wait_queue_head_t conns_wq;	/* woken when n_conns drops */
+
+	struct xarray calls;		/* req_id -> lite_call; xa lock */
+	u32 next_req_id;		/* xa lock */
+
+	struct lite_node_stats stats;
+};
+
+struct lite_rx {
+	struct ib_cqe cqe;
+	struct lite_conn *conn;
+	void *buf;
+	u64 dma;
+	u32 byte_len;
+	struct lite_msg msg;		/* parsed view of @buf */
+	struct work_struct work;	/* runs requests on node->wq */
+};
+
+struct lite_tx {
+	struct ib_cqe cqe;
+	struct list_head entry;		/* conn->backlog; conn lock */
+	struct lite_conn *conn;		/* holds a reference once queued */
+	u64 dma;
+	u32 len;
+	bool credit_msg;
+	u8 buf[];
+};
+
+struct lite_conn {
+	enum lite_cm_kind cm_kind;	/* LITE_CM_CONN: cm_id ctx */
+	struct kref ref;
+	struct lite_node *node;		/* holds a node reference */
+	struct rdma_cm_id *cm_id;
+	struct ib_cq *cq;
+	struct lite_rx *rx;		/* LITE_RX_DEPTH buffers */
+	bool active;			/* we initiated the connection */
+	bool has_qp;
+
+	spinlock_t lock;		/* protects the fields below */
+	enum lite_conn_state state;
+	struct lite_credits credits;
+	struct list_head backlog;	/* lite_tx waiting for credits */
+	u32 n_backlog;
+	u32 tx_inflight;		/* posted, not completed */
+	u16 peer_id;			/* set when READY */
+	bool peer_left;			/* the peer said LEAVE */
+	bool got_hello;			/* passive handshake progress */
+	struct lite_auth_ctx auth;
+	struct lite_naddr peer_listen;	/* from HELLO */
+
+	wait_queue_head_t tx_wq;	/* woken when tx_inflight drops */
+	struct completion cm_done;	/* active connect finished */
+	int cm_status;			/* its result */
+	struct work_struct close_work;
+	struct delayed_work handshake_timer;
+	struct list_head node_entry;	/* node->conns; node lock */
+
+	atomic64_t tx_msgs;
+	atomic64_t rx_msgs;
+	atomic64_t tx_bytes;
+	atomic64_t rx_bytes;
+	atomic64_t last_rtt_ns;
+};
+
+struct lite_call {
+	struct lite_conn *conn;
+	/* Optional: runs in CQ context on a successful reply, in order with
+	 * the messages that follow it on the connection. Returns the status.
+	 */
+	int (*on_reply)(struct lite_call *call, const struct lite_msg *msg);
+	u8 type;
+	u32 req_id;
+	struct completion done;
+	int status;
+	void *reply;
+	u32 reply_cap;
+	u32 reply_len;
+};
+
+/* main.c */
+struct lite_ibdev *lite_find_ibdev(struct lite_ctx *ctx, const char *name);
+
+/* chardev.c */
+int lite_chardev_register(struct lite_ctx *ctx);
+void lite_chardev_unregister(struct lite_ctx *ctx);
+
+/* node.c */
+struct lite_node *lite_node_create(struct lite_ctx *ctx,
+				   struct lite_ibdev *ibdev, u32 port_num,
+				   const struct sockaddr_storage *listen,
+				   const u8 *secret, u32 secret_len);
+void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node);
+void lite_node_get(struct lite_node *node);
+void lite_node_put(struct lite_node *node);
+struct lite_conn *lite_node_peer(struct lite_node *node, u16 id);
+int lite_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+int lite_sockaddr_to_naddr(const struct sockaddr_storage *sa,
+			   struct lite_naddr *a);
+void lite_naddr_to_sockaddr(const struct lite_naddr *a,
+			    struct sockaddr_storage *sa);
+
+/* conn.c */
+struct lite_conn *lite_conn_connect(struct lite_node *node,
+				    const struct lite_naddr *dst,
+				    unsigned long timeout_ms);
+int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
+		     struct rdma_cm_event *ev);
+int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
+		       struct rdma_cm_event *ev);
+void lite_conn_close(struct lite_conn *conn);
+void lite_conn_get(struct lite_conn *conn);
+void lite_conn_put(struct lite_conn *conn);
+int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
+		   int status, const void *payload, u32 len);
+int lite_conn_wait_sent(struct lite_conn *conn, unsigned long timeout_ms);
+void lite_conn_repost(struct lite_rx *rx);
+int lite_conn_grant(struct lite_conn *conn, u16 n);
+enum lite_conn_state lite_conn_state(struct lite_conn *conn);
+
+/* msg.c */
+void lite_msg_received(struct lite_rx *rx);
+void lite_msg_work(struct work_struct *work);
+int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
+		    const void *payload, u32 len, void *reply, u32 reply_cap);
+int lite_call_wait(struct lite_call *call, unsigned long timeout_ms);
+int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
+	      void *reply, u32 reply_cap, u32 *reply_len,
+	      unsigned long timeout_ms);
+void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err);
+
+/* cluster.c */
+int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
+		      unsigned long timeout_ms);
+void lite_cluster_leave(struct lite_node *node);
+void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_cluster_conn_closed(struct lite_conn *conn);
+int lite_cluster_ping(struct lite_node *node, u16 id,
+		      unsigned long timeout_ms, u64 *rtt_ns);
+
+#endif /* LITE_INTERNAL_H */

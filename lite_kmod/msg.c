@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite control-message layer: checks every received message, routes replies
+ * to the request that is waiting for them (by the id the requester issued),
+ * runs requests on the node's ordered workqueue, and fails what waits on a
+ * connection that closes. Every request has a timeout.
+ */
+#include <linux/slab.h>
+
+#include "internal.h"
+
+/* Deliver a reply to its waiting call; drop it if nobody waits. */
+static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
+			       const struct lite_msg *msg)
+{
+	struct lite_call *call;
+
+	xa_lock(&node->calls);
+	call = xa_load(&node->calls, msg->req_id);
+	if (!call || call->conn != conn || call->type != msg->type) {
+		xa_unlock(&node->calls);
+		return;		/* late reply to a call that timed out */
+	}
+	__xa_erase(&node->calls, msg->req_id);
+	xa_unlock(&node->calls);
+
+	if (msg->status) {
+		call->status = msg->status;
+	} else if (msg->len > call->reply_cap) {
+		call->status = -EMSGSIZE;
+	} else {
+		memcpy(call->reply, msg->payload, msg->len);
+		call->reply_len = msg->len;
+		call->status = call->on_reply ? call->on_reply(call, msg) : 0;
+	}
+	complete(&call->done);
+}
+
+/* A receive completed: check it, then dispatch it. CQ context. */
+void lite_msg_received(struct lite_rx *rx)
+{
+	struct lite_conn *conn = rx->conn;
+	struct lite_node *node = conn->node;
+	struct lite_msg *msg = &rx->msg;
+	unsigned long flags;
+	bool ready, bad;
+	int ret;
+
+	ret = lite_wire_parse(rx->buf, rx->byte_len, msg);
+	if (ret)
+		goto bad_msg;
+	atomic64_inc(&conn->rx_msgs);
+	atomic64_add(rx->byte_len, &conn->rx_bytes);
+	if (msg->credits && lite_conn_grant(conn, msg->credits))
+		goto bad_msg;
+
+	/* Once authenticated, a peer must keep using its own id. */
+	spin_lock_irqsave(&conn->lock, flags);
+	ready = conn->state == LITE_CONN_READY;
+	bad = ready && msg->src != conn->peer_id;
+	spin_unlock_irqrestore(&conn->lock, flags);
+	if (bad)
+		goto bad_msg;
+
+	if (msg->type == LITE_MSG_CREDIT) {
+		lite_conn_repost(rx);
+	} else if (msg->reply) {
+		lite_call_complete(node, conn, msg);
+		lite_conn_repost(rx);
+	} else {
+		lite_conn_get(conn);
+		queue_work(node->wq, &rx->work);
+	}
+	return;
+
+bad_msg:
+	atomic64_inc(&node->stats.bad_msgs);
+	pr_info_ratelimited("lite%u: dropping connection after malformed message\n",
+			    node->instance);
+	lite_conn_close(conn);
+}
+
+/* Requests and one-way messages, in arrival order, in process context. */
+void lite_msg_work(struct work_struct *work)
+{
+	struct lite_rx *rx = container_of(work, struct lite_rx, work);
+	struct lite_conn *conn = rx->conn;
+
+	lite_cluster_handle(conn, &rx->msg);
+	lite_conn_repost(rx);
+	lite_conn_put(conn);
+}
+
+/*
+ * lite_call_start - send a request; its reply lands in @reply
+ *
+ * The caller holds a reference on @conn until lite_call_wait() returns.
+ */
+int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
+		    const void *payload, u32 len, void *reply, u32 reply_cap)
+{
+	struct lite_node *node = conn->node;
+	int ret;
+
+	init_completion(&call->done);
+	call->conn = conn;
+	call->type = type;
+	call->status = 0;
+	call->reply = reply;
+	call->reply_cap = reply_cap;
+	call->reply_len = 0;
+
+	ret = xa_alloc_cyclic(&node->calls, &call->req_id, call,
+			      XA_LIMIT(1, U32_MAX), &node->next_req_id,
+			      GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+	ret = lite_conn_send(conn, type, false, call->req_id, 0, payload, len);
+	if (ret) {
+		xa_erase(&node->calls, call->req_id);
+		return ret;
+	}
+	return 0;
+}
+
+/* Return: the reply's status, -ETIMEDOUT, or -ECONNRESET if the
+ * connection closed first.
+ */
+int lite_call_wait(struct lite_call *call, unsigned long timeout_ms)
+{
+	struct lite_node *node = call->conn->node;
+
+	if (!wait_for_completion_timeout(&call->done,
+					 msecs_to_jiffies(timeout_ms))) {
+		if (xa_erase(&node->calls, call->req_id) == call) {
+			atomic64_inc(&node->stats.timeouts);
+			return -ETIMEDOUT;
+		}
+		/* A reply or a failure took it first: it completes now. */
+		wait_for_completion(&call->done);
+	}
+	return call->status;
+}
+
+int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
+	      void *reply, u32 reply_cap, u32 *reply_len,
+	      unsigned long timeout_ms)
+{
+	struct lite_call call = {};
+	int ret;
+
+	ret = lite_call_start(conn, &call, type, payload, len, reply,
+			      reply_cap);
+	if (ret)
+		return ret;
+	ret = lite_call_wait(&call, timeout_ms);
+	if (!ret && reply_len)
+		*reply_len = call.reply_len;
+	return ret;
+}
+
+/* Fail every call waiting on @conn with @err. */
+void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
+{
+	struct lite_call *call;
+	unsigned long id;
+
+	xa_lock(&node->calls);
+	xa_for_each(&node->calls, id, call) {
+		if (call->conn != conn)
+			continue;
+		__xa_erase(&node->calls, id);
+		call->status = err;
+		complete(&call->done);
+	}
+	xa_unlock(&node->calls);
+}

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite node instances: creation on a device port, the rdma_cm listener,
+ * reference counting and teardown.
+ */
+#include <linux/slab.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/random.h>
+
+#include "internal.h"
+
+int lite_sockaddr_to_naddr(const struct sockaddr_storage *sa,
+			   struct lite_naddr *a)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+	memset(a, 0, sizeof(*a));
+	switch (sa->ss_family) {
+	case AF_INET:
+		a->family = LITE_WIRE_AF_INET;
+		a->port = ntohs(sin->sin_port);
+		memcpy(a->addr, &sin->sin_addr, 4);
+		return 0;
+	case AF_INET6:
+		a->family = LITE_WIRE_AF_INET6;
+		a->port = ntohs(sin6->sin6_port);
+		memcpy(a->addr, &sin6->sin6_addr, 16);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+void lite_naddr_to_sockaddr(const struct lite_naddr *a,
+			    struct sockaddr_storage *sa)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)sa;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)sa;
+
+	memset(sa, 0, sizeof(*sa));
+	if (a->family == LITE_WIRE_AF_INET) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a->port);
+		memcpy(&sin->sin_addr, a->addr, 4);
+	} else {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(a->port);
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+	}
+}
+
+static void lite_node_release(struct kref *ref)
+{
+	struct lite_node *node = container_of(ref, struct lite_node, ref);
+
+	WARN_ON(!xa_empty(&node->calls));
+	xa_destroy(&node->calls);
+	kfree_sensitive(node->secret);
+	kfree(node);
+}
+
+void lite_node_get(struct lite_node *node)
+{
+	kref_get(&node->ref);
+}
+
+void lite_node_put(struct lite_node *node)
+{
+	kref_put(&node->ref, lite_node_release);
+}
+
+/* Return: a READY connection to member @id with a reference, or NULL. */
+struct lite_conn *lite_node_peer(struct lite_node *node, u16 id)
+{
+	struct lite_conn *conn = NULL;
+
+	if (!id || id > LITE_MAX_NODES)
+		return NULL;
+	mutex_lock(&node->lock);
+	if (node->peers[id]) {
+		conn = node->peers[id];
+		lite_conn_get(conn);
+	}
+	mutex_unlock(&node->lock);
+	return conn;
+}
+
+/* The listener only sees connect requests; they become connections. */
+static int lite_listen_event(struct lite_node *node, struct rdma_cm_id *id,
+			     struct rdma_cm_event *ev)
+{
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return lite_conn_accept(node, id, ev);
+	/*
+	 * DEVICE_REMOVAL cannot reach us: our ib_client is removed before
+	 * rdma_cm's, and it destroys this id first.
+	 */
+	return 0;
+}
+
+/* One rdma_cm handler for listeners and connections. */
+int lite_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	enum lite_cm_kind *kind = id->context;
+
+	if (*kind == LITE_CM_LISTENER)
+		return lite_listen_event(container_of(kind, struct lite_node,
+						      cm_kind), id, ev);
+	return lite_conn_cm_event(container_of(kind, struct lite_conn, cm_kind),
+				  id, ev);
+}
+
+static int lite_node_listen(struct lite_node *node)
+{
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(&init_net, lite_cm_handler, &node->cm_kind,
+			    RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&node->listen_sa);
+	if (ret)
+		goto err_id;
+	/* The address must belong to this node's device and port. */
+	if (id->device != node->ibdev->dev || id->port_num != node->port_num) {
+		ret = -EADDRNOTAVAIL;
+		goto err_id;
+	}
+	ret = rdma_listen(id, 64);
+	if (ret)
+		goto err_id;
+	node->listen_id = id;
+	return 0;
+
+err_id:
+	rdma_destroy_id(id);
+	return ret;
+}
+
+static int lite_node_alloc_wqs(struct lite_node *node)
+{
+	node->wq = alloc_ordered_workqueue("lite%u_rx", WQ_MEM_RECLAIM,
+					   node->instance);
+	if (!node->wq)
+		return -ENOMEM;
+	node->close_wq = alloc_workqueue("lite%u_close", WQ_UNBOUND, 0,
+					 node->instance);
+	if (!node->close_wq) {
+		destroy_workqueue(node->wq);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * lite_node_create - create a node instance listening on @listen
+ *
+ * Called with ctx->lock held. The node is not in the instance list yet and
+ * has no cluster role; the caller makes it a manager or joins it.
+ * Return: the node or an ERR_PTR.
+ */
+struct lite_node *lite_node_create(struct lite_ctx *ctx,
+				   struct lite_ibdev *ibdev, u32 port_num,
+				   const struct sockaddr_storage *listen,
+				   const u8 *secret, u32 secret_len)
+{
+	struct lite_node *node;
+	u32 instance;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+	node = kzalloc(sizeof(*node), GFP_KERNEL);
+	if (!node)
+		return ERR_PTR(-ENOMEM);
+	node->cm_kind = LITE_CM_LISTENER;
+	kref_init(&node->ref);
+	mutex_init(&node->lock);
+	INIT_LIST_HEAD(&node->conns);
+	INIT_LIST_HEAD(&node->dev_entry);
+	init_waitqueue_head(&node->conns_wq);
+	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1);
+	lite_mbr_init(&node->mb);
+	node->ibdev = ibdev;
+	node->port_num = port_num;
+	node->listen_sa = *listen;
+	ret = lite_sockaddr_to_naddr(listen, &node->listen_addr);
+	if (ret)
+		goto err_free;
+
+	node->secret = kmemdup(secret, secret_len, GFP_KERNEL);
+	if (!node->secret) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+	node->secret_len = secret_len;
+
+	ret = xa_alloc(&ctx->nodes, &instance, node, xa_limit_31b, GFP_KERNEL);
+	if (ret)
+		goto err_free;
+	node->instance = instance;
+
+	ret = lite_node_alloc_wqs(node);
+	if (ret)
+		goto err_xa;
+
+	node->pd = ib_alloc_pd(ibdev->dev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	if (IS_ERR(node->pd)) {
+		ret = PTR_ERR(node->pd);
+		goto err_wq;
+	}
+
+	ret = lite_node_listen(node);
+	if (ret)
+		goto err_pd;
+	list_add_tail(&node->dev_entry, &ibdev->nodes);
+	return node;
+
+err_pd:
+	ib_dealloc_pd(node->pd);
+err_wq:
+	destroy_workqueue(node->close_wq);
+	destroy_workqueue(node->wq);
+err_xa:
+	xa_erase(&ctx->nodes, node->instance);
+err_free:
+	lite_node_put(node);
+	return ERR_PTR(ret);
+}
+
+/* Close every connection and wait until all of them are released. */
+static void lite_node_close_conns(struct lite_node *node)
+{
+	struct lite_conn *conn;
+
+	mutex_lock(&node->lock);
+	list_for_each_entry(conn, &node->conns, node_entry)
+		lite_conn_close(conn);	/* idempotent, never takes node->lock */
+	mutex_unlock(&node->lock);
+	/* close_work and queued requests drop the last references. */
+	wait_event(node->conns_wq, !atomic_read(&node->n_conns));
+}
+
+/*
+ * lite_node_destroy - leave the cluster and free everything
+ *
+ * Called with ctx->lock held, from NODE_DOWN, device removal or rmmod.
+ */
+void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
+{
+	lockdep_assert_held(&ctx->lock);
+
+	lite_cluster_leave(node);	/* sets dying, tells the peers */
+	rdma_destroy_id(node->listen_id);
+	node->listen_id = NULL;
+	lite_node_close_conns(node);
+
+	destroy_workqueue(node->wq);
+	destroy_workqueue(node->close_wq);
+	ib_dealloc_pd(node->pd);
+	list_del_init(&node->dev_entry);
+	xa_erase(&ctx->nodes, node->instance);
+	lite_node_put(node);
+}

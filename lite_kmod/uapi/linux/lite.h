@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * lite: the user-space interface of /dev/lite.
+ *
+ * Rules for every command structure:
+ *  - fixed-width fields only, explicit padding, 8-byte aligned size;
+ *  - "reserved" and padding fields must be zero (else -EINVAL);
+ *  - unknown flag bits are rejected with -EINVAL;
+ *  - pointers travel as __u64.
+ * A change that breaks these layouts bumps LITE_ABI_VERSION.
+ */
+#ifndef _UAPI_LINUX_LITE_H
+#define _UAPI_LINUX_LITE_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define LITE_ABI_VERSION	1
+#define LITE_DEVICE_PATH	"/dev/lite"
+
+#define LITE_DEVNAME_MAX	64	/* RDMA device name, NUL-terminated */
+#define LITE_SECRET_MIN		8	/* bytes */
+#define LITE_SECRET_MAX		256	/* bytes */
+#define LITE_MAX_NODES		128	/* node ids are 1..LITE_MAX_NODES */
+
+/* An IPv4 or IPv6 endpoint. */
+struct lite_addr {
+	__u16 family;		/* AF_INET or AF_INET6 */
+	__u16 port;		/* host byte order */
+	__u32 reserved;
+	__u8 addr[16];		/* IPv4 uses the first 4 bytes, network order */
+};
+
+/* LITE_IOC_GET_INFO: ABI version and the node instances of this kernel. */
+struct lite_info {
+	__u32 abi_version;	/* out */
+	__u32 n_instances;	/* out: instances that exist */
+	__u64 instances_ptr;	/* in: __u32 array for instance numbers, or 0 */
+	__u32 instances_cap;	/* in: entries at instances_ptr */
+	__u32 reserved[3];
+};
+
+/* LITE_IOC_NODE_UP flags */
+#define LITE_UP_JOIN		(1U << 0)	/* join the cluster at @join */
+#define LITE_UP_FLAGS_ALL	LITE_UP_JOIN
+
+/*
+ * LITE_IOC_NODE_UP: create a node instance on @dev_name/@port_num that
+ * listens on @listen. Without LITE_UP_JOIN it becomes the manager of a new
+ * cluster (node id 1); with it, it joins the manager at @join.
+ * Needs CAP_NET_ADMIN.
+ */
+struct lite_node_up {
+	char dev_name[LITE_DEVNAME_MAX];	/* in */
+	__u32 port_num;				/* in: 0 = first port */
+	__u32 flags;				/* in: LITE_UP_* */
+	struct lite_addr listen;		/* in */
+	struct lite_addr join;			/* in: with LITE_UP_JOIN */
+	__u64 secret_ptr;			/* in: cluster secret */
+	__u32 secret_len;			/* in: LITE_SECRET_MIN..MAX */
+	__u32 timeout_ms;			/* in: join timeout, 0 = default */
+	__u32 instance;				/* out */
+	__u32 node_id;				/* out */
+	__u32 reserved[4];
+};
+
+/* LITE_IOC_NODE_DOWN: leave the cluster and destroy the instance. */
+struct lite_node_down {
+	__u32 instance;		/* in */
+	__u32 flags;		/* in: none defined, must be 0 */
+	__u32 reserved[2];
+};
+
+/* Connection state of a member, as seen from the node asked. */
+enum lite_peer_state {
+	LITE_PEER_SELF = 1,
+	LITE_PEER_CONNECTING = 2,
+	LITE_PEER_CONNECTED = 3,
+	LITE_PEER_DOWN = 4,
+};
+
+struct lite_member_info {
+	__u32 node_id;
+	__u32 state;		/* enum lite_peer_state */
+	struct lite_addr addr;	/* the member's listen address */
+	__u64 tx_msgs;
+	__u64 rx_msgs;
+	__u64 tx_bytes;
+	__u64 rx_bytes;
+	__u64 last_rtt_ns;	/* last ping round trip, 0 if none */
+	__u32 credits;		/* send credits towards this peer */
+	__u32 backlog;		/* messages waiting for credits */
+};
+
+struct lite_node_counters {
+	__u64 joins;		/* members added */
+	__u64 leaves;		/* members that left cleanly */
+	__u64 losses;		/* members whose connection broke */
+	__u64 auth_failures;	/* handshakes refused */
+	__u64 bad_msgs;		/* malformed messages dropped */
+	__u64 timeouts;		/* requests that timed out */
+	__u64 reserved[2];
+};
+
+/* LITE_IOC_NODE_STATUS */
+struct lite_node_status {
+	__u32 instance;		/* in */
+	__u32 members_cap;	/* in: entries at members_ptr */
+	__u64 members_ptr;	/* in: struct lite_member_info array, or 0 */
+	__u32 node_id;		/* out */
+	__u32 manager_id;	/* out */
+	__u32 n_members;	/* out: including this node */
+	__u32 epoch;		/* out: membership epoch */
+	char dev_name[LITE_DEVNAME_MAX];	/* out */
+	__u32 port_num;		/* out */
+	__u32 reserved0;
+	struct lite_addr listen;		/* out */
+	struct lite_node_counters counters;	/* out */
+	__u32 reserved[4];
+};
+
+/* LITE_IOC_PING: one control-plane round trip to @node_id. */
+struct lite_ping {
+	__u32 instance;		/* in */
+	__u32 node_id;		/* in */
+	__u32 timeout_ms;	/* in: 0 = default */
+	__u32 flags;		/* in: none defined, must be 0 */
+	__u64 rtt_ns;		/* out */
+	__u64 reserved[2];
+};
+
+#define LITE_IOC_MAGIC		0xE1
+#define LITE_IOC_GET_INFO	_IOWR(LITE_IOC_MAGIC, 0x00, struct lite_info)
+#define LITE_IOC_NODE_UP	_IOWR(LITE_IOC_MAGIC, 0x01, struct lite_node_up)
+#define LITE_IOC_NODE_DOWN	_IOWR(LITE_IOC_MAGIC, 0x02, struct lite_node_down)
+#define LITE_IOC_NODE_STATUS	_IOWR(LITE_IOC_MAGIC, 0x03, struct lite_node_status)
+#define LITE_IOC_PING		_IOWR(LITE_IOC_MAGIC, 0x04, struct lite_ping)
+
+#endif /* _UAPI_LINUX_LITE_H */

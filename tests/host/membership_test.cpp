@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+// Membership table: id allocation, add/remove, and the JOIN accept.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "core.hpp"
+
+using namespace lite_test;
+
+TEST(Membership, ManagerStartsAsNodeOne)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 18515);
+    ASSERT_EQ(lite_mbr_init_manager(&mb, &a), 0);
+    EXPECT_EQ(mb.self, 1);
+    EXPECT_EQ(mb.manager, 1);
+    EXPECT_EQ(mb.count, 1);
+    EXPECT_TRUE(lite_mbr_present(&mb, 1));
+    EXPECT_FALSE(lite_mbr_present(&mb, 0));
+    EXPECT_FALSE(lite_mbr_present(&mb, LITE_MBR_MAX + 1));
+}
+
+TEST(Membership, LowestFreeIdIsReused)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    lite_mbr_init_manager(&mb, &a);
+    for (uint16_t id = 2; id <= 5; id++) {
+        ASSERT_EQ(lite_mbr_alloc_id(&mb), id);
+        auto b = v4(10, 99, 0, 1, id);
+        ASSERT_EQ(lite_mbr_add(&mb, id, &b), 0);
+    }
+    ASSERT_EQ(lite_mbr_remove(&mb, 3), 0);
+    EXPECT_EQ(lite_mbr_alloc_id(&mb), 3);
+    EXPECT_EQ(mb.count, 4);
+}
+
+TEST(Membership, FullClusterRefusesMore)
+{
+    lite_membership mb;
+    lite_mbr_init(&mb);
+    for (int id = 1; id <= LITE_MBR_MAX; id++) {
+        auto a = v4(10, 1, static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 7);
+        ASSERT_EQ(lite_mbr_add(&mb, static_cast<uint16_t>(id), &a), 0);
+    }
+    EXPECT_EQ(lite_mbr_alloc_id(&mb), -ENOSPC);
+}
+
+TEST(Membership, AddRejections)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    auto b = v4(10, 99, 0, 1, 2);
+    lite_mbr_init_manager(&mb, &a);
+    EXPECT_EQ(lite_mbr_add(&mb, 0, &b), -EINVAL);
+    EXPECT_EQ(lite_mbr_add(&mb, LITE_MBR_MAX + 1, &b), -EINVAL);
+    EXPECT_EQ(lite_mbr_add(&mb, 1, &b), -EEXIST);
+    EXPECT_EQ(lite_mbr_add(&mb, 2, &a), -EADDRINUSE) << "same listen address twice";
+    EXPECT_EQ(lite_mbr_remove(&mb, 9), -ENOENT);
+    EXPECT_EQ(mb.count, 1);
+}
+
+TEST(Membership, EpochCountsChanges)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    auto b = v4(10, 99, 0, 1, 2);
+    lite_mbr_init_manager(&mb, &a);
+    uint32_t e = mb.epoch;
+    lite_mbr_add(&mb, 2, &b);
+    EXPECT_EQ(mb.epoch, e + 1);
+    lite_mbr_remove(&mb, 2);
+    EXPECT_EQ(mb.epoch, e + 2);
+    lite_mbr_remove(&mb, 2);
+    EXPECT_EQ(mb.epoch, e + 2) << "a failed removal changes nothing";
+}
+
+TEST(Membership, RemovingTheManagerLeavesNone)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    lite_mbr_init_manager(&mb, &a);
+    ASSERT_EQ(lite_mbr_remove(&mb, 1), 0);
+    EXPECT_EQ(mb.manager, 0);
+}
+
+TEST(Membership, AcceptRoundTrip)
+{
+    lite_membership mgr;
+    auto a = v4(10, 99, 0, 1, 1);
+    lite_mbr_init_manager(&mgr, &a);
+    for (uint16_t id = 2; id <= 4; id++) {
+        auto b = v4(10, 99, 0, static_cast<uint8_t>(id), id);
+        lite_mbr_add(&mgr, id, &b);
+    }
+    lite_mbr_remove(&mgr, 3);
+
+    std::vector<uint8_t> reply(sizeof(lite_wire_auth) + lite_mbr_accept_size(&mgr));
+    size_t n = lite_mbr_encode_accept(&mgr, 4, reply.data() + sizeof(lite_wire_auth),
+                                      reply.size() - sizeof(lite_wire_auth));
+    ASSERT_EQ(n, lite_mbr_accept_size(&mgr));
+
+    // What the joiner receives passes the wire checks...
+    auto m = message(LITE_MSG_AUTH, true, 9, 0, reply.data(), static_cast<uint32_t>(reply.size()));
+    lite_msg msg{};
+    ASSERT_EQ(parse(m, &msg), 0);
+
+    // ...and reproduces the manager's table, seen from node 4.
+    lite_membership joiner;
+    ASSERT_EQ(lite_mbr_apply_accept(&joiner, static_cast<const uint8_t*>(msg.payload) + sizeof(lite_wire_auth),
+                                    msg.len - static_cast<uint32_t>(sizeof(lite_wire_auth))),
+              0);
+    EXPECT_EQ(joiner.self, 4);
+    EXPECT_EQ(joiner.manager, 1);
+    EXPECT_EQ(joiner.count, 3);
+    EXPECT_EQ(joiner.epoch, mgr.epoch);
+    for (uint16_t id = 1; id <= LITE_MBR_MAX; id++) {
+        ASSERT_EQ(lite_mbr_present(&joiner, id), lite_mbr_present(&mgr, id)) << id;
+        if (lite_mbr_present(&mgr, id)) {
+            EXPECT_TRUE(lite_naddr_equal(&joiner.addr[id], &mgr.addr[id]));
+        }
+    }
+}
+
+TEST(Membership, EncodeNeedsRoom)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    lite_mbr_init_manager(&mb, &a);
+    std::vector<uint8_t> buf(lite_mbr_accept_size(&mb) - 1);
+    EXPECT_EQ(lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size()), 0u);
+}
+
+TEST(Membership, ApplyRejectsInconsistentAccept)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    lite_mbr_init_manager(&mb, &a);
+    std::vector<uint8_t> buf(lite_mbr_accept_size(&mb));
+    lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size());  // node 2 is not listed
+
+    lite_membership joiner;
+    EXPECT_EQ(lite_mbr_apply_accept(&joiner, buf.data(), static_cast<uint32_t>(buf.size())), -EBADMSG);
+    EXPECT_EQ(joiner.count, 0) << "a failed apply leaves an empty table";
+    EXPECT_EQ(lite_mbr_apply_accept(&joiner, buf.data(), 3), -EBADMSG) << "short";
+}

@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# PID 1 of a lite-vm guest. The initramfs /init has mounted the host root
+# read-only over 9p and chrooted into it, so host binaries run unchanged and
+# the kernel's on-demand modprobe finds /sbin/modprobe and /lib/modules.
+#
+# Kernel command line (read from /proc/cmdline once /proc is mounted):
+#   lite_run=DIR  host directory (visible here) holding env, cmd, module copy
+#   lite_idx=I    index of this guest, 0-based
+# DIR/env sets LITE_GUESTS, LITE_REPO, LITE_TIMEOUT, LITE_NO_MODULE,
+# LITE_MODULE; DIR/cmd holds the command as NUL-separated words.
+#
+# Console protocol read by lite-vm: "LITE-VM-EXIT: <rc>" after the command,
+# then the kernel log between LITE-VM-DMESG-BEGIN and LITE-VM-DMESG-END.
+# A setup failure prints "LITE-VM-SETUP-FAILED: ..." and no exit marker.
+set -euo pipefail
+
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp LANG=C.UTF-8
+
+dump_dmesg_and_power_off() {
+	set +e
+	echo "LITE-VM-DMESG-BEGIN"
+	dmesg --color=never
+	echo "LITE-VM-DMESG-END"
+	sync
+	echo o >/proc/sysrq-trigger
+	# PID 1 must never exit (that would panic the kernel): wait for power-off.
+	while :; do sleep 1; done
+}
+
+fail() {
+	trap - ERR
+	echo "LITE-VM-SETUP-FAILED: $*"
+	dump_dmesg_and_power_off
+}
+trap 'fail "line $LINENO: \"$BASH_COMMAND\" failed"' ERR
+
+# --- Filesystems -----------------------------------------------------------
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+
+run= idx=
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	lite_run=*) run=${arg#lite_run=} ;;
+	lite_idx=*) idx=${arg#lite_idx=} ;;
+	esac
+done
+[ -n "$run" ] && [ -n "$idx" ] || fail "lite_run= or lite_idx= missing from kernel command line"
+[ -r "$run/env" ] || fail "$run/env not readable"
+# shellcheck source=/dev/null
+. "$run/env"
+mapfile -d '' -t cmd <"$run/cmd"
+[ ${#cmd[@]} -gt 0 ] || fail "empty command"
+
+mkdir -p /run/lite-out
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/lite-out ||
+	fail "cannot mount the out share (tag out)"
+echo "lite-g$idx" >/proc/sys/kernel/hostname
+
+# --- Modules and network ---------------------------------------------------
+modprobe -a rdma_rxe ib_uverbs rdma_ucm veth virtio_net
+ip link set lo up
+if [ "$LITE_GUESTS" -eq 1 ]; then
+	# One guest: rxe0 on veth0; veth1 is a second addressed end for tests.
+	ip link add veth0 type veth peer name veth1
+	ip addr add 10.99.0.1/24 dev veth0
+	ip addr add 10.99.0.2/24 dev veth1
+	ip link set veth0 up
+	ip link set veth1 up
+	netdev=veth0
+	addr=10.99.0.1
+	peers=10.99.0.1
+else
+	# Several guests share one virtual Ethernet through hub.py.
+	for _ in $(seq 50); do
+		[ -e /sys/class/net/eth0 ] && break
+		sleep 0.1
+	done
+	addr=10.99.1.$((idx + 1))
+	ip addr add "$addr/24" dev eth0
+	ip link set eth0 up
+	netdev=eth0
+	peers=$(for ((g = 0; g < LITE_GUESTS; g++)); do printf '10.99.1.%d ' $((g + 1)); done)
+	peers=${peers% }
+fi
+rdma link add rxe0 type rxe netdev "$netdev"
+for _ in $(seq 100); do
+	rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break
+	sleep 0.1
+done
+rdma link show rxe0/1 | grep -q 'state ACTIVE' || fail "rxe0 port did not become ACTIVE"
+
+# --- The module under test -------------------------------------------------
+if [ "$LITE_NO_MODULE" -eq 0 ]; then
+	[ -r "$LITE_MODULE" ] || fail "module $LITE_MODULE not found"
+	insmod "$LITE_MODULE" || fail "insmod $LITE_MODULE failed"
+fi
+
+export LITE_GUEST_INDEX=$idx LITE_GUESTS LITE_ADDR=$addr LITE_PEERS=$peers
+export LITE_RXE=rxe0 LITE_REPO LITE_OUT=/run/lite-out LITE_MODULE
+trap - ERR
+cd "$LITE_REPO"
+
+# --- The command -----------------------------------------------------------
+# Leave time for the dmesg dump and power-off before the host-side timeout.
+up=$(cut -d. -f1 /proc/uptime)
+budget=$((LITE_TIMEOUT - up - 15))
+[ "$budget" -ge 5 ] || budget=5
+set +e
+timeout -k 5 "$budget" "${cmd[@]}" </dev/null
+rc=$?
+set -e
+[ "$rc" -ne 124 ] || echo "LITE-VM-GUEST-TIMEOUT: command killed after $budget s"
+echo
+echo "LITE-VM-EXIT: $rc"
+dump_dmesg_and_power_off
