@@ -8,7 +8,9 @@ best=
 for d in /lib/modules/*/; do
 	[ -d "$d" ] || continue
 	v=$(basename "$d")
-	[ -d "/lib/modules/$v/build" ] && [ -f "/boot/vmlinuz-$v" ] || continue
+	if [ ! -d "/lib/modules/$v/build" ] || [ ! -f "/boot/vmlinuz-$v" ]; then
+		continue
+	fi
 	best=$(printf '%s\n%s\n' "$best" "$v" | sed '/^$/d' | sort -V | tail -n 1)
 done
 

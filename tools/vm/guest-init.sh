@@ -46,14 +46,17 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 
-run= idx=
-for arg in $(cat /proc/cmdline); do
+run='' idx=''
+read -ra kargs </proc/cmdline
+for arg in "${kargs[@]}"; do
 	case $arg in
 	lite_run=*) run=${arg#lite_run=} ;;
 	lite_idx=*) idx=${arg#lite_idx=} ;;
 	esac
 done
-[ -n "$run" ] && [ -n "$idx" ] || fail "lite_run= or lite_idx= missing from kernel command line"
+if [ -z "$run" ] || [ -z "$idx" ]; then
+	fail "lite_run= or lite_idx= missing from kernel command line"
+fi
 [ -r "$run/env" ] || fail "$run/env not readable"
 # shellcheck source=/dev/null
 . "$run/env"
@@ -67,6 +70,9 @@ echo "lite-g$idx" >/proc/sys/kernel/hostname
 
 # --- Modules and network ---------------------------------------------------
 modprobe -a rdma_rxe ib_uverbs rdma_ucm veth virtio_net
+# Report a task stuck in D state after 30 s (default 120) so the log scan
+# catches hangs well inside a run.
+echo 30 >/proc/sys/kernel/hung_task_timeout_secs
 ip link set lo up
 if [ "$LITE_GUESTS" -eq 1 ]; then
 	# One guest: rxe0 on veth0; veth1 is a second addressed end for tests.

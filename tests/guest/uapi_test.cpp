@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+// The ioctl uapi: every rejection, with its own errno, and nothing created.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util.hpp"
+
+using namespace lite_guest;
+
+namespace {
+
+constexpr uint16_t kPort = 18700;
+
+class Uapi : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dev_ = std::make_unique<lite::Device>(lite::Device::open());
+        down_all(*dev_);
+    }
+    void TearDown() override
+    {
+        down_all(*dev_);
+    }
+
+    // A NODE_UP request that would succeed as a new manager.
+    lite_node_up good_up(uint16_t port = kPort)
+    {
+        lite_node_up u{};
+        std::strcpy(u.dev_name, env("LITE_RXE", "rxe0").c_str());
+        u.listen = endpoint(port).addr;
+        u.secret_ptr = reinterpret_cast<uintptr_t>(secret().data());
+        u.secret_len = static_cast<uint32_t>(secret().size());
+        return u;
+    }
+
+    int up_errno(lite_node_up u)
+    {
+        return -dev_->ioctl_raw(LITE_IOC_NODE_UP, &u);
+    }
+
+    std::unique_ptr<lite::Device> dev_;
+};
+
+TEST_F(Uapi, GoodRequestWorks)
+{
+    auto u = good_up();
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
+    EXPECT_EQ(u.node_id, 1u);
+    EXPECT_EQ(dev_->abi_version(), static_cast<uint32_t>(LITE_ABI_VERSION));
+}
+
+TEST_F(Uapi, UnknownCommandIsEnotty)
+{
+    lite_info info{};
+    EXPECT_EQ(dev_->ioctl_raw(_IOWR(LITE_IOC_MAGIC, 0x7f, lite_info), &info), -ENOTTY);
+    EXPECT_EQ(dev_->ioctl_raw(_IOWR('x', 0x00, lite_info), &info), -ENOTTY);
+}
+
+TEST_F(Uapi, BadPointerIsEfault)
+{
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, reinterpret_cast<void*>(8)), -EFAULT);
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_GET_INFO, nullptr), -EFAULT);
+    auto u = good_up();
+    u.secret_ptr = 8;
+    EXPECT_EQ(up_errno(u), EFAULT) << "secret pointer";
+}
+
+TEST_F(Uapi, NodeUpRejections)
+{
+    auto u = good_up();
+    u.flags = 1u << 7;
+    EXPECT_EQ(up_errno(u), EINVAL) << "unknown flag";
+
+    u = good_up();
+    u.reserved[2] = 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "reserved";
+
+    u = good_up();
+    u.instance = 3;
+    EXPECT_EQ(up_errno(u), EINVAL) << "output field not zero";
+
+    u = good_up();
+    std::memset(u.dev_name, 'x', sizeof(u.dev_name));
+    EXPECT_EQ(up_errno(u), EINVAL) << "device name not terminated";
+
+    u = good_up();
+    u.dev_name[0] = 0;
+    EXPECT_EQ(up_errno(u), EINVAL) << "empty device name";
+
+    u = good_up();
+    u.join = endpoint(kPort + 1).addr;
+    EXPECT_EQ(up_errno(u), EINVAL) << "join address without LITE_UP_JOIN";
+
+    u = good_up();
+    u.timeout_ms = 3600 * 1000;
+    EXPECT_EQ(up_errno(u), EINVAL) << "timeout too long";
+
+    u = good_up();
+    u.secret_len = 0;
+    EXPECT_EQ(up_errno(u), ENOKEY) << "no secret";
+
+    u = good_up();
+    u.secret_len = LITE_SECRET_MIN - 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "secret too short";
+
+    u = good_up();
+    u.secret_len = LITE_SECRET_MAX + 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "secret too long";
+
+    u = good_up();
+    u.listen.family = 77;
+    EXPECT_EQ(up_errno(u), EAFNOSUPPORT) << "family";
+
+    u = good_up();
+    u.listen.port = 0;
+    EXPECT_EQ(up_errno(u), EINVAL) << "port 0";
+
+    u = good_up();
+    u.listen.reserved = 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "address reserved";
+
+    u = good_up();
+    u.listen.addr[8] = 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "IPv4 address with trailing bytes";
+
+    u = good_up();
+    std::memset(u.listen.addr, 0, sizeof(u.listen.addr));
+    EXPECT_EQ(up_errno(u), EINVAL) << "wildcard address";
+
+    u = good_up();
+    std::strcpy(u.dev_name, "nosuchdev");
+    EXPECT_EQ(up_errno(u), ENODEV) << "no such device";
+
+    u = good_up();
+    u.port_num = 9;
+    EXPECT_EQ(up_errno(u), ENXIO) << "no such port";
+
+    u = good_up();
+    u.flags = LITE_UP_JOIN;
+    u.join.family = AF_INET;
+    u.join.port = 0;
+    EXPECT_EQ(up_errno(u), EINVAL) << "join address invalid";
+
+    EXPECT_TRUE(dev_->instances().empty()) << "no rejected request left a node behind";
+}
+
+TEST_F(Uapi, NodeDownRejections)
+{
+    auto u = good_up();
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
+    lite_node_down d{};
+    d.instance = u.instance;
+    d.flags = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_DOWN, &d), -EINVAL) << "flags";
+    d.flags = 0;
+    d.reserved[1] = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_DOWN, &d), -EINVAL) << "reserved";
+    d.reserved[1] = 0;
+    d.instance = 4242;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_DOWN, &d), -ENOENT) << "no such instance";
+    EXPECT_EQ(dev_->instances().size(), 1u);
+}
+
+TEST_F(Uapi, StatusRejections)
+{
+    auto u = good_up();
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
+    lite_node_status st{};
+    st.instance = u.instance;
+    st.reserved[3] = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "reserved";
+    st = {};
+    st.instance = u.instance;
+    st.reserved0 = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "padding";
+    st = {};
+    st.instance = u.instance;
+    st.members_cap = 4;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "capacity without buffer";
+    st = {};
+    st.instance = 4242;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -ENOENT);
+    st = {};
+    st.instance = u.instance;
+    st.members_cap = 4;
+    st.members_ptr = 8;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EFAULT) << "bad member buffer";
+    st = {};
+    st.instance = u.instance;
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), 0) << "no buffer: counts only";
+    EXPECT_EQ(st.n_members, 1u);
+}
+
+TEST_F(Uapi, PingAndInfoRejections)
+{
+    auto u = good_up();
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
+    lite_ping p{};
+    p.instance = u.instance;
+    p.node_id = 1;
+    p.flags = 2;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_PING, &p), -EINVAL) << "flags";
+    p.flags = 0;
+    p.reserved[0] = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_PING, &p), -EINVAL) << "reserved";
+    p.reserved[0] = 0;
+    p.rtt_ns = 5;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_PING, &p), -EINVAL) << "output not zero";
+    p.rtt_ns = 0;
+    p.timeout_ms = 10 * 60 * 1000 + 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_PING, &p), -EINVAL) << "timeout too long";
+
+    lite_info info{};
+    info.reserved[0] = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_GET_INFO, &info), -EINVAL) << "reserved";
+    info = {};
+    info.instances_cap = 2;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_GET_INFO, &info), -EINVAL) << "capacity without buffer";
+}
+
+TEST_F(Uapi, ControlNeedsCapNetAdmin)
+{
+    auto u = good_up();
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        // An unprivileged process with the device open.
+        if (setgid(65534) || setuid(65534))
+            _exit(100);
+        auto up2 = good_up(kPort + 1);
+        if (ioctl(dev_->fd(), LITE_IOC_NODE_UP, &up2) == 0 || errno != EPERM)
+            _exit(1);
+        lite_node_down d{};
+        d.instance = u.instance;
+        if (ioctl(dev_->fd(), LITE_IOC_NODE_DOWN, &d) == 0 || errno != EPERM)
+            _exit(2);
+        lite_node_status st{};
+        st.instance = u.instance;
+        if (ioctl(dev_->fd(), LITE_IOC_NODE_STATUS, &st) != 0)
+            _exit(3);  // reading status is allowed
+        _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "1: NODE_UP allowed, 2: NODE_DOWN allowed, 3: STATUS refused";
+    EXPECT_EQ(dev_->instances().size(), 1u);
+}
+
+}  // namespace

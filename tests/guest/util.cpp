@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: MIT
+#include "util.hpp"
+
+#include <linux/limits.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace lite_guest {
+
+std::string env(const char* name, const std::string& fallback)
+{
+    const char* v = std::getenv(name);
+    return v && *v ? v : fallback;
+}
+
+std::string addr()
+{
+    return env("LITE_ADDR", "10.99.0.1");
+}
+
+lite::Endpoint endpoint(uint16_t port)
+{
+    return lite::Endpoint::parse(addr() + ":" + std::to_string(port));
+}
+
+const std::vector<uint8_t>& secret()
+{
+    static const std::vector<uint8_t> key = [] {
+        std::string s = "lite-guest-test-secret";
+        return std::vector<uint8_t>(s.begin(), s.end());
+    }();
+    return key;
+}
+
+std::string write_file(const std::string& name, const std::string& text)
+{
+    std::string path = "/tmp/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+const std::string& secret_file()
+{
+    static const std::string path =
+        write_file("lite-secret", std::string(secret().begin(), secret().end()) + "\n");
+    return path;
+}
+
+lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
+                  const std::vector<uint8_t>& key)
+{
+    lite::UpParams p;
+    p.device = env("LITE_RXE", "rxe0");
+    p.listen = endpoint(port);
+    if (manager_port)
+        p.join = endpoint(manager_port);
+    p.secret = key;
+    return dev.up(p);
+}
+
+void down_all(const lite::Device& dev)
+{
+    for (auto id : dev.instances()) {
+        try {
+            dev.down(id);
+        } catch (const lite::Error&) {
+            // already gone
+        }
+    }
+}
+
+Result run(const std::string& cmd)
+{
+    Result r;
+    std::string full = cmd + " 2>&1";
+    FILE* p = popen(full.c_str(), "r");
+    if (!p)
+        return r;
+    std::array<char, 4096> buf{};
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+        r.output.append(buf.data(), n);
+    int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+std::string litectl()
+{
+    std::array<char, PATH_MAX> self{};
+    ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+    std::string dir = n > 0 ? std::string(self.data(), static_cast<size_t>(n)) : std::string(".");
+    dir = dir.substr(0, dir.rfind('/'));
+    return dir + "/../tools/litectl/litectl";
+}
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout)
+{
+    auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+        if (pred())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return pred();
+}
+
+std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance)
+{
+    std::vector<uint32_t> ids;
+    for (const auto& m : dev.status(instance).members)
+        if (m.state == LITE_PEER_SELF || m.state == LITE_PEER_CONNECTED)
+            ids.push_back(m.node_id);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+std::vector<uint32_t> member_ids(const lite::Device& dev, uint32_t instance)
+{
+    std::vector<uint32_t> ids;
+    for (const auto& m : dev.status(instance).members)
+        ids.push_back(m.node_id);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+}
+
+}  // namespace lite_guest

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// Helpers for the guest integration tests (they run inside lite-vm).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <lite/lite.hpp>
+#include <string>
+#include <vector>
+
+namespace lite_guest {
+
+std::string env(const char* name, const std::string& fallback);
+
+// This guest's address on the rxe netdev ($LITE_ADDR), and an endpoint on it.
+std::string addr();
+lite::Endpoint endpoint(uint16_t port);
+
+// The test cluster secret, as a file (for litectl) and as bytes.
+const std::vector<uint8_t>& secret();
+const std::string& secret_file();
+std::string write_file(const std::string& name, const std::string& text);
+
+// Bring a node up; join @manager_port unless it is 0.
+lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
+                  const std::vector<uint8_t>& key = secret());
+
+// Take every instance down (test cleanup).
+void down_all(const lite::Device& dev);
+
+struct Result {
+    int status = -1;     // exit code, or -1 if it did not exit normally
+    std::string output;  // stdout and stderr
+};
+
+// Run a shell command; output captured.
+Result run(const std::string& cmd);
+
+// Path of the litectl built next to this test binary.
+std::string litectl();
+
+// Poll @pred until it holds or @timeout passes.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// Members of an instance that are connected (or self), sorted.
+std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance);
+
+// Every member in an instance's table, whatever its connection state, sorted.
+// A member that left is dropped from the table after its counters moved.
+std::vector<uint32_t> member_ids(const lite::Device& dev, uint32_t instance);
+
+}  // namespace lite_guest

@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Runs inside the guest (see tools/demo.sh): three nodes on rxe0, each with
+# its own port on this guest's address.
+set -euo pipefail
+litectl=${LITECTL:-build/meson/tools/litectl/litectl}
+addr=${LITE_ADDR:-10.99.0.1}
+secret=/tmp/lite-demo-secret
+head -c 32 /dev/urandom | base64 >"$secret"
+
+say() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+echo "lite demo: one guest, Soft-RoCE device ${LITE_RXE:-rxe0} on $addr"
+say "$litectl" up --dev rxe0 --listen "$addr:18515" --secret-file "$secret"
+say "$litectl" up --dev rxe0 --listen "$addr:18516" --secret-file "$secret" --join "$addr:18515"
+say "$litectl" up --dev rxe0 --listen "$addr:18517" --secret-file "$secret" --join "$addr:18515"
+
+# Every pair, both directions: instance i is node i+1.
+for i in 0 1 2; do
+	for n in 1 2 3; do
+		[ "$n" -ne $((i + 1)) ] || continue
+		say "$litectl" ping -i "$i" -c 3 "$n"
+	done
+done
+
+say "$litectl" status
+
+echo
+echo "A node with the wrong secret is refused:"
+echo "not-the-secret" >/tmp/lite-wrong
+say "$litectl" up --dev rxe0 --listen "$addr:18518" --secret-file /tmp/lite-wrong \
+	--join "$addr:18515" || true
+
+for i in 2 1 0; do say "$litectl" down -i "$i"; done
