@@ -12,8 +12,6 @@
 
 #include "internal.h"
 
-#define LITE_MAX_TIMEOUT_MS	600000
-
 static bool lite_zero(const void *p, size_t n)
 {
 	return !memchr_inv(p, 0, n);
@@ -81,30 +79,41 @@ static struct lite_node *lite_node_lookup(struct lite_ctx *ctx, u32 instance)
 
 static long lite_ioc_get_info(struct lite_ctx *ctx, void __user *argp)
 {
-	struct lite_info info;
-	u32 __user *out;
+	struct lite_info info, in;
 	struct lite_node *node;
 	unsigned long idx;
-	u32 n = 0;
+	u32 *ids = NULL, n = 0;
 	long ret = 0;
 
 	if (copy_from_user(&info, argp, sizeof(info)))
 		return -EFAULT;
-	if (!lite_zero(info.reserved, sizeof(info.reserved)))
-		return -EINVAL;
+	memset(&in, 0, sizeof(in));
+	in.instances_ptr = info.instances_ptr;
+	in.instances_cap = info.instances_cap;
+	if (memcmp(&in, &info, sizeof(info)))
+		return -EINVAL;		/* outputs and reserved must be 0 */
 	if (info.instances_cap && !info.instances_ptr)
 		return -EINVAL;
-	out = u64_to_user_ptr(info.instances_ptr);
+	if (info.instances_cap) {
+		ids = kcalloc(min_t(u32, info.instances_cap, LITE_MAX_NODES * 4),
+			      sizeof(*ids), GFP_KERNEL);
+		if (!ids)
+			return -ENOMEM;
+	}
 
+	/* Snapshot under the lock, copy out after: no faults under it. */
 	mutex_lock(&ctx->lock);
 	xa_for_each(&ctx->nodes, idx, node) {
-		if (n < info.instances_cap && put_user((u32)idx, out + n)) {
-			ret = -EFAULT;
-			break;
-		}
+		if (ids && n < min_t(u32, info.instances_cap, LITE_MAX_NODES * 4))
+			ids[n] = idx;
 		n++;
 	}
 	mutex_unlock(&ctx->lock);
+
+	if (ids && copy_to_user(u64_to_user_ptr(info.instances_ptr), ids,
+				min(n, info.instances_cap) * sizeof(*ids)))
+		ret = -EFAULT;
+	kfree(ids);
 	if (ret)
 		return ret;
 	info.abi_version = LITE_ABI_VERSION;
@@ -162,8 +171,8 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 
 	if (up->flags & LITE_UP_JOIN) {
 		lite_sockaddr_to_naddr(join, &mgr);
-		ret = lite_cluster_join(node, &mgr, up->timeout_ms ?:
-					LITE_JOIN_TIMEOUT_MS);
+		ret = lite_cluster_join(node, &mgr, jiffies +
+			msecs_to_jiffies(up->timeout_ms ?: LITE_JOIN_TIMEOUT_MS));
 		if (ret) {
 			lite_node_destroy(ctx, node);
 			return ret;
@@ -176,6 +185,7 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 		pr_info("lite%u: manager of a new cluster, node 1\n",
 			node->instance);
 	}
+	lite_node_publish(ctx, node);
 	up->instance = node->instance;
 	up->node_id = node->self_id;
 	return 0;
@@ -207,13 +217,19 @@ static long lite_ioc_node_up(struct lite_ctx *ctx, void __user *argp)
 	if (IS_ERR(secret))
 		return PTR_ERR(secret);
 
-	mutex_lock(&ctx->lock);
-	ret = lite_node_start(ctx, &up, &listen, &join, secret);
-	mutex_unlock(&ctx->lock);
-	kfree_sensitive(secret);
+	ret = mutex_lock_killable(&ctx->lock);
 	if (ret)
-		return ret;
-	return copy_to_user(argp, &up, sizeof(up)) ? -EFAULT : 0;
+		goto out;
+	ret = lite_node_start(ctx, &up, &listen, &join, secret);
+	if (!ret && copy_to_user(argp, &up, sizeof(up))) {
+		/* The caller could never name it: take it down again. */
+		lite_node_destroy(ctx, xa_load(&ctx->nodes, up.instance));
+		ret = -EFAULT;
+	}
+	mutex_unlock(&ctx->lock);
+out:
+	kfree_sensitive(secret);
+	return ret;
 }
 
 static long lite_ioc_node_down(struct lite_ctx *ctx, void __user *argp)
@@ -229,7 +245,9 @@ static long lite_ioc_node_down(struct lite_ctx *ctx, void __user *argp)
 	if (down.flags || !lite_zero(down.reserved, sizeof(down.reserved)))
 		return -EINVAL;
 
-	mutex_lock(&ctx->lock);
+	ret = mutex_lock_killable(&ctx->lock);
+	if (ret)
+		return ret;
 	node = xa_load(&ctx->nodes, down.instance);
 	if (node)
 		lite_node_destroy(ctx, node);
@@ -293,8 +311,7 @@ static void lite_status_fill(struct lite_node *node,
 			lite_member_fill(node, id, &mi[n++]);
 	mutex_unlock(&node->lock);
 
-	strscpy(st->dev_name, dev_name(&node->ibdev->dev->dev),
-		sizeof(st->dev_name));
+	strscpy(st->dev_name, node->dev_name, sizeof(st->dev_name));
 	st->port_num = node->port_num;
 	lite_addr_to_user(&node->listen_addr, &st->listen);
 	c->joins = atomic64_read(&node->stats.joins);
@@ -308,15 +325,19 @@ static void lite_status_fill(struct lite_node *node,
 static long lite_ioc_node_status(struct lite_ctx *ctx, void __user *argp)
 {
 	struct lite_member_info *mi = NULL;
-	struct lite_node_status st;
+	struct lite_node_status st, in;
 	struct lite_node *node;
 	u32 cap;
 	long ret = 0;
 
 	if (copy_from_user(&st, argp, sizeof(st)))
 		return -EFAULT;
-	if (st.reserved0 || !lite_zero(st.reserved, sizeof(st.reserved)))
-		return -EINVAL;
+	memset(&in, 0, sizeof(in));
+	in.instance = st.instance;
+	in.members_cap = st.members_cap;
+	in.members_ptr = st.members_ptr;
+	if (memcmp(&in, &st, sizeof(st)))
+		return -EINVAL;		/* outputs and reserved must be 0 */
 	if (st.members_cap && !st.members_ptr)
 		return -EINVAL;
 	cap = min_t(u32, st.members_cap, LITE_MAX_NODES);
@@ -344,15 +365,18 @@ out:
 
 static long lite_ioc_ping(struct lite_ctx *ctx, void __user *argp)
 {
+	struct lite_ping ping, in;
 	struct lite_node *node;
-	struct lite_ping ping;
 	long ret;
 
 	if (copy_from_user(&ping, argp, sizeof(ping)))
 		return -EFAULT;
-	if (ping.flags || ping.rtt_ns ||
-	    !lite_zero(ping.reserved, sizeof(ping.reserved)))
-		return -EINVAL;
+	memset(&in, 0, sizeof(in));
+	in.instance = ping.instance;
+	in.node_id = ping.node_id;
+	in.timeout_ms = ping.timeout_ms;
+	if (memcmp(&in, &ping, sizeof(ping)))
+		return -EINVAL;		/* flags, outputs, reserved must be 0 */
 	if (ping.timeout_ms > LITE_MAX_TIMEOUT_MS)
 		return -EINVAL;
 	if (!ping.node_id || ping.node_id > LITE_MAX_NODES)
@@ -360,9 +384,9 @@ static long lite_ioc_ping(struct lite_ctx *ctx, void __user *argp)
 	node = lite_node_lookup(ctx, ping.instance);
 	if (!node)
 		return -ENOENT;
-	ret = lite_cluster_ping(node, ping.node_id,
-				ping.timeout_ms ?: LITE_CALL_TIMEOUT_MS,
-				&ping.rtt_ns);
+	ret = lite_cluster_ping(node, ping.node_id, jiffies +
+		msecs_to_jiffies(ping.timeout_ms ?: LITE_CALL_TIMEOUT_MS),
+		&ping.rtt_ns);
 	lite_node_put(node);
 	if (ret)
 		return ret;

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * lite cluster protocol: the authenticated handshake, joining through the
- * manager, member announcements, leaving, and ping.
+ * manager, member announcements and removals, leaving, and ping.
  *
  * Joining: the joiner connects to the manager and proves the secret
  * (HELLO/AUTH, a mutual HMAC challenge-response); the manager assigns the
- * lowest free id, announces the newcomer to every member and waits for their
- * acknowledgements, then returns the member table. The joiner then connects
- * to every other member with the same handshake. Newer nodes always connect
- * to older ones, so each pair ends up with exactly one connection.
+ * lowest free id, announces the newcomer to every member and waits (within
+ * one deadline) for their acknowledgements, then returns the member table.
+ * The joiner then connects to every other member with the same handshake.
+ * Newer nodes always connect to older ones, so each pair ends up with
+ * exactly one connection. The manager's table is authoritative: when it
+ * drops a member it tells everyone (MEMBER_DEL).
  */
 #include <linux/slab.h>
 #include <linux/random.h>
@@ -16,33 +18,64 @@
 
 #include "internal.h"
 
+#define LITE_ANNOUNCE_MS	LITE_CALL_TIMEOUT_MS
+
 struct lite_handshake {
 	struct lite_call call;
 	struct lite_auth_ctx auth;
 	u16 peer_id;		/* PEER: the member we connect to */
 };
 
-static void lite_conn_set_ready(struct lite_conn *conn, u16 peer_id)
+/*
+ * Install @conn as the READY connection to member @id; node->lock held.
+ * Return: 0, or -ECONNRESET if @conn is already closing.
+ */
+static int lite_node_set_peer(struct lite_node *node, u16 id,
+			      struct lite_conn *conn)
 {
-	unsigned long flags;
+	int ret;
 
-	spin_lock_irqsave(&conn->lock, flags);
-	if (conn->state == LITE_CONN_HANDSHAKE) {
-		conn->state = LITE_CONN_READY;
-		conn->peer_id = peer_id;
-	}
-	spin_unlock_irqrestore(&conn->lock, flags);
-}
-
-/* Install @conn as the connection to member @id; node->lock held. */
-static void lite_node_set_peer(struct lite_node *node, u16 id,
-			       struct lite_conn *conn)
-{
 	lockdep_assert_held(&node->lock);
+	ret = lite_conn_set_ready(conn, id);
+	if (ret)
+		return ret;
 	if (node->peers[id] && node->peers[id] != conn)
 		lite_conn_close(node->peers[id]);	/* a stale one */
 	node->peers[id] = conn;
-	lite_conn_set_ready(conn, id);
+	return 0;
+}
+
+/* Manager: tell every member that @id is gone; node->lock held, so the
+ * message is ordered before any later MEMBER_ADD reusing the id.
+ */
+static void lite_broadcast_del(struct lite_node *node, u16 id)
+{
+	struct lite_wire_member_del del = { .id = cpu_to_le16(id) };
+	u16 p;
+
+	lockdep_assert_held(&node->lock);
+	if (!node->mb.self || node->mb.self != node->mb.manager)
+		return;
+	for (p = 1; p <= LITE_MAX_NODES; p++)
+		if (node->peers[p] && p != id)
+			lite_conn_send(node->peers[p], LITE_MSG_MEMBER_DEL,
+				       false, 0, 0, &del, sizeof(del));
+}
+
+/* Drop member @id (and its connection); node->lock held. */
+static void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
+{
+	lockdep_assert_held(&node->lock);
+	if (lite_mbr_remove(&node->mb, id))
+		return;
+	if (node->peers[id]) {
+		lite_conn_close(node->peers[id]);
+		node->peers[id] = NULL;
+	}
+	atomic64_inc(left ? &node->stats.leaves : &node->stats.losses);
+	pr_info("lite%u: node %u %s\n", node->instance, id,
+		left ? "left" : "lost");
+	lite_broadcast_del(node, id);
 }
 
 /*
@@ -70,35 +103,34 @@ static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
 	if (node->dying) {
 		ret = -ESHUTDOWN;
 	} else if (hs->auth.purpose == LITE_PURPOSE_JOIN) {
-		if (!accept_len)
-			ret = -EPROTO;
-		else
-			ret = lite_mbr_apply_accept(&node->mb, accept,
-						    accept_len);
-		if (!ret) {
+		ret = accept_len ? lite_mbr_apply_accept(&node->mb, accept,
+							 accept_len) : -EPROTO;
+		if (!ret)
+			ret = lite_node_set_peer(node, node->mb.manager, conn);
+		if (!ret)
 			WRITE_ONCE(node->self_id, node->mb.self);
-			lite_node_set_peer(node, node->mb.manager, conn);
-		}
 	} else if (accept_len) {
 		ret = -EPROTO;
 	} else if (!lite_mbr_present(&node->mb, hs->peer_id)) {
 		ret = -ENOENT;	/* it left while we were connecting */
 	} else {
-		lite_node_set_peer(node, hs->peer_id, conn);
+		ret = lite_node_set_peer(node, hs->peer_id, conn);
 	}
 	mutex_unlock(&node->lock);
 	return ret;
 }
 
 /*
- * Run the active side of the handshake on a fresh connection: HELLO
- * (our nonce) -> challenge (theirs) -> AUTH (our proof) -> their proof and,
- * for a JOIN, the member table. @buf receives the AUTH reply.
+ * Run the active side of the handshake on a fresh connection to @dst:
+ * HELLO (our nonce) -> challenge (theirs) -> AUTH (our proof) -> their
+ * proof and, for a JOIN, the member table. @buf receives the AUTH reply.
  * Return: 0 once the connection is READY, -EKEYREJECTED if either side
  * does not hold the secret, or another error.
  */
-static int lite_handshake(struct lite_conn *conn, u8 purpose, u16 peer_id,
-			  void *buf, u32 cap, unsigned long timeout_ms)
+static int lite_handshake(struct lite_conn *conn,
+			  const struct lite_naddr *dst, u8 purpose,
+			  u16 peer_id, void *buf, u32 cap,
+			  unsigned long deadline)
 {
 	struct lite_node *node = conn->node;
 	struct lite_wire_challenge ch;
@@ -110,6 +142,8 @@ static int lite_handshake(struct lite_conn *conn, u8 purpose, u16 peer_id,
 	hs.peer_id = peer_id;
 	hs.auth.purpose = purpose;
 	hs.auth.node_id = purpose == LITE_PURPOSE_PEER ? node->self_id : 0;
+	hs.auth.active_listen = node->listen_addr;
+	hs.auth.passive_listen = *dst;
 	get_random_bytes(hs.auth.nonce_active, LITE_NONCE_LEN);
 
 	memset(&hello, 0, sizeof(hello));
@@ -118,7 +152,7 @@ static int lite_handshake(struct lite_conn *conn, u8 purpose, u16 peer_id,
 	hello.node_id = cpu_to_le16(hs.auth.node_id);
 	lite_wire_put_addr(&hello.listen, &node->listen_addr);
 	ret = lite_call(conn, LITE_MSG_HELLO, &hello, sizeof(hello), &ch,
-			sizeof(ch), NULL, timeout_ms);
+			sizeof(ch), NULL, deadline);
 	if (ret)
 		return ret;
 
@@ -130,23 +164,22 @@ static int lite_handshake(struct lite_conn *conn, u8 purpose, u16 peer_id,
 			      sizeof(auth), buf, cap);
 	if (ret)
 		return ret;
-	return lite_call_wait(&hs.call, timeout_ms);
+	return lite_call_wait(&hs.call, deadline);
 }
 
-/* Connect and authenticate to member @id at @addr. */
-static int lite_connect_member(struct lite_node *node, u16 id,
-			       const struct lite_naddr *addr,
-			       unsigned long timeout_ms)
+/* Connect and authenticate to @addr. @buf receives the AUTH reply. */
+static int lite_connect_auth(struct lite_node *node,
+			     const struct lite_naddr *addr, u8 purpose,
+			     u16 peer_id, void *buf, u32 cap,
+			     unsigned long deadline)
 {
-	struct lite_wire_auth proof;
 	struct lite_conn *conn;
 	int ret;
 
-	conn = lite_conn_connect(node, addr, timeout_ms);
+	conn = lite_conn_connect(node, addr, deadline);
 	if (IS_ERR(conn))
 		return PTR_ERR(conn);
-	ret = lite_handshake(conn, LITE_PURPOSE_PEER, id, &proof,
-			     sizeof(proof), timeout_ms);
+	ret = lite_handshake(conn, addr, purpose, peer_id, buf, cap, deadline);
 	if (ret)
 		lite_conn_close(conn);
 	lite_conn_put(conn);
@@ -173,15 +206,16 @@ static int lite_join_targets(struct lite_node *node, struct lite_naddr *addrs,
 }
 
 /*
- * lite_cluster_join - join the cluster whose manager listens on @mgr
+ * lite_cluster_join - join the cluster whose manager listens on @mgr,
+ * all of it before @deadline (jiffies)
  * Return: 0 with node->self_id set, or an error; the caller then destroys
  * the node.
  */
 int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
-		      unsigned long timeout_ms)
+		      unsigned long deadline)
 {
+	struct lite_wire_auth proof;
 	struct lite_naddr *addrs;
-	struct lite_conn *conn;
 	void *accept;
 	u16 *ids;
 	int n, i, ret;
@@ -194,22 +228,16 @@ int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
 		goto out;
 	}
 
-	conn = lite_conn_connect(node, mgr, timeout_ms);
-	if (IS_ERR(conn)) {
-		ret = PTR_ERR(conn);
-		goto out;
-	}
-	ret = lite_handshake(conn, LITE_PURPOSE_JOIN, 0, accept, LITE_MSG_MAX,
-			     timeout_ms);
-	if (ret)
-		lite_conn_close(conn);
-	lite_conn_put(conn);
+	ret = lite_connect_auth(node, mgr, LITE_PURPOSE_JOIN, 0, accept,
+				LITE_MSG_MAX, deadline);
 	if (ret)
 		goto out;
 
 	n = lite_join_targets(node, addrs, ids);
 	for (i = 0; i < n; i++) {
-		ret = lite_connect_member(node, ids[i], &addrs[i], timeout_ms);
+		ret = lite_connect_auth(node, &addrs[i], LITE_PURPOSE_PEER,
+					ids[i], &proof, sizeof(proof),
+					deadline);
 		if (ret) {
 			pr_info("lite%u: cannot reach member %u: %d\n",
 				node->instance, ids[i], ret);
@@ -233,6 +261,37 @@ static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
 		       status ? NULL : payload, status ? 0 : len);
 }
 
+/* Whether @conn comes from the IP of @listen. */
+static bool lite_conn_from(struct lite_conn *conn,
+			   const struct lite_naddr *listen)
+{
+	struct lite_naddr remote = conn->remote;
+
+	remote.port = listen->port;
+	return lite_naddr_equal(&remote, listen);
+}
+
+/* HELLO's verdict before any secret is involved. */
+static int lite_hello_verdict(struct lite_conn *conn,
+			      const struct lite_wire_hello *hello,
+			      const struct lite_naddr *listen)
+{
+	struct lite_node *node = conn->node;
+	bool manager;
+	int ret = 0;
+
+	if (!lite_conn_from(conn, listen))
+		return -EADDRNOTAVAIL;	/* claims someone else's address */
+	mutex_lock(&node->lock);
+	manager = node->mb.self && node->mb.self == node->mb.manager;
+	if (node->dying)
+		ret = -ESHUTDOWN;
+	else if (hello->purpose == LITE_PURPOSE_JOIN && !manager)
+		ret = -EOPNOTSUPP;	/* only the manager admits nodes */
+	mutex_unlock(&node->lock);
+	return ret;
+}
+
 static void lite_handle_hello(struct lite_conn *conn,
 			      const struct lite_msg *msg)
 {
@@ -240,57 +299,50 @@ static void lite_handle_hello(struct lite_conn *conn,
 	struct lite_node *node = conn->node;
 	struct lite_wire_challenge ch;
 	struct lite_naddr listen;
-	unsigned long flags;
-	bool ok, manager;
-	int status = 0;
+	int status;
 
-	if (lite_wire_get_addr(&hello->listen, &listen)) {
-		lite_conn_close(conn);
-		return;
-	}
-	spin_lock_irqsave(&conn->lock, flags);
-	ok = !conn->active && conn->state == LITE_CONN_HANDSHAKE &&
-	     !conn->got_hello;
-	if (ok) {
-		conn->got_hello = true;
-		conn->auth.purpose = hello->purpose;
-		conn->auth.node_id = le16_to_cpu(hello->node_id);
-		memcpy(conn->auth.nonce_active, hello->nonce, LITE_NONCE_LEN);
-		get_random_bytes(conn->auth.nonce_passive, LITE_NONCE_LEN);
-		conn->peer_listen = listen;
-	}
-	spin_unlock_irqrestore(&conn->lock, flags);
-	if (!ok) {
+	if (conn->active || conn->got_hello ||
+	    lite_wire_get_addr(&hello->listen, &listen)) {
 		lite_conn_close(conn);	/* out-of-order handshake */
 		return;
 	}
+	conn->got_hello = true;
+	conn->auth.purpose = hello->purpose;
+	conn->auth.node_id = le16_to_cpu(hello->node_id);
+	memcpy(conn->auth.nonce_active, hello->nonce, LITE_NONCE_LEN);
+	get_random_bytes(conn->auth.nonce_passive, LITE_NONCE_LEN);
+	conn->auth.active_listen = listen;
+	conn->auth.passive_listen = node->listen_addr;
+	conn->peer_listen = listen;
 
-	mutex_lock(&node->lock);
-	manager = node->mb.self && node->mb.self == node->mb.manager;
-	if (node->dying)
-		status = -ESHUTDOWN;
-	else if (hello->purpose == LITE_PURPOSE_JOIN && !manager)
-		status = -EOPNOTSUPP;	/* only the manager admits nodes */
-	mutex_unlock(&node->lock);
-
+	status = lite_hello_verdict(conn, hello, &listen);
+	conn->hello_status = status;
 	memcpy(ch.nonce, conn->auth.nonce_passive, LITE_NONCE_LEN);
 	lite_reply(conn, msg, status, &ch, sizeof(ch));
+	if (status)
+		lite_conn_close_when_sent(conn);
 }
 
-/* Tell every member about @id and wait (bounded) for their acks. */
-static void lite_announce(struct lite_node *node, u16 id,
-			  const struct lite_naddr *addr)
+/*
+ * Tell every member about @id and wait, within one deadline, for their
+ * acknowledgements. Return: 0, or the first failure.
+ */
+static int lite_announce(struct lite_node *node, u16 id,
+			 const struct lite_naddr *addr)
 {
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_ANNOUNCE_MS);
 	struct lite_wire_member m = {};
 	struct lite_conn **to;
 	struct lite_call *calls;
-	int n = 0, i;
+	int n = 0, i, ret = 0, err;
 	u16 p;
 
 	to = kcalloc(LITE_MAX_NODES, sizeof(*to), GFP_KERNEL);
 	calls = kcalloc(LITE_MAX_NODES, sizeof(*calls), GFP_KERNEL);
-	if (!to || !calls)
+	if (!to || !calls) {
+		ret = -ENOMEM;
 		goto out;
+	}
 
 	m.id = cpu_to_le16(id);
 	lite_wire_put_addr(&m.addr, addr);
@@ -308,15 +360,19 @@ static void lite_announce(struct lite_node *node, u16 id,
 				    sizeof(m), NULL, 0))
 			calls[i].conn = NULL;
 	for (i = 0; i < n; i++) {
-		if (calls[i].conn && lite_call_wait(&calls[i],
-						    LITE_CALL_TIMEOUT_MS))
-			pr_info("lite%u: member %u did not ack node %u\n",
-				node->instance, to[i]->peer_id, id);
+		err = calls[i].conn ? lite_call_wait(&calls[i], deadline) :
+		      -ECONNRESET;
+		if (err) {
+			pr_info("lite%u: member %u did not take node %u: %d\n",
+				node->instance, to[i]->peer_id, id, err);
+			ret = ret ?: err;
+		}
 		lite_conn_put(to[i]);
 	}
 out:
 	kfree(calls);
 	kfree(to);
+	return ret;
 }
 
 /* Manager: admit an authenticated joiner. Return: its id or an error. */
@@ -324,28 +380,35 @@ static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
 		      size_t *len)
 {
 	struct lite_node *node = conn->node;
-	int id;
+	int id, ret;
 
 	mutex_lock(&node->lock);
-	if (lite_mbr_find_addr(&node->mb, &conn->peer_listen) > 0) {
-		mutex_unlock(&node->lock);
-		return -EADDRINUSE;
-	}
-	id = lite_mbr_alloc_id(&node->mb);
+	if (node->dying || node->mb.self != node->mb.manager)
+		id = -EOPNOTSUPP;
+	else if (lite_mbr_find_addr(&node->mb, &conn->peer_listen) > 0)
+		id = -EADDRINUSE;
+	else
+		id = lite_mbr_alloc_id(&node->mb);
 	if (id > 0)
 		id = lite_mbr_add(&node->mb, id, &conn->peer_listen) ?: id;
 	mutex_unlock(&node->lock);
 	if (id < 0)
 		return id;
 
-	lite_announce(node, id, &conn->peer_listen);
+	/* A member that cannot take the newcomer would refuse it later. */
+	ret = lite_announce(node, id, &conn->peer_listen);
 
 	mutex_lock(&node->lock);
-	if (node->dying || !lite_mbr_present(&node->mb, id)) {
+	if (!ret && node->dying)
+		ret = -ESHUTDOWN;
+	if (!ret)
+		ret = lite_node_set_peer(node, id, conn);
+	if (ret) {
+		lite_mbr_remove(&node->mb, id);
+		lite_broadcast_del(node, id);
 		mutex_unlock(&node->lock);
-		return -ESHUTDOWN;
+		return ret == -ETIMEDOUT ? -EAGAIN : ret;
 	}
-	lite_node_set_peer(node, id, conn);
 	*len = lite_mbr_encode_accept(&node->mb, id, buf, cap);
 	mutex_unlock(&node->lock);
 	atomic64_inc(&node->stats.joins);
@@ -358,7 +421,7 @@ static int lite_accept_peer(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
 	u16 id = conn->auth.node_id;
-	int ret = 0;
+	int ret;
 
 	mutex_lock(&node->lock);
 	if (node->dying)
@@ -367,7 +430,7 @@ static int lite_accept_peer(struct lite_conn *conn)
 		 !lite_naddr_equal(&node->mb.addr[id], &conn->peer_listen))
 		ret = -ENOENT;
 	else
-		lite_node_set_peer(node, id, conn);
+		ret = lite_node_set_peer(node, id, conn);
 	mutex_unlock(&node->lock);
 	return ret;
 }
@@ -381,8 +444,7 @@ static void lite_handle_auth(struct lite_conn *conn,
 	size_t len = 0;
 	int ret;
 
-	if (conn->active || lite_conn_state(conn) != LITE_CONN_HANDSHAKE ||
-	    !conn->got_hello) {
+	if (conn->active || !conn->got_hello || conn->hello_status) {
 		lite_conn_close(conn);
 		return;
 	}
@@ -392,11 +454,13 @@ static void lite_handle_auth(struct lite_conn *conn,
 		pr_info("lite%u: refused a node with the wrong secret\n",
 			node->instance);
 		lite_reply(conn, msg, -EKEYREJECTED, NULL, 0);
-		return;		/* the handshake timer closes it */
+		lite_conn_close_when_sent(conn);	/* one guess each */
+		return;
 	}
 	proof = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
 	if (!proof) {
 		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		lite_conn_close_when_sent(conn);
 		return;
 	}
 	lite_auth_mac(node->secret, node->secret_len, &conn->auth,
@@ -408,9 +472,14 @@ static void lite_handle_auth(struct lite_conn *conn,
 				 LITE_MSG_MAX - sizeof(struct lite_wire_hdr) -
 				 sizeof(*proof), &len);
 	lite_reply(conn, msg, ret < 0 ? ret : 0, proof, sizeof(*proof) + len);
+	if (ret < 0)
+		lite_conn_close_when_sent(conn);
 	kfree(proof);
 }
 
+/* The manager's table is authoritative: an entry it announces replaces
+ * whatever we had for that id or address.
+ */
 static void lite_handle_member_add(struct lite_conn *conn,
 				   const struct lite_msg *msg)
 {
@@ -418,35 +487,42 @@ static void lite_handle_member_add(struct lite_conn *conn,
 	struct lite_node *node = conn->node;
 	u16 id = le16_to_cpu(m->id);
 	struct lite_naddr addr;
-	int ret;
+	int old, ret;
 
 	if (lite_wire_get_addr(&m->addr, &addr)) {
 		lite_conn_close(conn);
 		return;
 	}
 	mutex_lock(&node->lock);
-	if (conn->peer_id != node->mb.manager) {
-		ret = -EPERM;	/* only the manager announces members */
+	if (conn->peer_id != node->mb.manager || id == node->mb.self) {
+		ret = -EPERM;	/* only the manager announces, never us */
 	} else {
-		ret = lite_mbr_add(&node->mb, id, &addr);
-		if (ret == -EEXIST &&
-		    lite_naddr_equal(&node->mb.addr[id], &addr))
-			ret = 0;
-		else if (!ret)
+		if (lite_mbr_present(&node->mb, id) &&
+		    !lite_naddr_equal(&node->mb.addr[id], &addr))
+			lite_node_drop_member(node, id, false);
+		old = lite_mbr_find_addr(&node->mb, &addr);
+		if (old > 0 && old != id)
+			lite_node_drop_member(node, old, false);
+		ret = lite_mbr_present(&node->mb, id) ? 0 :
+		      lite_mbr_add(&node->mb, id, &addr);
+		if (!ret)
 			atomic64_inc(&node->stats.joins);
 	}
 	mutex_unlock(&node->lock);
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
-static void lite_handle_leave(struct lite_conn *conn)
+static void lite_handle_member_del(struct lite_conn *conn,
+				   const struct lite_msg *msg)
 {
-	unsigned long flags;
+	const struct lite_wire_member_del *del = msg->payload;
+	struct lite_node *node = conn->node;
+	u16 id = le16_to_cpu(del->id);
 
-	spin_lock_irqsave(&conn->lock, flags);
-	conn->peer_left = true;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	lite_conn_close(conn);
+	mutex_lock(&node->lock);
+	if (conn->peer_id == node->mb.manager && id != node->mb.self)
+		lite_node_drop_member(node, id, false);
+	mutex_unlock(&node->lock);
 }
 
 /* Handle a request or one-way message; node workqueue context. */
@@ -456,29 +532,34 @@ void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg)
 
 	if (state == LITE_CONN_CLOSING)
 		return;
-	switch (msg->type) {
-	case LITE_MSG_HELLO:
-		lite_handle_hello(conn, msg);
-		return;
-	case LITE_MSG_AUTH:
-		lite_handle_auth(conn, msg);
-		return;
-	}
 	if (state != LITE_CONN_READY) {
-		/* Nothing but the handshake before authentication. */
-		atomic64_inc(&conn->node->stats.bad_msgs);
-		lite_conn_close(conn);
+		/* Nothing but the handshake, in order, before that. */
+		if (msg->type == LITE_MSG_HELLO) {
+			lite_handle_hello(conn, msg);
+		} else if (msg->type == LITE_MSG_AUTH) {
+			lite_handle_auth(conn, msg);
+		} else {
+			atomic64_inc(&conn->node->stats.bad_msgs);
+			lite_conn_close(conn);
+		}
 		return;
 	}
 	switch (msg->type) {
 	case LITE_MSG_MEMBER_ADD:
 		lite_handle_member_add(conn, msg);
 		break;
+	case LITE_MSG_MEMBER_DEL:
+		lite_handle_member_del(conn, msg);
+		break;
 	case LITE_MSG_LEAVE:
-		lite_handle_leave(conn);
+		lite_conn_close(conn);	/* peer_left was set on receipt */
 		break;
 	case LITE_MSG_PING:
 		lite_reply(conn, msg, 0, msg->payload, msg->len);
+		break;
+	default:	/* HELLO or AUTH again */
+		atomic64_inc(&conn->node->stats.bad_msgs);
+		lite_conn_close(conn);
 		break;
 	}
 }
@@ -488,27 +569,21 @@ void lite_cluster_conn_closed(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
 	u16 id = conn->peer_id;
-	bool left;
 
 	mutex_lock(&node->lock);
-	if (!id || node->peers[id] != conn) {
-		mutex_unlock(&node->lock);
-		return;
-	}
-	node->peers[id] = NULL;
-	if (!node->dying) {
-		left = READ_ONCE(conn->peer_left);
-		lite_mbr_remove(&node->mb, id);
-		atomic64_inc(left ? &node->stats.leaves : &node->stats.losses);
-		pr_info("lite%u: node %u %s\n", node->instance, id,
-			left ? "left" : "lost");
+	if (id && node->peers[id] == conn) {
+		node->peers[id] = NULL;
+		if (!node->dying)
+			lite_node_drop_member(node, id,
+					      READ_ONCE(conn->peer_left));
 	}
 	mutex_unlock(&node->lock);
 }
 
-/* Tell every peer we leave and wait (bounded) until they got it. */
+/* Tell every peer we leave and wait (one deadline) until they got it. */
 void lite_cluster_leave(struct lite_node *node)
 {
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_LEAVE_MS);
 	struct lite_conn **to;
 	int n = 0, i;
 	u16 id;
@@ -527,14 +602,14 @@ void lite_cluster_leave(struct lite_node *node)
 	for (i = 0; i < n; i++)
 		lite_conn_send(to[i], LITE_MSG_LEAVE, false, 0, 0, NULL, 0);
 	for (i = 0; i < n; i++) {
-		lite_conn_wait_sent(to[i], LITE_LEAVE_MS);
+		lite_conn_wait_sent(to[i], deadline);
 		lite_conn_put(to[i]);
 	}
 	kfree(to);
 }
 
-int lite_cluster_ping(struct lite_node *node, u16 id,
-		      unsigned long timeout_ms, u64 *rtt_ns)
+int lite_cluster_ping(struct lite_node *node, u16 id, unsigned long deadline,
+		      u64 *rtt_ns)
 {
 	struct lite_wire_ping ping = {}, pong;
 	struct lite_conn *conn;
@@ -558,7 +633,7 @@ int lite_cluster_ping(struct lite_node *node, u16 id,
 	t0 = ktime_get_ns();
 	ping.t0 = cpu_to_le64(t0);
 	ret = lite_call(conn, LITE_MSG_PING, &ping, sizeof(ping), &pong,
-			sizeof(pong), NULL, timeout_ms);
+			sizeof(pong), NULL, deadline);
 	*rtt_ns = ktime_get_ns() - t0;
 	if (!ret && pong.t0 != ping.t0)
 		ret = -EBADMSG;

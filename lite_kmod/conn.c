@@ -7,27 +7,35 @@
  * Lifetime: a connection starts with one reference for its existence,
  * dropped by close_work after the cm_id is destroyed. Posted sends, queued
  * requests and callers hold more. It is released only after it reached
- * LITE_CONN_CLOSING.
+ * LITE_CONN_CLOSING, and close_work is the only place that destroys its
+ * cm_id: once a lite_conn exists, the rdma_cm handler always returns 0.
  */
 #include <linux/slab.h>
 
 #include "internal.h"
 
-static void lite_conn_release(struct kref *ref)
+static void lite_conn_free_rx(struct lite_conn *conn)
 {
-	struct lite_conn *conn = container_of(ref, struct lite_conn, ref);
-	struct lite_node *node = conn->node;
-	struct ib_device *dev = node->ibdev->dev;
+	struct ib_device *dev = conn->node->ibdev->dev;
 	int i;
 
-	WARN_ON(conn->state != LITE_CONN_CLOSING);
 	for (i = 0; conn->rx && i < LITE_RX_DEPTH; i++) {
-		if (conn->rx[i].dma)
+		if (conn->rx[i].mapped)
 			ib_dma_unmap_single(dev, conn->rx[i].dma, LITE_MSG_MAX,
 					    DMA_FROM_DEVICE);
 		kfree(conn->rx[i].buf);
 	}
 	kfree(conn->rx);
+	conn->rx = NULL;
+}
+
+static void lite_conn_release(struct kref *ref)
+{
+	struct lite_conn *conn = container_of(ref, struct lite_conn, ref);
+	struct lite_node *node = conn->node;
+
+	WARN_ON(conn->state != LITE_CONN_CLOSING);
+	lite_conn_free_rx(conn);
 
 	mutex_lock(&node->lock);
 	list_del(&conn->node_entry);
@@ -44,6 +52,7 @@ void lite_conn_get(struct lite_conn *conn)
 	kref_get(&conn->ref);
 }
 
+/* Never called with node->lock held: the last put takes it. */
 void lite_conn_put(struct lite_conn *conn)
 {
 	kref_put(&conn->ref, lite_conn_release);
@@ -51,13 +60,32 @@ void lite_conn_put(struct lite_conn *conn)
 
 enum lite_conn_state lite_conn_state(struct lite_conn *conn)
 {
-	enum lite_conn_state state;
-	unsigned long flags;
+	return READ_ONCE(conn->state);
+}
 
-	spin_lock_irqsave(&conn->lock, flags);
-	state = conn->state;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	return state;
+static void lite_conn_set_state(struct lite_conn *conn,
+				enum lite_conn_state state)
+{
+	lockdep_assert_held(&conn->lock);
+	WRITE_ONCE(conn->state, state);
+}
+
+/*
+ * Publish an authenticated connection to member @peer_id.
+ * Return: 0, or -ECONNRESET if it is already closing.
+ */
+int lite_conn_set_ready(struct lite_conn *conn, u16 peer_id)
+{
+	int ret = -ECONNRESET;
+
+	spin_lock(&conn->lock);
+	if (conn->state == LITE_CONN_HANDSHAKE) {
+		lite_conn_set_state(conn, LITE_CONN_READY);
+		conn->peer_id = peer_id;
+		ret = 0;
+	}
+	spin_unlock(&conn->lock);
+	return ret;
 }
 
 static void lite_conn_close_work(struct work_struct *work);
@@ -72,9 +100,27 @@ static void lite_conn_handshake_timeout(struct work_struct *work)
 		lite_conn_close(conn);
 }
 
+static void lite_conn_event_work(struct work_struct *work)
+{
+	lite_conn_close(container_of(work, struct lite_conn, event_work));
+}
+
+/* Passive connections still in the handshake; node->lock held. */
+static u32 lite_node_unauth(struct lite_node *node)
+{
+	struct lite_conn *conn;
+	u32 n = 0;
+
+	list_for_each_entry(conn, &node->conns, node_entry)
+		if (!conn->active && lite_conn_state(conn) < LITE_CONN_READY)
+			n++;
+	return n;
+}
+
 static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 {
 	struct lite_conn *conn;
+	int ret = 0;
 
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
 	if (!conn)
@@ -85,18 +131,23 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	spin_lock_init(&conn->lock);
 	conn->state = LITE_CONN_CONNECTING;
 	lite_credits_init(&conn->credits, LITE_RX_DEPTH);
+	conn->sq_avail = LITE_TX_DEPTH;
 	INIT_LIST_HEAD(&conn->backlog);
 	init_waitqueue_head(&conn->tx_wq);
 	init_completion(&conn->cm_done);
 	INIT_WORK(&conn->close_work, lite_conn_close_work);
+	INIT_WORK(&conn->event_work, lite_conn_event_work);
 	INIT_DELAYED_WORK(&conn->handshake_timer, lite_conn_handshake_timeout);
-	atomic64_set(&conn->last_rtt_ns, 0);
 
 	mutex_lock(&node->lock);
-	if (node->dying) {
+	if (node->dying)
+		ret = -ESHUTDOWN;
+	else if (!active && lite_node_unauth(node) >= LITE_MAX_UNAUTH)
+		ret = -EBUSY;	/* too many strangers at once */
+	if (ret) {
 		mutex_unlock(&node->lock);
 		kfree(conn);
-		return ERR_PTR(-ESHUTDOWN);
+		return ERR_PTR(ret);
 	}
 	lite_node_get(node);
 	conn->node = node;
@@ -129,9 +180,9 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_info("lite%u: receive failed: %s\n",
-				conn->node->instance,
-				ib_wc_status_msg(wc->status));
+			pr_info_ratelimited("lite%u: receive failed: %s\n",
+					    conn->node->instance,
+					    ib_wc_status_msg(wc->status));
 		lite_conn_close(conn);
 		return;
 	}
@@ -145,11 +196,10 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 void lite_conn_repost(struct lite_rx *rx)
 {
 	struct lite_conn *conn = rx->conn;
-	unsigned long flags;
 	bool update = false;
 	int ret = 0;
 
-	spin_lock_irqsave(&conn->lock, flags);
+	spin_lock(&conn->lock);
 	if (conn->state != LITE_CONN_CLOSING) {
 		ib_dma_sync_single_for_device(conn->node->ibdev->dev, rx->dma,
 					      LITE_MSG_MAX, DMA_FROM_DEVICE);
@@ -159,7 +209,7 @@ void lite_conn_repost(struct lite_rx *rx)
 			update = lite_credits_update_due(&conn->credits);
 		}
 	}
-	spin_unlock_irqrestore(&conn->lock, flags);
+	spin_unlock(&conn->lock);
 
 	if (ret)
 		lite_conn_close(conn);
@@ -167,6 +217,7 @@ void lite_conn_repost(struct lite_rx *rx)
 		lite_conn_send(conn, LITE_MSG_CREDIT, false, 0, 0, NULL, 0);
 }
 
+/* The buffers belong to the connection: lite_conn_free_rx() frees them. */
 static int lite_conn_alloc_rx(struct lite_conn *conn)
 {
 	struct ib_device *dev = conn->node->ibdev->dev;
@@ -186,10 +237,9 @@ static int lite_conn_alloc_rx(struct lite_conn *conn)
 			return -ENOMEM;
 		rx->dma = ib_dma_map_single(dev, rx->buf, LITE_MSG_MAX,
 					    DMA_FROM_DEVICE);
-		if (ib_dma_mapping_error(dev, rx->dma)) {
-			rx->dma = 0;
+		if (ib_dma_mapping_error(dev, rx->dma))
 			return -ENOMEM;
-		}
+		rx->mapped = true;
 		ret = lite_rx_post(conn, rx);
 		if (ret)
 			return ret;
@@ -197,35 +247,53 @@ static int lite_conn_alloc_rx(struct lite_conn *conn)
 	return 0;
 }
 
+/* QP events may come in atomic context: act from a work item. */
 static void lite_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct lite_conn *conn = ctx;
 
-	pr_info("lite%u: QP event %s\n", conn->node->instance,
-		ib_event_msg(ev->event));
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		/* A message beat the RTU: tell the CM it is established. */
+		rdma_notify(conn->cm_id, IB_EVENT_COMM_EST);
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+	case IB_EVENT_PATH_MIG_ERR:
+		pr_info_ratelimited("lite%u: QP event %s\n",
+				    conn->node->instance,
+				    ib_event_msg(ev->event));
+		queue_work(conn->node->close_wq, &conn->event_work);
+		break;
+	default:
+		break;
+	}
 }
 
-/* Create the CQ and QP for @id and post the receive ring. */
+/*
+ * Create the CQ and QP for @id and post the receive ring. What this
+ * creates belongs to the connection; close_work and release free it.
+ */
 static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 {
 	struct ib_qp_init_attr attr = {};
+	struct ib_cq *cq;
 	int ret;
 
 	if (id->device != conn->node->ibdev->dev)
 		return -ENETUNREACH;	/* routed through another device */
 
-	conn->cq = ib_alloc_cq(id->device, conn,
-			       LITE_RX_DEPTH + LITE_TX_DEPTH + 2, 0,
-			       IB_POLL_WORKQUEUE);
-	if (IS_ERR(conn->cq)) {
-		ret = PTR_ERR(conn->cq);
-		conn->cq = NULL;
-		return ret;
-	}
+	cq = ib_alloc_cq(id->device, conn, LITE_RX_DEPTH + LITE_TX_DEPTH + 2,
+			 0, IB_POLL_WORKQUEUE);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	conn->cq = cq;
+
 	attr.event_handler = lite_qp_event;
 	attr.qp_context = conn;
-	attr.send_cq = conn->cq;
-	attr.recv_cq = conn->cq;
+	attr.send_cq = cq;
+	attr.recv_cq = cq;
 	attr.cap.max_send_wr = LITE_TX_DEPTH + 1;	/* + drain */
 	attr.cap.max_recv_wr = LITE_RX_DEPTH + 1;	/* + drain */
 	attr.cap.max_send_sge = 1;
@@ -270,8 +338,10 @@ static void lite_conn_param(struct lite_conn *conn,
 	memset(param, 0, sizeof(*param));
 	param->private_data = pd;
 	param->private_data_len = sizeof(*pd);
-	param->responder_resources = min_t(u32, attrs->max_qp_rd_atom, 16);
-	param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom, 16);
+	param->responder_resources = min_t(u32, attrs->max_qp_rd_atom,
+					   LITE_MAX_RD_ATOM);
+	param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom,
+				       LITE_MAX_RD_ATOM);
 	param->retry_count = 7;
 	param->rnr_retry_count = 7;
 }
@@ -303,7 +373,6 @@ static int lite_conn_route_resolved(struct lite_conn *conn,
 static void lite_conn_established(struct lite_conn *conn,
 				  struct rdma_cm_event *ev)
 {
-	unsigned long flags;
 	int ret;
 
 	if (!conn->active)
@@ -314,14 +383,15 @@ static void lite_conn_established(struct lite_conn *conn,
 		lite_conn_fail(conn, ret);
 		return;
 	}
-	spin_lock_irqsave(&conn->lock, flags);
+	spin_lock(&conn->lock);
 	if (conn->state == LITE_CONN_CONNECTING)
-		conn->state = LITE_CONN_HANDSHAKE;
-	spin_unlock_irqrestore(&conn->lock, flags);
+		lite_conn_set_state(conn, LITE_CONN_HANDSHAKE);
+	spin_unlock(&conn->lock);
 	complete_all(&conn->cm_done);
 }
 
-/* rdma_cm events of a connection (never the listener). Always returns 0:
+/*
+ * rdma_cm events of a connection (never the listener). Always returns 0:
  * ids are destroyed by close_work, never by rdma_cm on our behalf.
  */
 int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
@@ -370,19 +440,36 @@ int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
 	return 0;
 }
 
+/* Accept a connect request on @conn's fresh id; in the handler. */
+static int lite_conn_do_accept(struct lite_conn *conn, struct rdma_cm_id *id,
+			       const struct rdma_conn_param *req)
+{
+	struct rdma_conn_param param;
+	struct lite_cm_pdata pd;
+
+	spin_lock(&conn->lock);
+	lite_conn_set_state(conn, LITE_CONN_HANDSHAKE);
+	spin_unlock(&conn->lock);
+	lite_conn_param(conn, &param, &pd);
+	/* Never more RDMA READ depth than the requester can use. */
+	param.responder_resources = min(param.responder_resources,
+					req->initiator_depth);
+	param.initiator_depth = min(param.initiator_depth,
+				    req->responder_resources);
+	return rdma_accept(id, &param);	/* rejects by itself on failure */
+}
+
 /*
  * lite_conn_accept - take a connect request from the listener
  *
- * Return: 0 if accepted; otherwise non-zero, and rdma_cm rejects the
- * request and destroys @id.
+ * Return: non-zero only if no connection was created: rdma_cm then rejects
+ * the request and destroys @id. Once a connection exists it owns @id, and
+ * a failure rejects the request and closes the connection instead.
  */
 int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		     struct rdma_cm_event *ev)
 {
-	struct rdma_conn_param param;
-	struct lite_cm_pdata pd;
 	struct lite_conn *conn;
-	unsigned long flags;
 	int ret;
 
 	ret = lite_conn_check_pdata(ev->param.conn.private_data,
@@ -394,45 +481,40 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		return PTR_ERR(conn);
 	conn->cm_id = id;
 	id->context = &conn->cm_kind;
-
-	ret = lite_conn_create_qp(conn, id);
-	if (ret)
-		goto err;
-	spin_lock_irqsave(&conn->lock, flags);
-	conn->state = LITE_CONN_HANDSHAKE;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	lite_conn_param(conn, &param, &pd);
-	ret = rdma_accept(id, &param);
-	if (ret)
-		goto err;
+	lite_sockaddr_to_naddr(&id->route.addr.dst_addr, &conn->remote);
+	/* Armed before anything can close it; close_work cancels it. */
 	queue_delayed_work(node->close_wq, &conn->handshake_timer,
 			   msecs_to_jiffies(LITE_HANDSHAKE_MS));
+
+	ret = lite_conn_create_qp(conn, id);
+	if (ret) {
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		goto close;
+	}
+	ret = lite_conn_do_accept(conn, id, &ev->param.conn);
+	if (ret)
+		goto close;
 	return 0;
 
-err:
-	/* rdma_cm destroys @id when we return an error; we own the rest. */
-	if (conn->has_qp) {
-		rdma_destroy_qp(id);
-		conn->has_qp = false;
-	}
-	conn->cm_id = NULL;
+close:
 	lite_conn_close(conn);
-	return ret;
+	return 0;
 }
 
 /*
- * lite_conn_connect - connect to the node listening on @dst
+ * lite_conn_connect - connect to the node listening on @dst by @deadline
  *
  * Return: a connection in LITE_CONN_HANDSHAKE state holding a reference
  * for the caller, or an ERR_PTR.
  */
 struct lite_conn *lite_conn_connect(struct lite_node *node,
 				    const struct lite_naddr *dst,
-				    unsigned long timeout_ms)
+				    unsigned long deadline)
 {
 	struct sockaddr_storage src = node->listen_sa, dsa;
 	struct lite_conn *conn;
 	struct rdma_cm_id *id;
+	long left;
 	int ret;
 
 	conn = lite_conn_alloc(node, true);
@@ -459,8 +541,11 @@ struct lite_conn *lite_conn_connect(struct lite_node *node,
 	if (ret)
 		goto err;
 
-	if (!wait_for_completion_timeout(&conn->cm_done,
-					 msecs_to_jiffies(timeout_ms)))
+	left = wait_for_completion_killable_timeout(&conn->cm_done,
+		max_t(long, (long)(deadline - jiffies), 1));
+	if (left < 0)
+		ret = -EINTR;
+	else if (!left)
 		ret = -ETIMEDOUT;
 	else
 		ret = conn->cm_status;
@@ -474,13 +559,22 @@ err:
 	return ERR_PTR(ret);
 }
 
-/* Post @tx now; conn->lock held and a credit taken. */
+/* Whether @tx may be posted now; takes its credit and send slot. */
+static bool lite_tx_admit_locked(struct lite_conn *conn, bool credit_msg)
+{
+	if (!conn->sq_avail || !lite_credits_take(&conn->credits, credit_msg))
+		return false;
+	conn->sq_avail--;
+	return true;
+}
+
+/* Post @tx now; conn->lock held, credit and slot taken. */
 static int lite_tx_post_locked(struct lite_conn *conn, struct lite_tx *tx)
 {
 	struct ib_device *dev = conn->node->ibdev->dev;
 	struct lite_wire_hdr *h = (struct lite_wire_hdr *)tx->buf;
-	struct ib_sge sge;
 	struct ib_send_wr wr = {};
+	struct ib_sge sge;
 	int ret;
 
 	h->credits = cpu_to_le16(lite_credits_collect(&conn->credits));
@@ -496,41 +590,16 @@ static int lite_tx_post_locked(struct lite_conn *conn, struct lite_tx *tx)
 	wr.opcode = IB_WR_SEND;
 	wr.send_flags = IB_SEND_SIGNALED;
 
-	kref_get(&conn->ref);	/* dropped by lite_tx_done(); never the last */
-	conn->tx_inflight++;
 	ret = ib_post_send(conn->cm_id->qp, &wr, NULL);
 	if (ret) {
-		conn->tx_inflight--;
 		ib_dma_unmap_single(dev, tx->dma, tx->len, DMA_TO_DEVICE);
-		kref_put(&conn->ref, lite_conn_release);
 		return ret;
 	}
+	lite_conn_get(conn);	/* dropped by lite_tx_done(); never the last */
+	conn->tx_inflight++;
 	atomic64_inc(&conn->tx_msgs);
 	atomic64_add(tx->len, &conn->tx_bytes);
 	return 0;
-}
-
-static void lite_tx_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct lite_tx *tx = container_of(wc->wr_cqe, struct lite_tx, cqe);
-	struct lite_conn *conn = tx->conn;
-	unsigned long flags;
-
-	ib_dma_unmap_single(conn->node->ibdev->dev, tx->dma, tx->len,
-			    DMA_TO_DEVICE);
-	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_info("lite%u: send failed: %s\n",
-				conn->node->instance,
-				ib_wc_status_msg(wc->status));
-		lite_conn_close(conn);
-	}
-	spin_lock_irqsave(&conn->lock, flags);
-	conn->tx_inflight--;
-	spin_unlock_irqrestore(&conn->lock, flags);
-	wake_up(&conn->tx_wq);
-	kfree(tx);
-	lite_conn_put(conn);
 }
 
 /* Post what the backlog can now afford; conn->lock held. */
@@ -541,7 +610,7 @@ static int lite_conn_flush_locked(struct lite_conn *conn)
 
 	while (!list_empty(&conn->backlog)) {
 		tx = list_first_entry(&conn->backlog, struct lite_tx, entry);
-		if (!lite_credits_take(&conn->credits, tx->credit_msg))
+		if (!lite_tx_admit_locked(conn, false))
 			break;
 		list_del(&tx->entry);
 		conn->n_backlog--;
@@ -554,43 +623,63 @@ static int lite_conn_flush_locked(struct lite_conn *conn)
 	return 0;
 }
 
+static void lite_tx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct lite_tx *tx = container_of(wc->wr_cqe, struct lite_tx, cqe);
+	struct lite_conn *conn = tx->conn;
+	bool close = false;
+
+	ib_dma_unmap_single(conn->node->ibdev->dev, tx->dma, tx->len,
+			    DMA_TO_DEVICE);
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_info_ratelimited("lite%u: send failed: %s\n",
+					    conn->node->instance,
+					    ib_wc_status_msg(wc->status));
+		close = true;
+	}
+	spin_lock(&conn->lock);
+	conn->tx_inflight--;
+	conn->sq_avail++;
+	if (!close && conn->state != LITE_CONN_CLOSING)
+		close = lite_conn_flush_locked(conn) != 0;
+	if (conn->close_when_sent && !conn->tx_inflight &&
+	    list_empty(&conn->backlog))
+		close = true;
+	spin_unlock(&conn->lock);
+	wake_up(&conn->tx_wq);
+	if (close)
+		lite_conn_close(conn);
+	kfree(tx);
+	lite_conn_put(conn);
+}
+
 /* Credits returned by the peer. Return: 0 or -EPROTO (too many). */
 int lite_conn_grant(struct lite_conn *conn, u16 n)
 {
-	unsigned long flags;
 	int ret;
 
-	spin_lock_irqsave(&conn->lock, flags);
+	spin_lock(&conn->lock);
 	ret = lite_credits_grant(&conn->credits, n);
 	if (!ret && conn->state != LITE_CONN_CLOSING)
 		ret = lite_conn_flush_locked(conn);
-	spin_unlock_irqrestore(&conn->lock, flags);
+	spin_unlock(&conn->lock);
 	if (ret)
 		lite_conn_close(conn);
 	return ret;
 }
 
-/*
- * lite_conn_send - send one message, now or when credits allow
- *
- * Messages leave in the order they were sent. A CREDIT message that finds
- * no credit is dropped: the credits ride on the next message instead.
- * Return: 0 if posted or queued, -ENOTCONN if the connection is closing.
- */
-int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
-		   int status, const void *payload, u32 len)
+static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
+				     bool reply, u32 req_id, int status,
+				     const void *payload, u32 len)
 {
 	struct lite_tx *tx;
-	unsigned long flags;
 	size_t hdr;
-	int ret = 0;
 
-	if (len > LITE_MSG_MAX - sizeof(struct lite_wire_hdr))
-		return -EMSGSIZE;
 	tx = kmalloc(struct_size(tx, buf, sizeof(struct lite_wire_hdr) + len),
 		     GFP_KERNEL);
 	if (!tx)
-		return -ENOMEM;
+		return NULL;
 	hdr = lite_wire_put_hdr(tx->buf, type, reply,
 				READ_ONCE(conn->node->self_id), 0, req_id,
 				status, len);
@@ -600,20 +689,40 @@ int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 	tx->conn = conn;
 	tx->cqe.done = lite_tx_done;
 	tx->credit_msg = type == LITE_MSG_CREDIT;
+	return tx;
+}
 
-	spin_lock_irqsave(&conn->lock, flags);
+/*
+ * lite_conn_send - send one message, now or when credits and send queue
+ * slots allow. Messages leave in the order they were sent. A CREDIT message
+ * goes out only if there are credits to return and a credit to spend, and
+ * may pass the backlog (it carries no content).
+ * Return: 0 if posted or queued, -ENOTCONN if the connection is closing.
+ */
+int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
+		   int status, const void *payload, u32 len)
+{
+	struct lite_tx *tx;
+	int ret = 0;
+
+	if (len > LITE_MSG_MAX - sizeof(struct lite_wire_hdr))
+		return -EMSGSIZE;
+	tx = lite_tx_alloc(conn, type, reply, req_id, status, payload, len);
+	if (!tx)
+		return -ENOMEM;
+
+	spin_lock(&conn->lock);
 	if (conn->state == LITE_CONN_CLOSING ||
 	    conn->state == LITE_CONN_CONNECTING) {
 		ret = -ENOTCONN;
 	} else if (tx->credit_msg) {
-		/* Carries no content: may pass the backlog on the last credit. */
-		if (lite_credits_take(&conn->credits, true)) {
+		if (conn->credits.unreturned && lite_tx_admit_locked(conn, true)) {
 			ret = lite_tx_post_locked(conn, tx);
 			if (!ret)
 				tx = NULL;
 		}
 	} else if (!list_empty(&conn->backlog) ||
-		   !lite_credits_take(&conn->credits, false)) {
+		   !lite_tx_admit_locked(conn, false)) {
 		list_add_tail(&tx->entry, &conn->backlog);
 		conn->n_backlog++;
 		tx = NULL;
@@ -622,7 +731,7 @@ int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 		if (!ret)
 			tx = NULL;
 	}
-	spin_unlock_irqrestore(&conn->lock, flags);
+	spin_unlock(&conn->lock);
 	kfree(tx);
 	if (ret && ret != -ENOTCONN)
 		lite_conn_close(conn);
@@ -631,23 +740,37 @@ int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 
 static bool lite_conn_sent(struct lite_conn *conn)
 {
-	unsigned long flags;
 	bool done;
 
-	spin_lock_irqsave(&conn->lock, flags);
+	spin_lock(&conn->lock);
 	done = conn->state == LITE_CONN_CLOSING ||
 	       (!conn->tx_inflight && list_empty(&conn->backlog));
-	spin_unlock_irqrestore(&conn->lock, flags);
+	spin_unlock(&conn->lock);
 	return done;
 }
 
 /* Wait until everything sent so far was acknowledged by the peer's HCA. */
-int lite_conn_wait_sent(struct lite_conn *conn, unsigned long timeout_ms)
+int lite_conn_wait_sent(struct lite_conn *conn, unsigned long deadline)
 {
-	if (!wait_event_timeout(conn->tx_wq, lite_conn_sent(conn),
-				msecs_to_jiffies(timeout_ms)))
-		return -ETIMEDOUT;
+	long left = (long)(deadline - jiffies);
+
+	if (left <= 0 ||
+	    !wait_event_timeout(conn->tx_wq, lite_conn_sent(conn), left))
+		return lite_conn_sent(conn) ? 0 : -ETIMEDOUT;
 	return 0;
+}
+
+/* Close once what was sent so far has left (a final reply, say). */
+void lite_conn_close_when_sent(struct lite_conn *conn)
+{
+	bool now;
+
+	spin_lock(&conn->lock);
+	conn->close_when_sent = true;
+	now = !conn->tx_inflight && list_empty(&conn->backlog);
+	spin_unlock(&conn->lock);
+	if (now)
+		lite_conn_close(conn);
 }
 
 /*
@@ -659,18 +782,17 @@ int lite_conn_wait_sent(struct lite_conn *conn, unsigned long timeout_ms)
 void lite_conn_close(struct lite_conn *conn)
 {
 	struct lite_tx *tx, *tmp;
-	unsigned long flags;
 	LIST_HEAD(backlog);
 
-	spin_lock_irqsave(&conn->lock, flags);
+	spin_lock(&conn->lock);
 	if (conn->state == LITE_CONN_CLOSING) {
-		spin_unlock_irqrestore(&conn->lock, flags);
+		spin_unlock(&conn->lock);
 		return;
 	}
-	conn->state = LITE_CONN_CLOSING;
+	lite_conn_set_state(conn, LITE_CONN_CLOSING);
 	list_splice_init(&conn->backlog, &backlog);
 	conn->n_backlog = 0;
-	spin_unlock_irqrestore(&conn->lock, flags);
+	spin_unlock(&conn->lock);
 	wake_up(&conn->tx_wq);
 
 	list_for_each_entry_safe(tx, tmp, &backlog, entry)
@@ -690,20 +812,25 @@ static void lite_conn_close_work(struct work_struct *work)
 					      close_work);
 	struct rdma_cm_id *id = conn->cm_id;
 
-	cancel_delayed_work_sync(&conn->handshake_timer);
 	if (id) {
-		/* No handler runs meanwhile, so has_qp cannot change. */
+		/*
+		 * Wait out a handler that is running now; later ones see
+		 * CLOSING and return at once, so has_qp is stable after this.
+		 */
 		rdma_lock_handler(id);
+		rdma_unlock_handler(id);
 		rdma_disconnect(id);
 		if (conn->has_qp) {
 			ib_drain_qp(id->qp);
 			rdma_destroy_qp(id);
 			conn->has_qp = false;
 		}
-		rdma_unlock_handler(id);
 		rdma_destroy_id(id);
 		conn->cm_id = NULL;
 	}
+	/* No handler, QP event or CQ callback can queue these any more. */
+	cancel_delayed_work_sync(&conn->handshake_timer);
+	cancel_work_sync(&conn->event_work);
 	if (conn->cq)
 		ib_free_cq(conn->cq);
 	conn->cq = NULL;

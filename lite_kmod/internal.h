@@ -26,6 +26,7 @@
 #include <linux/miscdevice.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
+#include <rdma/ib_cm.h>
 
 #include "uapi/linux/lite.h"
 #include "core/wire.h"
@@ -38,8 +39,12 @@
 #define LITE_CALL_TIMEOUT_MS	3000	/* default control request timeout */
 #define LITE_JOIN_TIMEOUT_MS	15000	/* default join timeout */
 #define LITE_CM_TIMEOUT_MS	3000	/* address and route resolution */
+#define LITE_MAX_TIMEOUT_MS	60000	/* longest timeout a caller may ask */
 #define LITE_HANDSHAKE_MS	10000	/* unauthenticated connections die */
 #define LITE_LEAVE_MS		1000	/* wait for LEAVE to be acknowledged */
+#define LITE_MAX_UNAUTH		16	/* connections still in the handshake */
+#define LITE_LISTEN_BACKLOG	64
+#define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
 
 /* rdma_cm private data of a connect request and its accept. */
 struct lite_cm_pdata {
@@ -86,12 +91,13 @@ struct lite_node_stats {
 };
 
 struct lite_node {
-	enum lite_cm_kind cm_kind;	/* LITE_CM_LISTENER: listen_id ctx */
-	struct kref ref;
+	enum lite_cm_kind cm_kind;	/* immutable: LITE_CM_LISTENER */
+	struct kref ref;		/* atomic */
 
 	/* Immutable after lite_node_create(). */
 	u32 instance;
-	struct lite_ibdev *ibdev;
+	struct lite_ibdev *ibdev;	/* valid until lite_node_destroy() */
+	char dev_name[IB_DEVICE_NAME_MAX];	/* outlives the device */
 	u32 port_num;
 	struct ib_pd *pd;
 	struct lite_naddr listen_addr;
@@ -106,67 +112,83 @@ struct lite_node {
 
 	struct mutex lock;		/* protects the fields below */
 	struct lite_membership mb;
-	struct lite_conn *peers[LITE_MAX_NODES + 1];	/* READY conns */
+	struct lite_conn *peers[LITE_MAX_NODES + 1];	/* READY conns only */
 	struct list_head conns;		/* every lite_conn of this node */
 	bool dying;			/* leaving: refuse new connections */
+	u16 self_id;			/* also read with READ_ONCE */
 
-	u16 self_id;			/* WRITE_ONCE under @lock */
 	atomic_t n_conns;		/* conns not yet released */
 	wait_queue_head_t conns_wq;	/* woken when n_conns drops */
 
 	struct xarray calls;		/* req_id -> lite_call; xa lock */
 	u32 next_req_id;		/* xa lock */
 
-	struct lite_node_stats stats;
+	struct lite_node_stats stats;	/* atomics */
 };
 
 struct lite_rx {
 	struct ib_cqe cqe;
 	struct lite_conn *conn;
-	void *buf;
+	void *buf;			/* owned by the QP while posted */
 	u64 dma;
-	u32 byte_len;
-	struct lite_msg msg;		/* parsed view of @buf */
+	bool mapped;
+	u32 byte_len;			/* set by the completion */
+	struct lite_msg msg;		/* parsed view of @buf, same owner */
 	struct work_struct work;	/* runs requests on node->wq */
 };
 
 struct lite_tx {
 	struct ib_cqe cqe;
 	struct list_head entry;		/* conn->backlog; conn lock */
-	struct lite_conn *conn;		/* holds a reference once queued */
+	struct lite_conn *conn;		/* holds a reference once posted */
 	u64 dma;
 	u32 len;
 	bool credit_msg;
 	u8 buf[];
 };
 
+/*
+ * Fields marked "handshake" are written only by the node's ordered
+ * workqueue (HELLO/AUTH handlers) before the connection becomes READY, and
+ * read there or after READY was published under conn->lock.
+ */
 struct lite_conn {
-	enum lite_cm_kind cm_kind;	/* LITE_CM_CONN: cm_id ctx */
-	struct kref ref;
-	struct lite_node *node;		/* holds a node reference */
+	enum lite_cm_kind cm_kind;	/* immutable: LITE_CM_CONN */
+	struct kref ref;		/* atomic */
+	struct lite_node *node;		/* immutable; holds a node reference */
+	bool active;			/* immutable: we initiated */
+
+	/* Set up in the rdma_cm handler (serialised by its handler_mutex);
+	 * torn down by close_work after the handler can no longer run.
+	 */
 	struct rdma_cm_id *cm_id;
 	struct ib_cq *cq;
 	struct lite_rx *rx;		/* LITE_RX_DEPTH buffers */
-	bool active;			/* we initiated the connection */
 	bool has_qp;
 
 	spinlock_t lock;		/* protects the fields below */
-	enum lite_conn_state state;
+	enum lite_conn_state state;	/* also read with READ_ONCE */
 	struct lite_credits credits;
-	struct list_head backlog;	/* lite_tx waiting for credits */
+	u32 sq_avail;			/* free send queue slots */
+	struct list_head backlog;	/* lite_tx waiting for credits/slots */
 	u32 n_backlog;
 	u32 tx_inflight;		/* posted, not completed */
+	bool close_when_sent;		/* close once tx_inflight drops to 0 */
 	u16 peer_id;			/* set when READY */
 	bool peer_left;			/* the peer said LEAVE */
-	bool got_hello;			/* passive handshake progress */
-	struct lite_auth_ctx auth;
-	struct lite_naddr peer_listen;	/* from HELLO */
+
+	bool got_hello;			/* handshake */
+	int hello_status;		/* handshake: verdict sent with HELLO */
+	struct lite_auth_ctx auth;	/* handshake */
+	struct lite_naddr peer_listen;	/* handshake: from HELLO */
+	struct lite_naddr remote;	/* passive: the connecting address */
 
 	wait_queue_head_t tx_wq;	/* woken when tx_inflight drops */
 	struct completion cm_done;	/* active connect finished */
-	int cm_status;			/* its result */
-	struct work_struct close_work;
-	struct delayed_work handshake_timer;
+	int cm_status;			/* its result; written before cm_done */
+	struct work_struct close_work;	/* on node->close_wq */
+	struct work_struct event_work;	/* fatal QP event -> close */
+	struct delayed_work handshake_timer;	/* on node->close_wq */
 	struct list_head node_entry;	/* node->conns; node lock */
 
 	atomic64_t tx_msgs;
@@ -176,6 +198,10 @@ struct lite_conn {
 	atomic64_t last_rtt_ns;
 };
 
+/* A request waiting for its reply; lives on the requester's stack. Until
+ * it is erased from node->calls (under the xa lock) the completer may write
+ * @status and the reply; after that only the waiter touches it.
+ */
 struct lite_call {
 	struct lite_conn *conn;
 	/* Optional: runs in CQ context on a successful reply, in order with
@@ -203,6 +229,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   struct lite_ibdev *ibdev, u32 port_num,
 				   const struct sockaddr_storage *listen,
 				   const u8 *secret, u32 secret_len);
+void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_get(struct lite_node *node);
 void lite_node_put(struct lite_node *node);
@@ -216,7 +243,7 @@ void lite_naddr_to_sockaddr(const struct lite_naddr *a,
 /* conn.c */
 struct lite_conn *lite_conn_connect(struct lite_node *node,
 				    const struct lite_naddr *dst,
-				    unsigned long timeout_ms);
+				    unsigned long deadline);
 int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		     struct rdma_cm_event *ev);
 int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
@@ -226,7 +253,9 @@ void lite_conn_get(struct lite_conn *conn);
 void lite_conn_put(struct lite_conn *conn);
 int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 		   int status, const void *payload, u32 len);
-int lite_conn_wait_sent(struct lite_conn *conn, unsigned long timeout_ms);
+int lite_conn_wait_sent(struct lite_conn *conn, unsigned long deadline);
+void lite_conn_close_when_sent(struct lite_conn *conn);
+int lite_conn_set_ready(struct lite_conn *conn, u16 peer_id);
 void lite_conn_repost(struct lite_rx *rx);
 int lite_conn_grant(struct lite_conn *conn, u16 n);
 enum lite_conn_state lite_conn_state(struct lite_conn *conn);
@@ -236,19 +265,19 @@ void lite_msg_received(struct lite_rx *rx);
 void lite_msg_work(struct work_struct *work);
 int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 		    const void *payload, u32 len, void *reply, u32 reply_cap);
-int lite_call_wait(struct lite_call *call, unsigned long timeout_ms);
+int lite_call_wait(struct lite_call *call, unsigned long deadline);
 int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      void *reply, u32 reply_cap, u32 *reply_len,
-	      unsigned long timeout_ms);
+	      unsigned long deadline);
 void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err);
 
 /* cluster.c */
 int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
-		      unsigned long timeout_ms);
+		      unsigned long deadline);
 void lite_cluster_leave(struct lite_node *node);
 void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_cluster_conn_closed(struct lite_conn *conn);
 int lite_cluster_ping(struct lite_node *node, u16 id,
-		      unsigned long timeout_ms, u64 *rtt_ns);
+		      unsigned long deadline, u64 *rtt_ns);
 
 #endif /* LITE_INTERNAL_H */

@@ -42,8 +42,7 @@ void lite_msg_received(struct lite_rx *rx)
 	struct lite_conn *conn = rx->conn;
 	struct lite_node *node = conn->node;
 	struct lite_msg *msg = &rx->msg;
-	unsigned long flags;
-	bool ready, bad;
+	bool bad;
 	int ret;
 
 	ret = lite_wire_parse(rx->buf, rx->byte_len, msg);
@@ -55,13 +54,18 @@ void lite_msg_received(struct lite_rx *rx)
 		goto bad_msg;
 
 	/* Once authenticated, a peer must keep using its own id. */
-	spin_lock_irqsave(&conn->lock, flags);
-	ready = conn->state == LITE_CONN_READY;
-	bad = ready && msg->src != conn->peer_id;
-	spin_unlock_irqrestore(&conn->lock, flags);
+	spin_lock(&conn->lock);
+	bad = conn->state == LITE_CONN_READY && msg->src != conn->peer_id;
+	spin_unlock(&conn->lock);
 	if (bad)
 		goto bad_msg;
 
+	if (msg->type == LITE_MSG_LEAVE) {
+		/* Before the disconnect that follows can close us. */
+		spin_lock(&conn->lock);
+		conn->peer_left = true;
+		spin_unlock(&conn->lock);
+	}
 	if (msg->type == LITE_MSG_CREDIT) {
 		lite_conn_repost(rx);
 	} else if (msg->reply) {
@@ -116,35 +120,39 @@ int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 	if (ret < 0)
 		return ret;
 	ret = lite_conn_send(conn, type, false, call->req_id, 0, payload, len);
-	if (ret) {
-		xa_erase(&node->calls, call->req_id);
-		return ret;
-	}
-	return 0;
+	if (ret && xa_cmpxchg(&node->calls, call->req_id, call, NULL, 0) != call)
+		wait_for_completion(&call->done);	/* failed meanwhile */
+	return ret;
 }
 
-/* Return: the reply's status, -ETIMEDOUT, or -ECONNRESET if the
- * connection closed first.
+/*
+ * Wait for the reply until @deadline (jiffies).
+ * Return: the reply's status, -ETIMEDOUT, -EINTR if the caller was killed,
+ * or -ECONNRESET if the connection closed first.
  */
-int lite_call_wait(struct lite_call *call, unsigned long timeout_ms)
+int lite_call_wait(struct lite_call *call, unsigned long deadline)
 {
 	struct lite_node *node = call->conn->node;
+	long left;
 
-	if (!wait_for_completion_timeout(&call->done,
-					 msecs_to_jiffies(timeout_ms))) {
-		if (xa_erase(&node->calls, call->req_id) == call) {
-			atomic64_inc(&node->stats.timeouts);
-			return -ETIMEDOUT;
-		}
-		/* A reply or a failure took it first: it completes now. */
-		wait_for_completion(&call->done);
+	left = wait_for_completion_killable_timeout(&call->done,
+		max_t(long, (long)(deadline - jiffies), 1));
+	if (left > 0)
+		return call->status;
+	if (xa_cmpxchg(&node->calls, call->req_id, call, NULL, 0) == call) {
+		if (left < 0)
+			return -EINTR;
+		atomic64_inc(&node->stats.timeouts);
+		return -ETIMEDOUT;
 	}
+	/* A reply or a failure took it first: it completes now. */
+	wait_for_completion(&call->done);
 	return call->status;
 }
 
 int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      void *reply, u32 reply_cap, u32 *reply_len,
-	      unsigned long timeout_ms)
+	      unsigned long deadline)
 {
 	struct lite_call call = {};
 	int ret;
@@ -153,7 +161,7 @@ int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 			      reply_cap);
 	if (ret)
 		return ret;
-	ret = lite_call_wait(&call, timeout_ms);
+	ret = lite_call_wait(&call, deadline);
 	if (!ret && reply_len)
 		*reply_len = call.reply_len;
 	return ret;

@@ -128,7 +128,7 @@ static int lite_node_listen(struct lite_node *node)
 		ret = -EADDRNOTAVAIL;
 		goto err_id;
 	}
-	ret = rdma_listen(id, 64);
+	ret = rdma_listen(id, LITE_LISTEN_BACKLOG);
 	if (ret)
 		goto err_id;
 	node->listen_id = id;
@@ -157,8 +157,9 @@ static int lite_node_alloc_wqs(struct lite_node *node)
 /*
  * lite_node_create - create a node instance listening on @listen
  *
- * Called with ctx->lock held. The node is not in the instance list yet and
- * has no cluster role; the caller makes it a manager or joins it.
+ * Called with ctx->lock held. The node has an instance number but is not
+ * visible to lookups and has no cluster role yet; the caller makes it a
+ * manager or joins it, then publishes it.
  * Return: the node or an ERR_PTR.
  */
 struct lite_node *lite_node_create(struct lite_ctx *ctx,
@@ -183,6 +184,8 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1);
 	lite_mbr_init(&node->mb);
 	node->ibdev = ibdev;
+	strscpy(node->dev_name, dev_name(&ibdev->dev->dev),
+		sizeof(node->dev_name));
 	node->port_num = port_num;
 	node->listen_sa = *listen;
 	ret = lite_sockaddr_to_naddr(listen, &node->listen_addr);
@@ -196,7 +199,8 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	}
 	node->secret_len = secret_len;
 
-	ret = xa_alloc(&ctx->nodes, &instance, node, xa_limit_31b, GFP_KERNEL);
+	/* Reserved now, visible once lite_node_publish() stores it. */
+	ret = xa_alloc(&ctx->nodes, &instance, NULL, xa_limit_31b, GFP_KERNEL);
 	if (ret)
 		goto err_free;
 	node->instance = instance;
@@ -227,6 +231,13 @@ err_xa:
 err_free:
 	lite_node_put(node);
 	return ERR_PTR(ret);
+}
+
+/* Make a node that is up (manager, or joined) visible to lookups. */
+void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node)
+{
+	lockdep_assert_held(&ctx->lock);
+	xa_store(&ctx->nodes, node->instance, node, GFP_KERNEL);
 }
 
 /* Close every connection and wait until all of them are released. */

@@ -40,13 +40,25 @@ void lite_hmac_sha256(const u8 *key, size_t key_len, const u8 *msg,
 	memzero_explicit(inner, sizeof(inner));
 }
 
-/* MAC input: label, role, purpose, node id (LE), active nonce, passive nonce */
+static u8 *lite_auth_put_addr(u8 *p, const struct lite_naddr *a)
+{
+	*p++ = a->family;
+	*p++ = a->port & 0xff;
+	*p++ = a->port >> 8;
+	memcpy(p, a->addr, sizeof(a->addr));
+	return p + sizeof(a->addr);
+}
+
+/*
+ * MAC input: label, role, purpose, node id (LE), active nonce, passive
+ * nonce, active listen address, passive listen address.
+ */
 void lite_auth_mac(const u8 *secret, size_t secret_len,
 		   const struct lite_auth_ctx *ctx, u8 role,
 		   u8 out[LITE_MAC_LEN])
 {
 	static const char label[8] = "lite-v1";
-	u8 msg[sizeof(label) + 4 + 2 * LITE_NONCE_LEN];
+	u8 msg[sizeof(label) + 4 + 2 * LITE_NONCE_LEN + 2 * 19];
 	u8 *p = msg;
 
 	memcpy(p, label, sizeof(label));
@@ -58,6 +70,9 @@ void lite_auth_mac(const u8 *secret, size_t secret_len,
 	memcpy(p, ctx->nonce_active, LITE_NONCE_LEN);
 	p += LITE_NONCE_LEN;
 	memcpy(p, ctx->nonce_passive, LITE_NONCE_LEN);
+	p += LITE_NONCE_LEN;
+	p = lite_auth_put_addr(p, &ctx->active_listen);
+	lite_auth_put_addr(p, &ctx->passive_listen);
 	lite_hmac_sha256(secret, secret_len, msg, sizeof(msg), out);
 }
 

@@ -2,7 +2,8 @@
 /*
  * lite authentication: HMAC-SHA256 challenge-response on the cluster's
  * shared secret. The secret never travels; each side proves it with a MAC
- * over both nonces, the role, the purpose and the claimed node id.
+ * over both nonces, both listen addresses, the role, the purpose and the
+ * claimed node id.
  * Verb-free.
  */
 #ifndef LITE_CORE_AUTH_H
@@ -23,6 +24,8 @@ struct lite_auth_ctx {
 	u16 node_id;
 	u8 nonce_active[LITE_NONCE_LEN];
 	u8 nonce_passive[LITE_NONCE_LEN];
+	struct lite_naddr active_listen;	/* where the active side listens */
+	struct lite_naddr passive_listen;	/* where it connected to */
 };
 
 void lite_hmac_sha256(const u8 *key, size_t key_len, const u8 *msg,

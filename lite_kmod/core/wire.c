@@ -15,6 +15,7 @@ static_assert(sizeof(struct lite_wire_hdr) == 32);
 static_assert(sizeof(struct lite_wire_addr) == 24);
 static_assert(sizeof(struct lite_wire_hello) == 48);
 static_assert(sizeof(struct lite_wire_member) == 32);
+static_assert(sizeof(struct lite_wire_member_del) == 8);
 static_assert(sizeof(struct lite_wire_accept) == 16);
 static_assert(sizeof(struct lite_wire_challenge) == LITE_NONCE_LEN);
 static_assert(sizeof(struct lite_wire_hdr) + sizeof(struct lite_wire_auth) +
@@ -113,6 +114,7 @@ static int check_payload(const struct lite_msg *m)
 	const struct lite_wire_hello *hello = m->payload;
 	const struct lite_wire_member *mbr = m->payload;
 	const struct lite_wire_ping *ping = m->payload;
+	const struct lite_wire_member_del *del = m->payload;
 	struct lite_naddr a;
 
 	/* Failed replies carry no payload. */
@@ -163,6 +165,12 @@ static int check_payload(const struct lite_msg *m)
 		if (m->len != sizeof(*ping) || ping->reserved)
 			return -EBADMSG;
 		return 0;
+	case LITE_MSG_MEMBER_DEL:
+		if (m->reply || m->req_id || m->len != sizeof(*del) ||
+		    del->reserved0 || del->reserved)
+			return -EBADMSG;
+		return le16_to_cpu(del->id) && le16_to_cpu(del->id) <=
+		       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
 	case LITE_MSG_LEAVE:
 	case LITE_MSG_CREDIT:
 		/* One-way only, no payload. */

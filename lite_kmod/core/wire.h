@@ -26,6 +26,7 @@ enum lite_msg_type {
 	LITE_MSG_LEAVE,		/* one-way: the sender leaves the cluster */
 	LITE_MSG_PING,		/* req: round trip */
 	LITE_MSG_CREDIT,	/* one-way: returns receive credits only */
+	LITE_MSG_MEMBER_DEL,	/* one-way: the manager drops a member */
 	LITE_MSG_TYPE_END
 };
 
@@ -100,6 +101,12 @@ struct lite_wire_accept {
 	__le32 epoch;
 	__le32 reserved;
 	struct lite_wire_member members[];
+};
+
+struct lite_wire_member_del {
+	__le16 id;
+	__le16 reserved0;
+	__le32 reserved;
 };
 
 struct lite_wire_ping {
