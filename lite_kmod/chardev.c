@@ -19,9 +19,7 @@ static bool lite_zero(const void *p, size_t n)
 
 static struct lite_ctx *lite_file_ctx(struct file *file)
 {
-	struct miscdevice *misc = file->private_data;
-
-	return container_of(misc, struct lite_ctx, misc);
+	return ((struct lite_file *)file->private_data)->ctx;
 }
 
 /* Validate a uapi address and convert it. @port_required for listen. */
@@ -185,6 +183,12 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 		pr_info("lite%u: manager of a new cluster, node 1\n",
 			node->instance);
 	}
+	ret = lite_cluster_self(node, jiffies +
+				msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+	if (ret) {
+		lite_node_destroy(ctx, node);
+		return ret;
+	}
 	lite_node_publish(ctx, node);
 	up->instance = node->instance;
 	up->node_id = node->self_id;
@@ -320,6 +324,8 @@ static void lite_status_fill(struct lite_node *node,
 	c->auth_failures = atomic64_read(&node->stats.auth_failures);
 	c->bad_msgs = atomic64_read(&node->stats.bad_msgs);
 	c->timeouts = atomic64_read(&node->stats.timeouts);
+	c->mem_bytes = atomic64_read(&node->mem_bytes);
+	c->mem_lmrs = atomic64_read(&node->mem_lmrs);
 }
 
 static long lite_ioc_node_status(struct lite_ctx *ctx, void __user *argp)
@@ -410,11 +416,26 @@ static long lite_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case LITE_IOC_PING:
 		return lite_ioc_ping(ctx, argp);
 	}
-	return -ENOTTY;
+	return lite_file_ioctl(file->private_data, cmd, argp);
+}
+
+static int lite_open(struct inode *inode, struct file *file)
+{
+	struct miscdevice *misc = file->private_data;
+
+	return lite_file_open(container_of(misc, struct lite_ctx, misc), file);
+}
+
+static int lite_release(struct inode *inode, struct file *file)
+{
+	lite_file_release(file->private_data);
+	return 0;
 }
 
 static const struct file_operations lite_fops = {
 	.owner = THIS_MODULE,
+	.open = lite_open,
+	.release = lite_release,
 	.unlocked_ioctl = lite_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,

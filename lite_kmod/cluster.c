@@ -48,9 +48,12 @@ static int lite_node_set_peer(struct lite_node *node, u16 id,
 /* Manager: tell every member that @id is gone; node->lock held, so the
  * message is ordered before any later MEMBER_ADD reusing the id.
  */
-static void lite_broadcast_del(struct lite_node *node, u16 id)
+static void lite_broadcast_del(struct lite_node *node, u16 id, bool left)
 {
-	struct lite_wire_member_del del = { .id = cpu_to_le16(id) };
+	struct lite_wire_member_del del = {
+		.id = cpu_to_le16(id),
+		.flags = cpu_to_le16(left ? LITE_DEL_LEFT : 0),
+	};
 	u16 p;
 
 	lockdep_assert_held(&node->lock);
@@ -75,7 +78,11 @@ static void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
 	atomic64_inc(left ? &node->stats.leaves : &node->stats.losses);
 	pr_info("lite%u: node %u %s\n", node->instance, id,
 		left ? "left" : "lost");
-	lite_broadcast_del(node, id);
+	lite_broadcast_del(node, id, left);
+	/* What it allocated here, and what it published, goes with it. */
+	lite_exports_drop_owner(node, id);
+	if (node->mb.self == node->mb.manager)
+		lite_shares_drop_publisher(node, id);
 }
 
 /*
@@ -111,6 +118,10 @@ static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
 			WRITE_ONCE(node->self_id, node->mb.self);
 	} else if (accept_len) {
 		ret = -EPROTO;
+	} else if (hs->auth.purpose == LITE_PURPOSE_SELF) {
+		ret = lite_conn_set_ready(conn, node->mb.self);
+		if (!ret)
+			node->self_conn = conn;
 	} else if (!lite_mbr_present(&node->mb, hs->peer_id)) {
 		ret = -ENOENT;	/* it left while we were connecting */
 	} else {
@@ -141,7 +152,7 @@ static int lite_handshake(struct lite_conn *conn,
 
 	hs.peer_id = peer_id;
 	hs.auth.purpose = purpose;
-	hs.auth.node_id = purpose == LITE_PURPOSE_PEER ? node->self_id : 0;
+	hs.auth.node_id = purpose == LITE_PURPOSE_JOIN ? 0 : node->self_id;
 	hs.auth.active_listen = node->listen_addr;
 	hs.auth.passive_listen = *dst;
 	get_random_bytes(hs.auth.nonce_active, LITE_NONCE_LEN);
@@ -251,6 +262,19 @@ out:
 	kfree(addrs);
 	kfree(accept);
 	return ret;
+}
+
+/*
+ * lite_cluster_self - open the node's loopback connection, which carries
+ * its own processes' accesses to memory it holds and requests to itself.
+ */
+int lite_cluster_self(struct lite_node *node, unsigned long deadline)
+{
+	struct lite_wire_auth proof;
+
+	return lite_connect_auth(node, &node->listen_addr, LITE_PURPOSE_SELF,
+				 READ_ONCE(node->self_id), &proof,
+				 sizeof(proof), deadline);
 }
 
 /* Reply helper: a reply carries the request's type and id. */
@@ -405,7 +429,7 @@ static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
 		ret = lite_node_set_peer(node, id, conn);
 	if (ret) {
 		lite_mbr_remove(&node->mb, id);
-		lite_broadcast_del(node, id);
+		lite_broadcast_del(node, id, false);
 		mutex_unlock(&node->lock);
 		return ret == -ETIMEDOUT ? -EAGAIN : ret;
 	}
@@ -426,6 +450,10 @@ static int lite_accept_peer(struct lite_conn *conn)
 	mutex_lock(&node->lock);
 	if (node->dying)
 		ret = -ESHUTDOWN;
+	else if (conn->auth.purpose == LITE_PURPOSE_SELF)
+		ret = id == node->mb.self &&
+		      lite_naddr_equal(&conn->peer_listen, &node->listen_addr) ?
+		      lite_conn_set_ready(conn, id) : -ENOENT;
 	else if (id == node->mb.self || !lite_mbr_present(&node->mb, id) ||
 		 !lite_naddr_equal(&node->mb.addr[id], &conn->peer_listen))
 		ret = -ENOENT;
@@ -465,7 +493,7 @@ static void lite_handle_auth(struct lite_conn *conn,
 	}
 	lite_auth_mac(node->secret, node->secret_len, &conn->auth,
 		      LITE_ROLE_PASSIVE, proof->mac);
-	if (conn->auth.purpose == LITE_PURPOSE_PEER)
+	if (conn->auth.purpose != LITE_PURPOSE_JOIN)
 		ret = lite_accept_peer(conn);
 	else
 		ret = lite_admit(conn, proof + 1,
@@ -521,7 +549,8 @@ static void lite_handle_member_del(struct lite_conn *conn,
 
 	mutex_lock(&node->lock);
 	if (conn->peer_id == node->mb.manager && id != node->mb.self)
-		lite_node_drop_member(node, id, false);
+		lite_node_drop_member(node, id, le16_to_cpu(del->flags) &
+					      LITE_DEL_LEFT);
 	mutex_unlock(&node->lock);
 }
 
@@ -557,6 +586,17 @@ void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg)
 	case LITE_MSG_PING:
 		lite_reply(conn, msg, 0, msg->payload, msg->len);
 		break;
+	case LITE_MSG_LMR_ALLOC:
+	case LITE_MSG_LMR_CHUNKS:
+	case LITE_MSG_LMR_FREE:
+		lite_export_handle(conn, msg);
+		break;
+	case LITE_MSG_SHARE:
+	case LITE_MSG_LOOKUP:
+	case LITE_MSG_UNSHARE:
+	case LITE_MSG_INVALIDATE:
+		lite_share_handle(conn, msg);
+		break;
 	default:	/* HELLO or AUTH again */
 		atomic64_inc(&conn->node->stats.bad_msgs);
 		lite_conn_close(conn);
@@ -571,6 +611,8 @@ void lite_cluster_conn_closed(struct lite_conn *conn)
 	u16 id = conn->peer_id;
 
 	mutex_lock(&node->lock);
+	if (node->self_conn == conn)
+		node->self_conn = NULL;
 	if (id && node->peers[id] == conn) {
 		node->peers[id] = NULL;
 		if (!node->dying)

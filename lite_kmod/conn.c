@@ -132,6 +132,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	conn->state = LITE_CONN_CONNECTING;
 	lite_credits_init(&conn->credits, LITE_RX_DEPTH);
 	conn->sq_avail = LITE_TX_DEPTH;
+	conn->data_avail = LITE_DATA_WRS;
 	INIT_LIST_HEAD(&conn->backlog);
 	init_waitqueue_head(&conn->tx_wq);
 	init_completion(&conn->cm_done);
@@ -284,8 +285,9 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 	if (id->device != conn->node->ibdev->dev)
 		return -ENETUNREACH;	/* routed through another device */
 
-	cq = ib_alloc_cq(id->device, conn, LITE_RX_DEPTH + LITE_TX_DEPTH + 2,
-			 0, IB_POLL_WORKQUEUE);
+	cq = ib_alloc_cq(id->device, conn,
+			 LITE_RX_DEPTH + LITE_TX_DEPTH + LITE_DATA_WRS + 2, 0,
+			 IB_POLL_WORKQUEUE);
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
 	conn->cq = cq;
@@ -294,7 +296,7 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 	attr.qp_context = conn;
 	attr.send_cq = cq;
 	attr.recv_cq = cq;
-	attr.cap.max_send_wr = LITE_TX_DEPTH + 1;	/* + drain */
+	attr.cap.max_send_wr = LITE_TX_DEPTH + LITE_DATA_WRS + 1; /* + drain */
 	attr.cap.max_recv_wr = LITE_RX_DEPTH + 1;	/* + drain */
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;

@@ -33,9 +33,14 @@
 #include "core/membership.h"
 #include "core/credits.h"
 #include "core/auth.h"
+#include "core/lmr.h"
 
 #define LITE_RX_DEPTH		16	/* receive buffers per connection */
-#define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)
+#define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)	/* control sends */
+#define LITE_DATA_WRS		64	/* one-sided WRs in flight per conn */
+#define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
+#define LITE_DATA_TIMEOUT_MS	10000	/* one transfer step */
+#define LITE_INVALIDATE_MS	3000	/* mappers must drop a share by then */
 #define LITE_CALL_TIMEOUT_MS	3000	/* default control request timeout */
 #define LITE_JOIN_TIMEOUT_MS	15000	/* default join timeout */
 #define LITE_CM_TIMEOUT_MS	3000	/* address and route resolution */
@@ -124,6 +129,90 @@ struct lite_node {
 	u32 next_req_id;		/* xa lock */
 
 	struct lite_node_stats stats;	/* atomics */
+
+	u32 rkey;			/* immutable: the PD's global rkey */
+	struct lite_conn *self_conn;	/* node lock: loopback, active end */
+	struct xarray exports;		/* id -> lite_export; node lock */
+	u32 next_export;		/* node lock */
+	struct list_head orphans;	/* exports to reap; node lock */
+	struct work_struct reap_work;	/* on close_wq: frees orphans */
+	struct list_head maps;		/* lite_lmr mapped by name; node lock */
+	struct list_head shares;	/* manager: lite_share_ent; node lock */
+	u64 next_share_id;		/* node lock */
+	atomic64_t mem_bytes;		/* held in exports */
+	atomic64_t mem_lmrs;
+};
+
+/* Memory this node holds for an LMR (the memory node's side). */
+struct lite_export_chunk {
+	struct page *page;
+	unsigned int order;
+	u64 dma;
+	u32 len;
+};
+
+struct lite_export {
+	u32 id;				/* immutable: key in node->exports */
+	u16 owner;			/* immutable: the node that allocated */
+	u64 size;			/* immutable */
+	u32 n_chunks;			/* immutable */
+	struct lite_export_chunk *chunks;	/* immutable */
+	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by */
+	struct list_head orphan;	/* node->orphans once its owner left */
+};
+
+/* The manager's name registry. */
+struct lite_share_ent {
+	struct list_head entry;		/* node->shares; node lock */
+	char name[LITE_NAME_MAX];
+	u64 share_id;
+	u16 publisher;
+	u16 mem_node;
+	u64 mr_id;
+	u64 size;
+	u32 perms;
+	u32 rkey;
+	bool mappers[LITE_MAX_NODES + 1];
+};
+
+/* An LMR as a user of it sees it: where its bytes are. */
+struct lite_lmr {
+	struct kref ref;		/* atomic */
+	struct lite_node *node;		/* immutable; holds a node ref */
+	u16 mem_node;			/* immutable */
+	u64 mr_id;			/* immutable */
+	u32 rkey;			/* immutable */
+	u64 share_id;			/* immutable: mapped via; 0 if own */
+	struct lite_layout layout;	/* immutable */
+	struct lite_chunk *chunks;	/* immutable, layout's array */
+	struct list_head map_entry;	/* node->maps; node lock */
+
+	spinlock_t lock;		/* protects the fields below */
+	bool revoked;			/* freed or revoked: no new access */
+	u32 active;			/* accesses in progress */
+	wait_queue_head_t idle_wq;	/* woken when active drops to 0 */
+};
+
+/* What an open file of /dev/lite holds. */
+struct lite_handle {
+	struct lite_lmr *lmr;		/* holds a reference */
+	u32 perms;
+	bool owner;			/* allocated by this file */
+};
+
+struct lite_pub {			/* a name this file published */
+	struct list_head entry;		/* lite_file.pubs; file lock */
+	char name[LITE_NAME_MAX];
+	u64 handle;
+};
+
+struct lite_file {
+	struct lite_ctx *ctx;		/* immutable */
+	struct mutex lock;		/* protects @node, @pubs */
+	struct lite_node *node;		/* attached node; holds a ref */
+	struct list_head pubs;
+	struct xarray handles;		/* id -> lite_handle; xa lock */
+	u32 next_handle;		/* xa lock */
 };
 
 struct lite_rx {
@@ -182,6 +271,7 @@ struct lite_conn {
 	struct lite_auth_ctx auth;	/* handshake */
 	struct lite_naddr peer_listen;	/* handshake: from HELLO */
 	struct lite_naddr remote;	/* passive: the connecting address */
+	u32 data_avail;			/* conn lock: free one-sided WR slots */
 
 	wait_queue_head_t tx_wq;	/* woken when tx_inflight drops */
 	struct completion cm_done;	/* active connect finished */
@@ -271,10 +361,57 @@ int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      unsigned long deadline);
 void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err);
 
+/* export.c: the memory node's side of LMRs */
+void lite_export_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_exports_drop_owner(struct lite_node *node, u16 owner);
+void lite_exports_free_all(struct lite_node *node);
+void lite_exports_reap(struct work_struct *work);
+
+/* lmr.c: LMRs as their users see them */
+struct lite_conn *lite_node_conn(struct lite_node *node, u16 id);
+int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
+		   struct lite_lmr **out);
+int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
+		 struct lite_lmr **out);
+void lite_lmr_release(struct lite_lmr *lmr, bool owner);
+void lite_lmr_get(struct lite_lmr *lmr);
+void lite_lmr_put(struct lite_lmr *lmr);
+int lite_lmr_begin(struct lite_lmr *lmr);
+void lite_lmr_end(struct lite_lmr *lmr);
+void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg);
+void lite_invalidate_on(struct lite_node *node, u16 id,
+			const struct lite_wire_invalidate *inv,
+			unsigned long deadline);
+
+/* share.c: the manager's name registry */
+void lite_share_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_shares_drop_publisher(struct lite_node *node, u16 publisher);
+void lite_shares_free_all(struct lite_node *node);
+int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
+		       const char *name, u32 perms);
+int lite_share_withdraw(struct lite_node *node, const char *name);
+
+/* rdma.c: one-sided operations */
+int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
+		 bool write);
+int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
+		     u64 operand, u64 swap, u64 *result);
+int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value);
+int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
+		     u64 soff, u64 len);
+
+/* file.c: an open /dev/lite */
+int lite_file_open(struct lite_ctx *ctx, struct file *file);
+void lite_file_release(struct lite_file *lf);
+long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
+		     void __user *argp);
+
 /* cluster.c */
 int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
 		      unsigned long deadline);
 void lite_cluster_leave(struct lite_node *node);
+int lite_cluster_self(struct lite_node *node, unsigned long deadline);
 void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_cluster_conn_closed(struct lite_conn *conn);
 int lite_cluster_ping(struct lite_node *node, u16 id,

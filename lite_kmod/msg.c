@@ -71,6 +71,11 @@ void lite_msg_received(struct lite_rx *rx)
 	} else if (msg->reply) {
 		lite_call_complete(node, conn, msg);
 		lite_conn_repost(rx);
+	} else if (msg->type == LITE_MSG_ATOMIC &&
+		   lite_conn_state(conn) == LITE_CONN_READY) {
+		/* Short and on the data path: no trip through the queue. */
+		lite_export_atomic(conn, msg);
+		lite_conn_repost(rx);
 	} else {
 		lite_conn_get(conn);
 		queue_work(node->wq, &rx->work);

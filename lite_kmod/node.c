@@ -182,6 +182,11 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	INIT_LIST_HEAD(&node->dev_entry);
 	init_waitqueue_head(&node->conns_wq);
 	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1);
+	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1);
+	INIT_LIST_HEAD(&node->orphans);
+	INIT_LIST_HEAD(&node->maps);
+	INIT_LIST_HEAD(&node->shares);
+	INIT_WORK(&node->reap_work, lite_exports_reap);
 	lite_mbr_init(&node->mb);
 	node->ibdev = ibdev;
 	strscpy(node->dev_name, dev_name(&ibdev->dev->dev),
@@ -214,6 +219,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 		ret = PTR_ERR(node->pd);
 		goto err_wq;
 	}
+	node->rkey = node->pd->unsafe_global_rkey;
 
 	ret = lite_node_listen(node);
 	if (ret)
@@ -268,7 +274,9 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	lite_node_close_conns(node);
 
 	destroy_workqueue(node->wq);
-	destroy_workqueue(node->close_wq);
+	destroy_workqueue(node->close_wq);	/* reap_work included */
+	lite_exports_free_all(node);
+	lite_shares_free_all(node);
 	ib_dealloc_pd(node->pd);
 	list_del_init(&node->dev_entry);
 	xa_erase(&ctx->nodes, node->instance);

@@ -7,6 +7,7 @@
 #include <linux/errno.h>
 #include <linux/string.h>
 #include <linux/build_bug.h>
+#include <linux/stddef.h>
 #include <asm/byteorder.h>
 
 #include "wire.h"
@@ -16,6 +17,13 @@ static_assert(sizeof(struct lite_wire_addr) == 24);
 static_assert(sizeof(struct lite_wire_hello) == 48);
 static_assert(sizeof(struct lite_wire_member) == 32);
 static_assert(sizeof(struct lite_wire_member_del) == 8);
+static_assert(sizeof(struct lite_wire_chunk) == 16);
+static_assert(sizeof(struct lite_wire_chunks) == 16);
+static_assert(sizeof(struct lite_wire_lmr) == 40);
+static_assert(sizeof(struct lite_wire_share) == 104);
+static_assert(sizeof(struct lite_wire_invalidate) == 24);
+static_assert(sizeof(struct lite_wire_atomic) == 40);
+static_assert(32 + 40 + LITE_WIRE_MAX_CHUNKS * 16 <= LITE_MSG_MAX);
 static_assert(sizeof(struct lite_wire_accept) == 16);
 static_assert(sizeof(struct lite_wire_challenge) == LITE_NONCE_LEN);
 static_assert(sizeof(struct lite_wire_hdr) + sizeof(struct lite_wire_auth) +
@@ -108,6 +116,115 @@ static int check_members(const void *payload, u32 len)
 	return you && manager && your_id != mgr ? 0 : -EBADMSG;
 }
 
+static bool name_ok(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < LITE_WIRE_NAME_MAX; i++)
+		if (!name[i])
+			return i > 0 && all_zero(name + i, LITE_WIRE_NAME_MAX - i);
+	return false;
+}
+
+static int check_chunks(const struct lite_wire_chunks *c, u32 len)
+{
+	u32 count = le32_to_cpu(c->count), start = le32_to_cpu(c->start);
+	u32 total = le32_to_cpu(c->total), i;
+
+	if (c->reserved || len < sizeof(*c))
+		return -EBADMSG;
+	if (count > LITE_WIRE_MAX_CHUNKS ||
+	    len != sizeof(*c) + count * sizeof(c->chunks[0]))
+		return -EBADMSG;
+	if (!total || start >= total || count > total - start || !count)
+		return -EBADMSG;
+	for (i = 0; i < count; i++)
+		if (!le32_to_cpu(c->chunks[i].len) || c->chunks[i].reserved)
+			return -EBADMSG;
+	return 0;
+}
+
+/* LMR protocol payloads; 0 if well formed. */
+static int check_lmr_payload(const struct lite_msg *m)
+{
+	const struct lite_wire_lmr_alloc *alloc = m->payload;
+	const struct lite_wire_lmr *lmr = m->payload;
+	const struct lite_wire_lmr_ref *ref = m->payload;
+	const struct lite_wire_share *share = m->payload;
+	const struct lite_wire_name *name = m->payload;
+	const struct lite_wire_invalidate *inv = m->payload;
+	const struct lite_wire_atomic *atom = m->payload;
+
+	switch (m->type) {
+	case LITE_MSG_LMR_ALLOC:
+		if (m->reply)
+			return m->len >= sizeof(*lmr) && !lmr->reserved &&
+			       le64_to_cpu(lmr->size) ?
+			       check_chunks(&lmr->first, m->len -
+					    offsetof(struct lite_wire_lmr,
+						     first)) : -EBADMSG;
+		return m->len == sizeof(*alloc) && !alloc->flags &&
+		       !alloc->reserved && le64_to_cpu(alloc->size) ?
+		       0 : -EBADMSG;
+	case LITE_MSG_LMR_CHUNKS:
+		if (m->reply)
+			return check_chunks(m->payload, m->len);
+		fallthrough;
+	case LITE_MSG_LMR_FREE:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		return m->len == sizeof(*ref) && !ref->reserved ? 0 : -EBADMSG;
+	case LITE_MSG_SHARE:
+		if (m->reply)
+			return m->len == sizeof(struct lite_wire_share_id) ?
+			       0 : -EBADMSG;
+		if (m->len != sizeof(*share) || !name_ok(share->name) ||
+		    share->reserved0 || share->reserved || share->share_id ||
+		    !le64_to_cpu(share->size))
+			return -EBADMSG;
+		if (!le16_to_cpu(share->mem_node) ||
+		    le16_to_cpu(share->mem_node) > LITE_WIRE_MAX_NODES)
+			return -EBADMSG;
+		return le32_to_cpu(share->perms) & ~LITE_WIRE_PERMS ?
+		       -EBADMSG : 0;
+	case LITE_MSG_LOOKUP:
+		if (m->reply)
+			return m->len == sizeof(*share) && name_ok(share->name) &&
+			       !share->reserved0 && !share->reserved &&
+			       share->share_id && le64_to_cpu(share->size) &&
+			       !(le32_to_cpu(share->perms) & ~LITE_WIRE_PERMS) &&
+			       le16_to_cpu(share->mem_node) &&
+			       le16_to_cpu(share->mem_node) <=
+			       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
+		fallthrough;
+	case LITE_MSG_UNSHARE:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		return m->len == sizeof(*name) && name_ok(name->name) ?
+		       0 : -EBADMSG;
+	case LITE_MSG_ATOMIC:
+		if (m->reply)
+			return m->len == sizeof(struct lite_wire_atomic_result) ?
+			       0 : -EBADMSG;
+		if (m->len != sizeof(*atom) ||
+		    !all_zero(atom->reserved0, sizeof(atom->reserved0)))
+			return -EBADMSG;
+		if (atom->op != LITE_ATOMIC_FETCH_ADD &&
+		    atom->op != LITE_ATOMIC_CMP_SWAP)
+			return -EBADMSG;
+		if (atom->op == LITE_ATOMIC_FETCH_ADD && atom->swap)
+			return -EBADMSG;
+		return le64_to_cpu(atom->offset) & 7 ? -EBADMSG : 0;
+	case LITE_MSG_INVALIDATE:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		return m->len == sizeof(*inv) && !inv->reserved0 &&
+		       !inv->reserved && le16_to_cpu(inv->mem_node) <=
+		       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
+	}
+	return -EBADMSG;
+}
+
 /* Payload rules per (type, direction); 0 if the payload is well formed. */
 static int check_payload(const struct lite_msg *m)
 {
@@ -130,9 +247,10 @@ static int check_payload(const struct lite_msg *m)
 		    hello->reserved)
 			return -EBADMSG;
 		if (hello->purpose != LITE_PURPOSE_JOIN &&
-		    hello->purpose != LITE_PURPOSE_PEER)
+		    hello->purpose != LITE_PURPOSE_PEER &&
+		    hello->purpose != LITE_PURPOSE_SELF)
 			return -EBADMSG;
-		if (hello->purpose == LITE_PURPOSE_PEER &&
+		if (hello->purpose != LITE_PURPOSE_JOIN &&
 		    (!le16_to_cpu(hello->node_id) ||
 		     le16_to_cpu(hello->node_id) > LITE_WIRE_MAX_NODES))
 			return -EBADMSG;
@@ -167,7 +285,7 @@ static int check_payload(const struct lite_msg *m)
 		return 0;
 	case LITE_MSG_MEMBER_DEL:
 		if (m->reply || m->req_id || m->len != sizeof(*del) ||
-		    del->reserved0 || del->reserved)
+		    (le16_to_cpu(del->flags) & ~LITE_DEL_LEFT) || del->reserved)
 			return -EBADMSG;
 		return le16_to_cpu(del->id) && le16_to_cpu(del->id) <=
 		       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
@@ -176,7 +294,7 @@ static int check_payload(const struct lite_msg *m)
 		/* One-way only, no payload. */
 		return m->reply || m->req_id || m->len ? -EBADMSG : 0;
 	}
-	return -EBADMSG;
+	return check_lmr_payload(m);
 }
 
 /**

@@ -15,6 +15,7 @@
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
 #define LITE_WIRE_VERSION	1
 #define LITE_MSG_MAX		8192		/* bytes, header included */
+#define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
 #define LITE_MAC_LEN		32
 #define LITE_WIRE_MAX_NODES	128		/* == LITE_MAX_NODES (uapi) */
@@ -27,6 +28,14 @@ enum lite_msg_type {
 	LITE_MSG_PING,		/* req: round trip */
 	LITE_MSG_CREDIT,	/* one-way: returns receive credits only */
 	LITE_MSG_MEMBER_DEL,	/* one-way: the manager drops a member */
+	LITE_MSG_LMR_ALLOC,	/* req: allocate an LMR on the receiver */
+	LITE_MSG_LMR_CHUNKS,	/* req: part of an LMR's chunk list */
+	LITE_MSG_LMR_FREE,	/* req: free an LMR the sender allocated */
+	LITE_MSG_SHARE,		/* req to the manager: publish a name */
+	LITE_MSG_LOOKUP,	/* req to the manager: resolve a name */
+	LITE_MSG_UNSHARE,	/* req to the manager: withdraw a name */
+	LITE_MSG_INVALIDATE,	/* req from the manager: a share is void */
+	LITE_MSG_ATOMIC,	/* req: an atomic on the receiver's memory */
 	LITE_MSG_TYPE_END
 };
 
@@ -37,6 +46,7 @@ enum lite_msg_type {
 enum lite_purpose {
 	LITE_PURPOSE_JOIN = 1,	/* a new node asks the manager for an id */
 	LITE_PURPOSE_PEER = 2,	/* a member connects to another member */
+	LITE_PURPOSE_SELF = 3,	/* a node's loopback connection */
 };
 
 /* Address families on the wire, independent of the host's AF_* values. */
@@ -103,15 +113,112 @@ struct lite_wire_accept {
 	struct lite_wire_member members[];
 };
 
+#define LITE_DEL_LEFT		(1U << 0)	/* it left; else it was lost */
+
 struct lite_wire_member_del {
 	__le16 id;
-	__le16 reserved0;
+	__le16 flags;		/* LITE_DEL_* */
 	__le32 reserved;
 };
 
 struct lite_wire_ping {
 	__le64 t0;
 	__le64 reserved;
+};
+
+#define LITE_WIRE_NAME_MAX	64
+#define LITE_WIRE_PERMS		7U	/* read | write | atomic */
+
+struct lite_wire_lmr_alloc {
+	__le64 size;
+	__le32 flags;		/* none defined */
+	__le32 reserved;
+};
+
+struct lite_wire_chunk {
+	__le64 addr;
+	__le32 len;
+	__le32 reserved;
+};
+
+/* Reply to LMR_CHUNKS, and the tail of the reply to LMR_ALLOC. */
+struct lite_wire_chunks {
+	__le32 start;		/* index of chunks[0] */
+	__le32 count;
+	__le32 total;		/* chunks in the LMR */
+	__le32 reserved;
+	struct lite_wire_chunk chunks[];
+};
+
+/* Reply to LMR_ALLOC: the LMR, then its first chunks. */
+struct lite_wire_lmr {
+	__le64 mr_id;
+	__le64 size;
+	__le32 rkey;
+	__le32 reserved;
+	struct lite_wire_chunks first;
+};
+
+struct lite_wire_lmr_ref {	/* LMR_CHUNKS, LMR_FREE requests */
+	__le64 mr_id;
+	__le32 start;		/* LMR_CHUNKS: first chunk wanted */
+	__le32 reserved;
+};
+
+/* SHARE request (share_id 0) and LOOKUP reply. */
+struct lite_wire_share {
+	char name[LITE_WIRE_NAME_MAX];
+	__le64 mr_id;
+	__le64 size;
+	__le64 share_id;
+	__le16 mem_node;
+	__le16 reserved0;
+	__le32 perms;
+	__le32 rkey;
+	__le32 reserved;
+};
+
+struct lite_wire_name {		/* LOOKUP, UNSHARE requests */
+	char name[LITE_WIRE_NAME_MAX];
+};
+
+struct lite_wire_share_id {	/* SHARE reply */
+	__le64 share_id;
+};
+
+/*
+ * INVALIDATE request: drop every mapping made through share @share_id or,
+ * if it is 0, every mapping of LMR @mr_id on node @mem_node.
+ */
+struct lite_wire_invalidate {
+	__le64 share_id;
+	__le64 mr_id;
+	__le16 mem_node;
+	__le16 reserved0;
+	__le32 reserved;
+};
+
+enum lite_atomic_op {
+	LITE_ATOMIC_FETCH_ADD = 1,
+	LITE_ATOMIC_CMP_SWAP = 2,
+};
+
+/*
+ * ATOMIC request: executed by the memory node's CPU, because the global
+ * rkey of IB_PD_UNSAFE_GLOBAL_RKEY grants remote read and write only.
+ * The reply carries the word's previous value.
+ */
+struct lite_wire_atomic {
+	__le64 mr_id;
+	__le64 offset;		/* 8-byte aligned */
+	__le64 operand;		/* value to add, or value to compare */
+	__le64 swap;
+	__u8 op;		/* enum lite_atomic_op */
+	__u8 reserved0[7];
+};
+
+struct lite_wire_atomic_result {
+	__le64 value;
 };
 
 /* Core-side view of an address (host byte order port). */

@@ -99,7 +99,8 @@ struct lite_node_counters {
 	__u64 auth_failures;	/* handshakes refused */
 	__u64 bad_msgs;		/* malformed messages dropped */
 	__u64 timeouts;		/* requests that timed out */
-	__u64 reserved[2];
+	__u64 mem_bytes;	/* LMR memory this node holds for the cluster */
+	__u64 mem_lmrs;		/* LMRs this node holds */
 };
 
 /* LITE_IOC_NODE_STATUS */
@@ -129,11 +130,132 @@ struct lite_ping {
 	__u64 reserved[2];
 };
 
+/*
+ * LMRs: memory on any node, named by handles that belong to the open file
+ * that got them. A file must be attached to a local node instance first.
+ */
+#define LITE_PERM_READ		(1U << 0)
+#define LITE_PERM_WRITE		(1U << 1)
+#define LITE_PERM_ATOMIC	(1U << 2)
+#define LITE_PERM_ALL		(LITE_PERM_READ | LITE_PERM_WRITE | LITE_PERM_ATOMIC)
+
+#define LITE_NAME_MAX		64	/* share names, NUL-terminated */
+
+/* LITE_IOC_ATTACH: bind this open file to node instance @instance. */
+struct lite_attach {
+	__u32 instance;		/* in */
+	__u32 node_id;		/* out: the node's id */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved;
+};
+
+/* LITE_IOC_LMR_ALLOC: @size bytes on node @node_id (0: this node). */
+struct lite_lmr_alloc {
+	__u64 size;		/* in: 1 .. LITE_LMR_MAX */
+	__u32 node_id;		/* in */
+	__u32 flags;		/* in: none defined */
+	__u64 handle;		/* out */
+	__u64 reserved[2];
+};
+
+#define LITE_LMR_MAX		(1ULL << 32)	/* 4 GiB */
+
+/* LITE_IOC_LMR_FREE: free an LMR this file allocated, or drop a mapping. */
+struct lite_lmr_free {
+	__u64 handle;		/* in */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved[3];
+};
+
+/* LITE_IOC_READ, LITE_IOC_WRITE: between a user buffer and an LMR. */
+struct lite_rw {
+	__u64 handle;		/* in */
+	__u64 offset;		/* in: into the LMR */
+	__u64 len;		/* in: bytes */
+	__u64 buf;		/* in: user buffer */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved[3];
+};
+
+/* LITE_IOC_FETCH_ADD, LITE_IOC_CMP_SWAP: on one aligned 8-byte word. */
+struct lite_atomic {
+	__u64 handle;		/* in */
+	__u64 offset;		/* in: 8-byte aligned */
+	__u64 operand;		/* in: value to add, or value to compare */
+	__u64 swap;		/* in: CMP_SWAP: new value; else 0 */
+	__u64 result;		/* out: the word's value before */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved[3];
+};
+
+/* LITE_IOC_MEMSET: fill a range with one byte. */
+struct lite_memset {
+	__u64 handle;		/* in */
+	__u64 offset;		/* in */
+	__u64 len;		/* in */
+	__u32 value;		/* in: 0..255 */
+	__u32 flags;		/* in: none defined */
+	__u64 reserved[2];
+};
+
+/* LITE_IOC_MEMCPY: copy between two LMRs, possibly on different nodes. */
+struct lite_memcpy {
+	__u64 dst_handle;	/* in */
+	__u64 dst_offset;	/* in */
+	__u64 src_handle;	/* in */
+	__u64 src_offset;	/* in */
+	__u64 len;		/* in */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved[3];
+};
+
+/*
+ * LITE_IOC_SHARE: publish an LMR this file allocated under @name with
+ * permissions @perms; LITE_IOC_MAP: get a handle for a published name with
+ * @perms (at most what was granted); LITE_IOC_REVOKE: withdraw a name this
+ * file published: every mapping of it fails from then on.
+ */
+struct lite_share {
+	__u64 handle;			/* in */
+	char name[LITE_NAME_MAX];	/* in */
+	__u32 perms;			/* in: LITE_PERM_* */
+	__u32 flags;			/* in: none defined */
+	__u64 reserved[2];
+};
+
+struct lite_map {
+	char name[LITE_NAME_MAX];	/* in */
+	__u32 perms;			/* in: LITE_PERM_* wanted */
+	__u32 flags;			/* in: none defined */
+	__u64 handle;			/* out */
+	__u64 size;			/* out: LMR size */
+	__u32 node_id;			/* out: node holding the memory */
+	__u32 reserved[3];
+};
+
+struct lite_revoke {
+	char name[LITE_NAME_MAX];	/* in */
+	__u32 flags;			/* in: none defined */
+	__u32 reserved[3];
+};
+
 #define LITE_IOC_MAGIC		0xE1
 #define LITE_IOC_GET_INFO	_IOWR(LITE_IOC_MAGIC, 0x00, struct lite_info)
 #define LITE_IOC_NODE_UP	_IOWR(LITE_IOC_MAGIC, 0x01, struct lite_node_up)
 #define LITE_IOC_NODE_DOWN	_IOWR(LITE_IOC_MAGIC, 0x02, struct lite_node_down)
 #define LITE_IOC_NODE_STATUS	_IOWR(LITE_IOC_MAGIC, 0x03, struct lite_node_status)
 #define LITE_IOC_PING		_IOWR(LITE_IOC_MAGIC, 0x04, struct lite_ping)
+#define LITE_IOC_ATTACH		_IOWR(LITE_IOC_MAGIC, 0x10, struct lite_attach)
+#define LITE_IOC_LMR_ALLOC	_IOWR(LITE_IOC_MAGIC, 0x11, struct lite_lmr_alloc)
+#define LITE_IOC_LMR_FREE	_IOWR(LITE_IOC_MAGIC, 0x12, struct lite_lmr_free)
+#define LITE_IOC_READ		_IOWR(LITE_IOC_MAGIC, 0x13, struct lite_rw)
+#define LITE_IOC_WRITE		_IOWR(LITE_IOC_MAGIC, 0x14, struct lite_rw)
+#define LITE_IOC_FETCH_ADD	_IOWR(LITE_IOC_MAGIC, 0x15, struct lite_atomic)
+#define LITE_IOC_CMP_SWAP	_IOWR(LITE_IOC_MAGIC, 0x16, struct lite_atomic)
+#define LITE_IOC_MEMSET		_IOWR(LITE_IOC_MAGIC, 0x17, struct lite_memset)
+#define LITE_IOC_MEMCPY		_IOWR(LITE_IOC_MAGIC, 0x18, struct lite_memcpy)
+#define LITE_IOC_SHARE		_IOWR(LITE_IOC_MAGIC, 0x19, struct lite_share)
+#define LITE_IOC_MAP		_IOWR(LITE_IOC_MAGIC, 0x1a, struct lite_map)
+#define LITE_IOC_REVOKE		_IOWR(LITE_IOC_MAGIC, 0x1b, struct lite_revoke)
 
 #endif /* _UAPI_LINUX_LITE_H */

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/* lite LMR layout and access checks; see lmr.h. */
+#include <linux/types.h>
+#include <linux/errno.h>
+#include <linux/overflow.h>
+
+#include "lmr.h"
+
+/*
+ * A layout is valid if its chunks are non-empty, contiguous from offset 0
+ * and cover exactly @size bytes. Checked once when a layout arrives.
+ */
+int lite_layout_check(const struct lite_layout *l)
+{
+	u64 next = 0, end;
+	u32 i;
+
+	if (!l->size || !l->n_chunks || !l->chunks)
+		return -EINVAL;
+	for (i = 0; i < l->n_chunks; i++) {
+		if (!l->chunks[i].len || l->chunks[i].start != next)
+			return -EINVAL;
+		if (check_add_overflow(l->chunks[i].addr,
+				       (u64)l->chunks[i].len - 1, &end))
+			return -EINVAL;
+		next += l->chunks[i].len;
+	}
+	return next == l->size ? 0 : -EINVAL;
+}
+
+/*
+ * lite_lmr_check - may this access go ahead?
+ * @size: LMR size
+ * @held: permissions the handle holds
+ * @need: permissions the access needs
+ * @off, @len: the byte range
+ *
+ * Return: 0; -EACCES without the permission; -EOVERFLOW if @off + @len
+ * wraps; -ERANGE if the range leaves the LMR; -EINVAL for an atomic that
+ * is not one aligned 8-byte word. An empty access is valid (and does
+ * nothing).
+ */
+int lite_lmr_check(u64 size, u32 held, u32 need, u64 off, u64 len)
+{
+	u64 end;
+
+	if ((held & need) != need)
+		return -EACCES;
+	if (check_add_overflow(off, len, &end))
+		return -EOVERFLOW;
+	if (end > size)
+		return -ERANGE;
+	if ((need & LITE_LMR_ATOMIC) && (len != 8 || (off & 7)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The chunk holding byte @off (which must be < size): binary search. */
+u32 lite_lmr_chunk_index(const struct lite_layout *l, u64 off)
+{
+	u32 lo = 0, hi = l->n_chunks - 1, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if (l->chunks[mid].start <= off)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
+/*
+ * lite_lmr_segments - split a checked access into per-chunk segments
+ * @l: layout
+ * @off, @len: the access (already passed lite_lmr_check())
+ * @segs: output, up to @max_segs entries
+ * @done: bytes of the access the returned segments cover
+ *
+ * Return: the number of segments written. If the access needs more than
+ * @max_segs, *@done is less than @len: call again for the rest.
+ */
+int lite_lmr_segments(const struct lite_layout *l, u64 off, u64 len,
+		      struct lite_seg *segs, u32 max_segs, u64 *done)
+{
+	u32 i = lite_lmr_chunk_index(l, off), n = 0;
+	const struct lite_chunk *c;
+	u64 in_chunk, take;
+
+	*done = 0;
+	while (*done < len && n < max_segs && i < l->n_chunks) {
+		c = &l->chunks[i];
+		in_chunk = off + *done - c->start;
+		take = c->len - in_chunk;
+		if (take > len - *done)
+			take = len - *done;
+		segs[n].addr = c->addr + in_chunk;
+		segs[n].off = *done;
+		segs[n].len = (u32)take;
+		n++;
+		*done += take;
+		i++;
+	}
+	return n;
+}

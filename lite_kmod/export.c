@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The memory node's side of LMRs: allocating zeroed, DMA-mapped chunks of
+ * linear-map memory for a node that asked, handing out their DMA addresses,
+ * and freeing them again - only after every node that fetched them has
+ * dropped its mappings.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/gfp.h>
+
+#include "internal.h"
+
+/* Largest chunk: the buddy allocator's biggest block (4 MiB on x86-64). */
+#define LITE_CHUNK_ORDER_MAX	(MAX_ORDER - 1)
+
+static void lite_export_free(struct lite_node *node, struct lite_export *ex)
+{
+	struct ib_device *dev = node->ibdev->dev;
+	u32 i;
+
+	for (i = 0; i < ex->n_chunks; i++) {
+		if (!ex->chunks[i].page)
+			break;
+		ib_dma_unmap_page(dev, ex->chunks[i].dma,
+				  PAGE_SIZE << ex->chunks[i].order,
+				  DMA_BIDIRECTIONAL);
+		__free_pages(ex->chunks[i].page, ex->chunks[i].order);
+	}
+	atomic64_sub(ex->size, &node->mem_bytes);
+	atomic64_dec(&node->mem_lmrs);
+	kvfree(ex->chunks);
+	kfree(ex);
+}
+
+/* One zeroed chunk of up to @want bytes; smaller orders if memory is
+ * fragmented.
+ */
+static int lite_export_chunk(struct lite_node *node,
+			     struct lite_export_chunk *c, u64 want)
+{
+	struct ib_device *dev = node->ibdev->dev;
+	unsigned int order = min_t(unsigned int, get_order(want),
+				   LITE_CHUNK_ORDER_MAX);
+
+	for (;;) {
+		c->page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
+				      (order ? __GFP_NORETRY : 0), order);
+		if (c->page)
+			break;
+		if (!order)
+			return -ENOMEM;
+		order--;
+	}
+	c->order = order;
+	c->len = min_t(u64, want, PAGE_SIZE << order);
+	c->dma = ib_dma_map_page(dev, c->page, 0, PAGE_SIZE << order,
+				 DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, c->dma)) {
+		__free_pages(c->page, order);
+		c->page = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static struct lite_export *lite_export_alloc(struct lite_node *node,
+					     u16 owner, u64 size)
+{
+	struct lite_export *ex;
+	u64 left = size;
+	u32 cap;
+	int ret;
+
+	if (!size || size > LITE_LMR_MAX)
+		return ERR_PTR(-EINVAL);
+	/* Worst case every chunk is one page; most are 4 MiB. */
+	cap = DIV_ROUND_UP(size, PAGE_SIZE);
+	ex = kzalloc(sizeof(*ex), GFP_KERNEL);
+	if (!ex)
+		return ERR_PTR(-ENOMEM);
+	ex->chunks = kvcalloc(cap, sizeof(*ex->chunks), GFP_KERNEL);
+	if (!ex->chunks) {
+		kfree(ex);
+		return ERR_PTR(-ENOMEM);
+	}
+	ex->owner = owner;
+	ex->size = size;
+	atomic64_add(size, &node->mem_bytes);
+	atomic64_inc(&node->mem_lmrs);
+	while (left) {
+		ret = lite_export_chunk(node, &ex->chunks[ex->n_chunks], left);
+		if (ret)
+			goto err;
+		left -= ex->chunks[ex->n_chunks++].len;
+		cond_resched();
+	}
+	return ex;
+err:
+	lite_export_free(node, ex);
+	return ERR_PTR(ret);
+}
+
+/* Fill a chunk-list reply from chunk @start on; returns its length. */
+static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
+				  struct lite_wire_chunks *w, u32 room)
+{
+	u32 n = min3(ex->n_chunks - start, (u32)LITE_WIRE_MAX_CHUNKS,
+		     (room - (u32)sizeof(*w)) / (u32)sizeof(w->chunks[0]));
+	u32 i;
+
+	memset(w, 0, sizeof(*w));
+	w->start = cpu_to_le32(start);
+	w->count = cpu_to_le32(n);
+	w->total = cpu_to_le32(ex->n_chunks);
+	for (i = 0; i < n; i++) {
+		w->chunks[i].addr = cpu_to_le64(ex->chunks[start + i].dma);
+		w->chunks[i].len = cpu_to_le32(ex->chunks[start + i].len);
+		w->chunks[i].reserved = 0;
+	}
+	return sizeof(*w) + n * sizeof(w->chunks[0]);
+}
+
+static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
+		       int status, const void *payload, u32 len)
+{
+	lite_conn_send(conn, req->type, true, req->req_id, status,
+		       status ? NULL : payload, status ? 0 : len);
+}
+
+static void lite_export_handle_alloc(struct lite_conn *conn,
+				     const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_alloc *req = msg->payload;
+	struct lite_node *node = conn->node;
+	u32 room = LITE_MSG_MAX - sizeof(struct lite_wire_hdr);
+	struct lite_wire_lmr *rep;
+	struct lite_export *ex;
+	u32 len = 0;
+	int ret;
+
+	rep = kmalloc(room, GFP_KERNEL);
+	if (!rep) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	ex = lite_export_alloc(node, conn->peer_id, le64_to_cpu(req->size));
+	ret = PTR_ERR_OR_ZERO(ex);
+	if (!ret) {
+		mutex_lock(&node->lock);
+		ret = node->dying ? -ESHUTDOWN :
+		      xa_alloc_cyclic(&node->exports, &ex->id, ex,
+				      xa_limit_32b, &node->next_export,
+				      GFP_KERNEL);
+		mutex_unlock(&node->lock);
+		if (ret < 0)
+			lite_export_free(node, ex);
+		else
+			ret = 0;
+	}
+	if (!ret) {
+		memset(rep, 0, sizeof(*rep));
+		rep->mr_id = cpu_to_le64(ex->id);
+		rep->size = cpu_to_le64(ex->size);
+		rep->rkey = cpu_to_le32(node->rkey);
+		len = offsetof(struct lite_wire_lmr, first) +
+		      lite_export_put_chunks(ex, 0, &rep->first, room -
+					     offsetof(struct lite_wire_lmr,
+						      first));
+	}
+	lite_reply(conn, msg, ret, rep, len);
+	kfree(rep);
+}
+
+static void lite_export_handle_chunks(struct lite_conn *conn,
+				      const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_ref *req = msg->payload;
+	struct lite_node *node = conn->node;
+	u32 room = LITE_MSG_MAX - sizeof(struct lite_wire_hdr);
+	u32 start = le32_to_cpu(req->start), len = 0;
+	struct lite_wire_chunks *rep;
+	struct lite_export *ex;
+	u64 id = le64_to_cpu(req->mr_id);
+	int ret = 0;
+
+	rep = kmalloc(room, GFP_KERNEL);
+	if (!rep) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	mutex_lock(&node->lock);
+	ex = id <= U32_MAX ? xa_load(&node->exports, id) : NULL;
+	if (!ex)
+		ret = -ENOENT;
+	else if (start >= ex->n_chunks)
+		ret = -ERANGE;
+	if (!ret) {
+		/* A node other than the owner maps it: invalidate it first
+		 * when this memory goes away.
+		 */
+		if (conn->peer_id != ex->owner)
+			ex->mappers[conn->peer_id] = true;
+		len = lite_export_put_chunks(ex, start, rep, room);
+	}
+	mutex_unlock(&node->lock);
+	lite_reply(conn, msg, ret, rep, len);
+	kfree(rep);
+}
+
+/*
+ * Tell every node that fetched @ex's chunks to drop its mappings, and wait
+ * (bounded) for them: the pages must not be reused under a live mapping.
+ */
+static void lite_export_invalidate(struct lite_node *node,
+				   struct lite_export *ex)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_INVALIDATE_MS);
+	struct lite_wire_invalidate inv = {};
+	bool mapped;
+	u16 id;
+
+	inv.mr_id = cpu_to_le64(ex->id);
+	inv.mem_node = cpu_to_le16(READ_ONCE(node->self_id));
+	for (id = 1; id <= LITE_MAX_NODES; id++) {
+		mutex_lock(&node->lock);
+		mapped = ex->mappers[id];
+		mutex_unlock(&node->lock);
+		if (mapped)
+			lite_invalidate_on(node, id, &inv, deadline);
+	}
+}
+
+static void lite_export_handle_free(struct lite_conn *conn,
+				    const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_ref *req = msg->payload;
+	struct lite_node *node = conn->node;
+	u64 id = le64_to_cpu(req->mr_id);
+	struct lite_export *ex;
+	int ret = 0;
+
+	mutex_lock(&node->lock);
+	ex = id <= U32_MAX ? xa_load(&node->exports, id) : NULL;
+	if (!ex)
+		ret = -ENOENT;
+	else if (ex->owner != conn->peer_id)
+		ret = -EPERM;	/* only the node that allocated frees */
+	else
+		xa_erase(&node->exports, id);
+	mutex_unlock(&node->lock);
+	if (!ret) {
+		lite_export_invalidate(node, ex);
+		lite_export_free(node, ex);
+	}
+	lite_reply(conn, msg, ret, NULL, 0);
+}
+
+/* The chunk holding byte @off of @ex. */
+static struct lite_export_chunk *lite_export_at(struct lite_export *ex,
+						u64 *off)
+{
+	u32 i;
+
+	for (i = 0; i < ex->n_chunks; i++) {
+		if (*off < ex->chunks[i].len)
+			return &ex->chunks[i];
+		*off -= ex->chunks[i].len;
+	}
+	return NULL;
+}
+
+/*
+ * ATOMIC: run on this node's CPU against its own memory, in CQ context
+ * (short, never sleeps beyond node->lock). The requester checked rights
+ * and bounds; we check the LMR and the range again.
+ */
+void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_atomic *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_wire_atomic_result rep = {};
+	u64 id = le64_to_cpu(req->mr_id), off = le64_to_cpu(req->offset);
+	struct lite_export_chunk *c = NULL;
+	struct lite_export *ex;
+	atomic64_t *word;
+	int ret = 0;
+
+	mutex_lock(&node->lock);
+	ex = id <= U32_MAX ? xa_load(&node->exports, id) : NULL;
+	if (!ex)
+		ret = -ENOENT;
+	else if (off >= ex->size || ex->size - off < 8)
+		ret = -ERANGE;
+	else
+		c = lite_export_at(ex, &off);
+	if (c) {
+		word = page_address(c->page) + off;
+		if (req->op == LITE_ATOMIC_FETCH_ADD)
+			rep.value = cpu_to_le64(atomic64_fetch_add(
+				le64_to_cpu(req->operand), word));
+		else
+			rep.value = cpu_to_le64(atomic64_cmpxchg(word,
+				le64_to_cpu(req->operand),
+				le64_to_cpu(req->swap)));
+	}
+	mutex_unlock(&node->lock);
+	lite_reply(conn, msg, ret, &rep, sizeof(rep));
+}
+
+/* LMR requests from a READY connection; node workqueue context. */
+void lite_export_handle(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	switch (msg->type) {
+	case LITE_MSG_LMR_ALLOC:
+		lite_export_handle_alloc(conn, msg);
+		break;
+	case LITE_MSG_LMR_CHUNKS:
+		lite_export_handle_chunks(conn, msg);
+		break;
+	case LITE_MSG_LMR_FREE:
+		lite_export_handle_free(conn, msg);
+		break;
+	}
+}
+
+/*
+ * The node that allocated these is gone: reap what it held here, after its
+ * mappers dropped their mappings (reap_work). node->lock held.
+ */
+void lite_exports_drop_owner(struct lite_node *node, u16 owner)
+{
+	struct lite_export *ex;
+	unsigned long id;
+
+	lockdep_assert_held(&node->lock);
+	xa_for_each(&node->exports, id, ex) {
+		if (ex->owner != owner)
+			continue;
+		xa_erase(&node->exports, id);
+		list_add_tail(&ex->orphan, &node->orphans);
+	}
+	if (!list_empty(&node->orphans))
+		queue_work(node->close_wq, &node->reap_work);
+}
+
+void lite_exports_reap(struct work_struct *work)
+{
+	struct lite_node *node = container_of(work, struct lite_node,
+					      reap_work);
+	struct lite_export *ex;
+
+	for (;;) {
+		mutex_lock(&node->lock);
+		ex = list_first_entry_or_null(&node->orphans,
+					      struct lite_export, orphan);
+		if (ex)
+			list_del(&ex->orphan);
+		mutex_unlock(&node->lock);
+		if (!ex)
+			return;
+		lite_export_invalidate(node, ex);
+		lite_export_free(node, ex);
+	}
+}
+
+/* The node goes down (no connections left): free everything it holds. */
+void lite_exports_free_all(struct lite_node *node)
+{
+	struct lite_export *ex, *tmp;
+	unsigned long id;
+
+	xa_for_each(&node->exports, id, ex) {
+		xa_erase(&node->exports, id);
+		lite_export_free(node, ex);
+	}
+	list_for_each_entry_safe(ex, tmp, &node->orphans, orphan)
+		lite_export_free(node, ex);
+	INIT_LIST_HEAD(&node->orphans);
+	xa_destroy(&node->exports);
+}

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An open /dev/lite: the node it is attached to, and the LMR handles it
+ * holds. Handles belong to this file only; closing it frees the LMRs it
+ * allocated (on whichever node holds them) and withdraws what it shared.
+ * One handler per data command; each checks its whole argument first.
+ */
+#include <linux/fs.h>
+#include <linux/uaccess.h>
+#include <linux/slab.h>
+
+#include "internal.h"
+
+static bool lite_zero(const void *p, size_t n)
+{
+	return !memchr_inv(p, 0, n);
+}
+
+/* A NUL-terminated, non-empty name with zeroes after the NUL. */
+static bool lite_name_ok(const char *name)
+{
+	size_t n = strnlen(name, LITE_NAME_MAX);
+
+	return n && n < LITE_NAME_MAX &&
+	       lite_zero(name + n, LITE_NAME_MAX - n);
+}
+
+int lite_file_open(struct lite_ctx *ctx, struct file *file)
+{
+	struct lite_file *lf;
+
+	lf = kzalloc(sizeof(*lf), GFP_KERNEL);
+	if (!lf)
+		return -ENOMEM;
+	lf->ctx = ctx;
+	mutex_init(&lf->lock);
+	INIT_LIST_HEAD(&lf->pubs);
+	xa_init_flags(&lf->handles, XA_FLAGS_ALLOC1);
+	file->private_data = lf;
+	return 0;
+}
+
+/* The attached node, referenced; -EBADFD if the file is not attached. */
+static struct lite_node *lite_file_node(struct lite_file *lf)
+{
+	struct lite_node *node;
+
+	mutex_lock(&lf->lock);
+	node = lf->node;
+	if (node)
+		lite_node_get(node);
+	mutex_unlock(&lf->lock);
+	return node ?: ERR_PTR(-EBADFD);
+}
+
+/* Look a handle up. Return: 0 with a reference on *@lmr, or -EBADF. */
+static int lite_file_lmr(struct lite_file *lf, u64 handle,
+			 struct lite_lmr **lmr, u32 *perms, bool *owner)
+{
+	struct lite_handle *h;
+
+	if (!handle || handle > U32_MAX)
+		return -EBADF;
+	xa_lock(&lf->handles);
+	h = xa_load(&lf->handles, handle);
+	if (h) {
+		*lmr = h->lmr;
+		*perms = h->perms;
+		if (owner)
+			*owner = h->owner;
+		lite_lmr_get(h->lmr);
+	}
+	xa_unlock(&lf->handles);
+	return h ? 0 : -EBADF;
+}
+
+/*
+ * Everything an access checks before a work request is posted: the handle
+ * is this file's, the LMR is not freed or revoked, the permission is held,
+ * the range is inside the LMR (overflow-safe), atomics are aligned. On
+ * success the access is registered (lite_lmr_end() when done).
+ */
+static int lite_file_access(struct lite_file *lf, u64 handle, u32 need,
+			    u64 off, u64 len, struct lite_lmr **out)
+{
+	struct lite_lmr *lmr;
+	u32 perms;
+	int ret;
+
+	ret = lite_file_lmr(lf, handle, &lmr, &perms, NULL);
+	if (ret)
+		return ret;
+	ret = lite_lmr_begin(lmr);
+	if (ret)
+		goto put;
+	ret = lite_lmr_check(lmr->layout.size, perms, need, off, len);
+	if (ret)
+		goto end;
+	*out = lmr;
+	return 0;
+end:
+	lite_lmr_end(lmr);
+put:
+	lite_lmr_put(lmr);
+	return ret;
+}
+
+static void lite_file_done(struct lite_lmr *lmr)
+{
+	lite_lmr_end(lmr);
+	lite_lmr_put(lmr);
+}
+
+static int lite_file_add(struct lite_file *lf, struct lite_lmr *lmr,
+			 u32 perms, bool owner, u64 *handle)
+{
+	struct lite_handle *h;
+	u32 id;
+	int ret;
+
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	h->lmr = lmr;
+	h->perms = perms;
+	h->owner = owner;
+	ret = xa_alloc_cyclic(&lf->handles, &id, h, xa_limit_32b,
+			      &lf->next_handle, GFP_KERNEL);
+	if (ret < 0) {
+		kfree(h);
+		return ret;
+	}
+	*handle = id;
+	return 0;
+}
+
+static long lite_ioc_attach(struct lite_file *lf, void __user *argp)
+{
+	struct lite_attach at;
+	struct lite_node *node;
+	unsigned long idx;
+	long ret = 0;
+
+	if (copy_from_user(&at, argp, sizeof(at)))
+		return -EFAULT;
+	if (at.flags || at.node_id || at.reserved)
+		return -EINVAL;
+	xa_lock(&lf->ctx->nodes);
+	node = xa_load(&lf->ctx->nodes, at.instance);
+	if (node)
+		lite_node_get(node);
+	xa_unlock(&lf->ctx->nodes);
+	if (!node)
+		return -ENOENT;
+	idx = READ_ONCE(node->self_id);
+	mutex_lock(&lf->lock);
+	if (lf->node)
+		ret = -EBUSY;	/* one node per open file */
+	else
+		lf->node = node;
+	mutex_unlock(&lf->lock);
+	if (ret) {
+		lite_node_put(node);
+		return ret;
+	}
+	at.node_id = idx;
+	return copy_to_user(argp, &at, sizeof(at)) ? -EFAULT : 0;
+}
+
+static long lite_ioc_lmr_alloc(struct lite_file *lf, void __user *argp)
+{
+	struct lite_lmr_alloc req;
+	struct lite_node *node;
+	struct lite_lmr *lmr;
+	u16 mem;
+	long ret;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.handle || !lite_zero(req.reserved,
+						  sizeof(req.reserved)))
+		return -EINVAL;
+	if (!req.size)
+		return -EINVAL;
+	if (req.size > LITE_LMR_MAX)
+		return -E2BIG;
+	if (req.node_id > LITE_MAX_NODES)
+		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	mem = req.node_id ?: READ_ONCE(node->self_id);
+	mutex_lock(&node->lock);
+	ret = lite_mbr_present(&node->mb, mem) ? 0 : -EHOSTUNREACH;
+	mutex_unlock(&node->lock);
+	if (!ret)
+		ret = lite_lmr_alloc(node, mem, req.size, &lmr);
+	if (!ret) {
+		ret = lite_file_add(lf, lmr, LITE_PERM_ALL, true, &req.handle);
+		if (ret)
+			lite_lmr_release(lmr, true);
+	}
+	if (!ret && copy_to_user(argp, &req, sizeof(req)))
+		ret = -EFAULT;	/* the handle stays; close frees it */
+	lite_node_put(node);
+	return ret;
+}
+
+/* Withdraw the names this file published for @handle (all if 0). */
+static void lite_file_unpublish(struct lite_file *lf, struct lite_node *node,
+				u64 handle)
+{
+	struct lite_pub *p, *tmp;
+	LIST_HEAD(gone);
+
+	mutex_lock(&lf->lock);
+	list_for_each_entry_safe(p, tmp, &lf->pubs, entry)
+		if (!handle || p->handle == handle)
+			list_move(&p->entry, &gone);
+	mutex_unlock(&lf->lock);
+	list_for_each_entry_safe(p, tmp, &gone, entry) {
+		if (node)
+			lite_share_withdraw(node, p->name);
+		kfree(p);
+	}
+}
+
+static long lite_ioc_lmr_free(struct lite_file *lf, void __user *argp)
+{
+	struct lite_lmr_free req;
+	struct lite_handle *h;
+	struct lite_node *node;
+
+	if (copy_from_user(&req, argp, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || !lite_zero(req.reserved, sizeof(req.reserved)))
+		return -EINVAL;
+	if (!req.handle || req.handle > U32_MAX)
+		return -EBADF;
+	h = xa_erase(&lf->handles, req.handle);
+	if (!h)
+		return -EBADF;
+	node = lite_file_node(lf);
+	if (h->owner)
+		lite_file_unpublish(lf, IS_ERR(node) ? NULL : node,
+				    req.handle);
+	if (!IS_ERR(node))
+		lite_node_put(node);
+	lite_lmr_release(h->lmr, h->owner);
+	kfree(h);
+	return 0;
+}
+
+static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
+{
+	struct lite_lmr *lmr;
+	struct lite_rw rw;
+	long ret;
+
+	if (copy_from_user(&rw, argp, sizeof(rw)))
+		return -EFAULT;
+	if (rw.flags || !lite_zero(rw.reserved, sizeof(rw.reserved)))
+		return -EINVAL;
+	if (rw.len && !access_ok(u64_to_user_ptr(rw.buf), rw.len))
+		return -EFAULT;
+	ret = lite_file_access(lf, rw.handle, write ? LITE_LMR_WRITE :
+			       LITE_LMR_READ, rw.offset, rw.len, &lmr);
+	if (ret)
+		return ret;
+	ret = lite_rdma_rw(lmr, rw.offset, rw.len, u64_to_user_ptr(rw.buf),
+			   write);
+	lite_file_done(lmr);
+	return ret;
+}
+
+static long lite_ioc_atomic(struct lite_file *lf, void __user *argp,
+			    bool cmp_swap)
+{
+	struct lite_atomic at;
+	struct lite_lmr *lmr;
+	long ret;
+
+	if (copy_from_user(&at, argp, sizeof(at)))
+		return -EFAULT;
+	if (at.flags || at.result ||
+	    !lite_zero(at.reserved, sizeof(at.reserved)))
+		return -EINVAL;
+	if (!cmp_swap && at.swap)
+		return -EINVAL;
+	ret = lite_file_access(lf, at.handle, LITE_LMR_ATOMIC, at.offset, 8,
+			       &lmr);
+	if (ret)
+		return ret;
+	ret = lite_rdma_atomic(lmr, at.offset, cmp_swap, at.operand, at.swap,
+			       &at.result);
+	lite_file_done(lmr);
+	if (ret)
+		return ret;
+	return copy_to_user(argp, &at, sizeof(at)) ? -EFAULT : 0;
+}
+
+static long lite_ioc_memset(struct lite_file *lf, void __user *argp)
+{
+	struct lite_memset ms;
+	struct lite_lmr *lmr;
+	long ret;
+
+	if (copy_from_user(&ms, argp, sizeof(ms)))
+		return -EFAULT;
+	if (ms.flags || ms.value > 0xff ||
+	    !lite_zero(ms.reserved, sizeof(ms.reserved)))
+		return -EINVAL;
+	ret = lite_file_access(lf, ms.handle, LITE_LMR_WRITE, ms.offset,
+			       ms.len, &lmr);
+	if (ret)
+		return ret;
+	ret = lite_rdma_memset(lmr, ms.offset, ms.len, ms.value);
+	lite_file_done(lmr);
+	return ret;
+}
+
+static long lite_ioc_memcpy(struct lite_file *lf, void __user *argp)
+{
+	struct lite_lmr *dst, *src;
+	struct lite_memcpy mc;
+	long ret;
+
+	if (copy_from_user(&mc, argp, sizeof(mc)))
+		return -EFAULT;
+	if (mc.flags || !lite_zero(mc.reserved, sizeof(mc.reserved)))
+		return -EINVAL;
+	ret = lite_file_access(lf, mc.src_handle, LITE_LMR_READ,
+			       mc.src_offset, mc.len, &src);
+	if (ret)
+		return ret;
+	ret = lite_file_access(lf, mc.dst_handle, LITE_LMR_WRITE,
+			       mc.dst_offset, mc.len, &dst);
+	if (ret)
+		goto src_done;
+	ret = lite_rdma_memcpy(dst, mc.dst_offset, src, mc.src_offset, mc.len);
+	lite_file_done(dst);
+src_done:
+	lite_file_done(src);
+	return ret;
+}
+
+static long lite_ioc_share(struct lite_file *lf, void __user *argp)
+{
+	struct lite_share sh;
+	struct lite_node *node;
+	struct lite_lmr *lmr;
+	struct lite_pub *pub;
+	u32 perms;
+	bool owner;
+	long ret;
+
+	if (copy_from_user(&sh, argp, sizeof(sh)))
+		return -EFAULT;
+	if (sh.flags || !lite_zero(sh.reserved, sizeof(sh.reserved)))
+		return -EINVAL;
+	if (!sh.perms || (sh.perms & ~LITE_PERM_ALL) || !lite_name_ok(sh.name))
+		return -EINVAL;
+	ret = lite_file_lmr(lf, sh.handle, &lmr, &perms, &owner);
+	if (ret)
+		return ret;
+	pub = kzalloc(sizeof(*pub), GFP_KERNEL);
+	node = lite_file_node(lf);
+	if (!owner)
+		ret = -EPERM;	/* only the file that allocated it shares */
+	else if (!pub)
+		ret = -ENOMEM;
+	else if (IS_ERR(node))
+		ret = PTR_ERR(node);
+	else
+		ret = lite_share_publish(node, lmr, sh.name, sh.perms);
+	if (!ret) {
+		strscpy(pub->name, sh.name, sizeof(pub->name));
+		pub->handle = sh.handle;
+		mutex_lock(&lf->lock);
+		list_add_tail(&pub->entry, &lf->pubs);
+		mutex_unlock(&lf->lock);
+		pub = NULL;
+	}
+	kfree(pub);
+	if (!IS_ERR(node))
+		lite_node_put(node);
+	lite_lmr_put(lmr);
+	return ret;
+}
+
+static long lite_ioc_map(struct lite_file *lf, void __user *argp)
+{
+	struct lite_node *node;
+	struct lite_lmr *lmr;
+	struct lite_map m;
+	long ret;
+
+	if (copy_from_user(&m, argp, sizeof(m)))
+		return -EFAULT;
+	if (m.flags || m.handle || m.size || m.node_id ||
+	    !lite_zero(m.reserved, sizeof(m.reserved)))
+		return -EINVAL;
+	if ((m.perms & ~LITE_PERM_ALL) || !lite_name_ok(m.name))
+		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	ret = lite_lmr_map(node, m.name, &m.perms, &lmr);
+	if (!ret) {
+		ret = lite_file_add(lf, lmr, m.perms, false, &m.handle);
+		if (ret) {
+			lite_lmr_release(lmr, false);
+		} else {
+			m.size = lmr->layout.size;
+			m.node_id = lmr->mem_node;
+		}
+	}
+	lite_node_put(node);
+	if (!ret && copy_to_user(argp, &m, sizeof(m)))
+		ret = -EFAULT;
+	return ret;
+}
+
+static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
+{
+	struct lite_pub *p, *found = NULL;
+	struct lite_revoke rv;
+	struct lite_node *node;
+	long ret;
+
+	if (copy_from_user(&rv, argp, sizeof(rv)))
+		return -EFAULT;
+	if (rv.flags || !lite_zero(rv.reserved, sizeof(rv.reserved)) ||
+	    !lite_name_ok(rv.name))
+		return -EINVAL;
+	mutex_lock(&lf->lock);
+	list_for_each_entry(p, &lf->pubs, entry) {
+		if (!strncmp(p->name, rv.name, LITE_NAME_MAX)) {
+			list_del(&p->entry);
+			found = p;
+			break;
+		}
+	}
+	mutex_unlock(&lf->lock);
+	if (!found)
+		return -ENOENT;	/* not a name this file published */
+	node = lite_file_node(lf);
+	ret = IS_ERR(node) ? PTR_ERR(node) :
+	      lite_share_withdraw(node, found->name);
+	if (!IS_ERR(node))
+		lite_node_put(node);
+	kfree(found);
+	return ret;
+}
+
+long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
+		     void __user *argp)
+{
+	switch (cmd) {
+	case LITE_IOC_ATTACH:
+		return lite_ioc_attach(lf, argp);
+	case LITE_IOC_LMR_ALLOC:
+		return lite_ioc_lmr_alloc(lf, argp);
+	case LITE_IOC_LMR_FREE:
+		return lite_ioc_lmr_free(lf, argp);
+	case LITE_IOC_READ:
+		return lite_ioc_rw(lf, argp, false);
+	case LITE_IOC_WRITE:
+		return lite_ioc_rw(lf, argp, true);
+	case LITE_IOC_FETCH_ADD:
+		return lite_ioc_atomic(lf, argp, false);
+	case LITE_IOC_CMP_SWAP:
+		return lite_ioc_atomic(lf, argp, true);
+	case LITE_IOC_MEMSET:
+		return lite_ioc_memset(lf, argp);
+	case LITE_IOC_MEMCPY:
+		return lite_ioc_memcpy(lf, argp);
+	case LITE_IOC_SHARE:
+		return lite_ioc_share(lf, argp);
+	case LITE_IOC_MAP:
+		return lite_ioc_map(lf, argp);
+	case LITE_IOC_REVOKE:
+		return lite_ioc_revoke(lf, argp);
+	}
+	return -ENOTTY;
+}
+
+/* Close: withdraw names, free owned LMRs everywhere, drop mappings. */
+void lite_file_release(struct lite_file *lf)
+{
+	struct lite_handle *h;
+	unsigned long id;
+
+	lite_file_unpublish(lf, lf->node, 0);
+	xa_for_each(&lf->handles, id, h) {
+		xa_erase(&lf->handles, id);
+		lite_lmr_release(h->lmr, h->owner);
+		kfree(h);
+	}
+	xa_destroy(&lf->handles);
+	if (lf->node)
+		lite_node_put(lf->node);
+	kfree(lf);
+}

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One-sided operations on LMRs: RDMA READ/WRITE between a kernel buffer
+ * (user data is copied through it) and the LMR's chunks on its memory
+ * node, atomics on one 8-byte word, memset and LMR-to-LMR copy. The caller
+ * has checked handle, permission and bounds and holds lite_lmr_begin().
+ *
+ * Every work request posted here has its own completion through one shared
+ * ib_cqe; a transfer step waits for all of them. A step that does not
+ * complete in time closes the connection: the drain then completes every
+ * request (flushed) before the buffers go away.
+ */
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "internal.h"
+
+#define LITE_MAX_SEGS	32
+
+struct lite_rdma_op {
+	struct ib_cqe cqe;
+	struct lite_conn *conn;
+	struct completion done;
+	atomic_t pending;	/* posted WRs + 1 while posting */
+	int status;		/* first failure */
+};
+
+static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct lite_rdma_op *op = container_of(wc->wr_cqe, struct lite_rdma_op,
+					       cqe);
+	struct lite_conn *conn = op->conn;
+
+	if (wc->status != IB_WC_SUCCESS)
+		cmpxchg(&op->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
+			-ECONNRESET : -EIO);
+	spin_lock(&conn->lock);
+	conn->data_avail++;
+	spin_unlock(&conn->lock);
+	wake_up(&conn->tx_wq);
+	if (atomic_dec_and_test(&op->pending))
+		complete(&op->done);
+}
+
+static void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn)
+{
+	op->cqe.done = lite_rdma_done;
+	op->conn = conn;
+	init_completion(&op->done);
+	atomic_set(&op->pending, 1);
+	op->status = 0;
+}
+
+static bool lite_rdma_slot(struct lite_conn *conn)
+{
+	bool ok;
+
+	spin_lock(&conn->lock);
+	ok = conn->data_avail || conn->state == LITE_CONN_CLOSING;
+	spin_unlock(&conn->lock);
+	return ok;
+}
+
+/* Post one WR of @op, waiting for a free data slot if needed. */
+static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
+{
+	struct lite_conn *conn = op->conn;
+	int ret;
+
+	wr->wr_cqe = &op->cqe;
+	wr->send_flags = IB_SEND_SIGNALED;
+	if (!wait_event_timeout(conn->tx_wq, lite_rdma_slot(conn),
+				msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
+		return -ETIMEDOUT;
+	spin_lock(&conn->lock);
+	if (conn->state == LITE_CONN_CLOSING) {
+		ret = -ECONNRESET;
+	} else {
+		conn->data_avail--;
+		atomic_inc(&op->pending);
+		ret = ib_post_send(conn->cm_id->qp, wr, NULL);
+		if (ret) {
+			conn->data_avail++;
+			atomic_dec(&op->pending);
+		}
+	}
+	spin_unlock(&conn->lock);
+	return ret;
+}
+
+/* Stop posting and wait for what was posted. */
+static int lite_rdma_wait(struct lite_rdma_op *op, int post_err)
+{
+	if (!atomic_dec_and_test(&op->pending) &&
+	    !wait_for_completion_timeout(&op->done,
+					 msecs_to_jiffies(LITE_DATA_TIMEOUT_MS))) {
+		/* The peer stopped answering: the drain flushes the rest. */
+		lite_conn_close(op->conn);
+		wait_for_completion(&op->done);
+		return -ETIMEDOUT;
+	}
+	return post_err ?: op->status;
+}
+
+/*
+ * Move @len bytes between the kernel buffer at DMA address @dma and the
+ * LMR at @off, in as many work requests as the access has segments.
+ */
+static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
+			  u64 off, u32 len, u64 dma, bool write)
+{
+	struct lite_seg segs[LITE_MAX_SEGS];
+	struct lite_rdma_op op;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	u64 done = 0, step;
+	int n, i, ret = 0;
+
+	lite_rdma_op_init(&op, conn);
+	while (!ret && done < len) {
+		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
+				      segs, LITE_MAX_SEGS, &step);
+		for (i = 0; !ret && i < n; i++) {
+			memset(&wr, 0, sizeof(wr));
+			sge.addr = dma + done + segs[i].off;
+			sge.length = segs[i].len;
+			sge.lkey = conn->node->pd->local_dma_lkey;
+			wr.wr.opcode = write ? IB_WR_RDMA_WRITE :
+					       IB_WR_RDMA_READ;
+			wr.wr.sg_list = &sge;
+			wr.wr.num_sge = 1;
+			wr.remote_addr = segs[i].addr;
+			wr.rkey = lmr->rkey;
+			ret = lite_rdma_post(&op, &wr.wr);
+		}
+		done += step;
+	}
+	return lite_rdma_wait(&op, ret);
+}
+
+struct lite_bounce {
+	struct ib_device *dev;
+	void *buf;
+	u64 dma;
+	u32 size;
+};
+
+static int lite_bounce_get(struct lite_bounce *b, struct lite_conn *conn,
+			   u64 len)
+{
+	b->dev = conn->node->ibdev->dev;
+	b->size = min_t(u64, max_t(u64, len, 8), LITE_BOUNCE_SIZE);
+	b->buf = kmalloc(b->size, GFP_KERNEL);
+	if (!b->buf)
+		return -ENOMEM;
+	b->dma = ib_dma_map_single(b->dev, b->buf, b->size, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(b->dev, b->dma)) {
+		kfree(b->buf);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void lite_bounce_put(struct lite_bounce *b)
+{
+	ib_dma_unmap_single(b->dev, b->dma, b->size, DMA_BIDIRECTIONAL);
+	kfree(b->buf);
+}
+
+/* A referenced connection to @lmr's memory node. */
+static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
+{
+	return lite_node_conn(lmr->node, lmr->mem_node);
+}
+
+int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
+		 bool write)
+{
+	struct lite_bounce b;
+	struct lite_conn *conn;
+	u64 done;
+	u32 n;
+	int ret;
+
+	if (!len)
+		return 0;
+	conn = lite_rdma_conn(lmr);
+	if (!conn)
+		return -ENOTCONN;
+	ret = lite_bounce_get(&b, conn, len);
+	if (ret)
+		goto out;
+	for (done = 0; !ret && done < len; done += n) {
+		n = min_t(u64, len - done, b.size);
+		if (write && copy_from_user(b.buf, buf + done, n)) {
+			ret = -EFAULT;
+			break;
+		}
+		ib_dma_sync_single_for_device(b.dev, b.dma, n,
+					      DMA_BIDIRECTIONAL);
+		ret = lite_rdma_xfer(conn, lmr, off + done, n, b.dma, write);
+		ib_dma_sync_single_for_cpu(b.dev, b.dma, n, DMA_BIDIRECTIONAL);
+		if (!ret && !write && copy_to_user(buf + done, b.buf, n))
+			ret = -EFAULT;
+		cond_resched();
+	}
+	lite_bounce_put(&b);
+out:
+	lite_conn_put(conn);
+	return ret;
+}
+
+/*
+ * Atomics run on the memory node's CPU (see struct lite_wire_atomic): the
+ * global rkey carries no remote-atomic right. Every atomic on an LMR goes
+ * this way, so they are atomic with respect to each other.
+ */
+int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
+		     u64 operand, u64 swap, u64 *result)
+{
+	struct lite_wire_atomic_result rep;
+	struct lite_wire_atomic req = {};
+	struct lite_conn *conn;
+	int ret;
+
+	conn = lite_rdma_conn(lmr);
+	if (!conn)
+		return -ENOTCONN;
+	req.mr_id = cpu_to_le64(lmr->mr_id);
+	req.offset = cpu_to_le64(off);
+	req.operand = cpu_to_le64(operand);
+	req.swap = cpu_to_le64(cmp_swap ? swap : 0);
+	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
+	ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
+			sizeof(rep), NULL,
+			jiffies + msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
+	if (!ret)
+		*result = le64_to_cpu(rep.value);
+	lite_conn_put(conn);
+	return ret;
+}
+
+int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
+{
+	struct lite_bounce b;
+	struct lite_conn *conn;
+	u64 done;
+	u32 n;
+	int ret;
+
+	if (!len)
+		return 0;
+	conn = lite_rdma_conn(lmr);
+	if (!conn)
+		return -ENOTCONN;
+	ret = lite_bounce_get(&b, conn, len);
+	if (ret)
+		goto out;
+	memset(b.buf, value, b.size);
+	ib_dma_sync_single_for_device(b.dev, b.dma, b.size, DMA_BIDIRECTIONAL);
+	for (done = 0; !ret && done < len; done += n) {
+		n = min_t(u64, len - done, b.size);
+		ret = lite_rdma_xfer(conn, lmr, off + done, n, b.dma, true);
+		cond_resched();
+	}
+	lite_bounce_put(&b);
+out:
+	lite_conn_put(conn);
+	return ret;
+}
+
+static bool lite_lmr_same(const struct lite_lmr *a, const struct lite_lmr *b)
+{
+	return a->mem_node == b->mem_node && a->mr_id == b->mr_id;
+}
+
+/*
+ * Copy through a kernel buffer: READ from @src's node, WRITE to @dst's.
+ * Overlapping ranges of the same memory copy like memmove.
+ */
+int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
+		     u64 soff, u64 len)
+{
+	struct lite_conn *dconn, *sconn;
+	bool backwards;
+	struct lite_bounce b;
+	u64 done, at;
+	u32 n;
+	int ret;
+
+	if (!len)
+		return 0;
+	backwards = lite_lmr_same(dst, src) && doff > soff && doff < soff + len;
+	sconn = lite_rdma_conn(src);
+	dconn = lite_rdma_conn(dst);
+	ret = sconn && dconn ? 0 : -ENOTCONN;
+	if (!ret)
+		ret = lite_bounce_get(&b, sconn, len);
+	if (ret)
+		goto out;
+	for (done = 0; !ret && done < len; done += n) {
+		n = min_t(u64, len - done, b.size);
+		at = backwards ? len - done - n : done;
+		ret = lite_rdma_xfer(sconn, src, soff + at, n, b.dma, false);
+		if (!ret)
+			ret = lite_rdma_xfer(dconn, dst, doff + at, n, b.dma,
+					     true);
+		cond_resched();
+	}
+	lite_bounce_put(&b);
+out:
+	if (sconn)
+		lite_conn_put(sconn);
+	if (dconn)
+		lite_conn_put(dconn);
+	return ret;
+}

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sharing LMRs by name. The manager keeps the registry: name -> (memory
+ * node, LMR, size, granted permissions, publisher) and which nodes looked
+ * each name up. Withdrawing a name (revoke, free, or the publisher leaving)
+ * invalidates every mapping made through it before it returns.
+ */
+#include <linux/slab.h>
+
+#include "internal.h"
+
+static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
+		       int status, const void *payload, u32 len)
+{
+	lite_conn_send(conn, req->type, true, req->req_id, status,
+		       status ? NULL : payload, status ? 0 : len);
+}
+
+/* node->lock held. */
+static struct lite_share_ent *lite_share_find(struct lite_node *node,
+					      const char *name)
+{
+	struct lite_share_ent *e;
+
+	list_for_each_entry(e, &node->shares, entry)
+		if (!strncmp(e->name, name, LITE_NAME_MAX))
+			return e;
+	return NULL;
+}
+
+static bool lite_is_manager(struct lite_node *node)
+{
+	return node->mb.self && node->mb.self == node->mb.manager;
+}
+
+static void lite_share_handle_share(struct lite_conn *conn,
+				    const struct lite_msg *msg)
+{
+	const struct lite_wire_share *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_wire_share_id rep = {};
+	struct lite_share_ent *e;
+	int ret = 0;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	mutex_lock(&node->lock);
+	if (!lite_is_manager(node)) {
+		ret = -EOPNOTSUPP;
+	} else if (lite_share_find(node, req->name)) {
+		ret = -EEXIST;
+	} else {
+		strscpy(e->name, req->name, sizeof(e->name));
+		e->share_id = ++node->next_share_id;
+		e->publisher = conn->peer_id;
+		e->mem_node = le16_to_cpu(req->mem_node);
+		e->mr_id = le64_to_cpu(req->mr_id);
+		e->size = le64_to_cpu(req->size);
+		e->perms = le32_to_cpu(req->perms);
+		e->rkey = le32_to_cpu(req->rkey);
+		list_add_tail(&e->entry, &node->shares);
+		rep.share_id = cpu_to_le64(e->share_id);
+		e = NULL;
+	}
+	mutex_unlock(&node->lock);
+	kfree(e);
+	lite_reply(conn, msg, ret, &rep, sizeof(rep));
+}
+
+static void lite_share_handle_lookup(struct lite_conn *conn,
+				     const struct lite_msg *msg)
+{
+	const struct lite_wire_name *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_wire_share rep = {};
+	struct lite_share_ent *e;
+	int ret = 0;
+
+	mutex_lock(&node->lock);
+	e = lite_is_manager(node) ? lite_share_find(node, req->name) : NULL;
+	if (!lite_is_manager(node)) {
+		ret = -EOPNOTSUPP;
+	} else if (!e) {
+		ret = -ENOENT;
+	} else {
+		e->mappers[conn->peer_id] = true;
+		strscpy(rep.name, e->name, sizeof(rep.name));
+		rep.mr_id = cpu_to_le64(e->mr_id);
+		rep.size = cpu_to_le64(e->size);
+		rep.share_id = cpu_to_le64(e->share_id);
+		rep.mem_node = cpu_to_le16(e->mem_node);
+		rep.perms = cpu_to_le32(e->perms);
+		rep.rkey = cpu_to_le32(e->rkey);
+	}
+	mutex_unlock(&node->lock);
+	lite_reply(conn, msg, ret, &rep, sizeof(rep));
+}
+
+/* Invalidate every node that looked @e up; bounded wait. @e is unlinked. */
+static void lite_share_invalidate(struct lite_node *node,
+				  struct lite_share_ent *e)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_INVALIDATE_MS);
+	struct lite_wire_invalidate inv = {
+		.share_id = cpu_to_le64(e->share_id),
+	};
+	u16 id;
+
+	for (id = 1; id <= LITE_MAX_NODES; id++)
+		if (e->mappers[id])
+			lite_invalidate_on(node, id, &inv, deadline);
+}
+
+static void lite_share_handle_unshare(struct lite_conn *conn,
+				      const struct lite_msg *msg)
+{
+	const struct lite_wire_name *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_share_ent *e;
+	int ret = 0;
+
+	mutex_lock(&node->lock);
+	e = lite_is_manager(node) ? lite_share_find(node, req->name) : NULL;
+	if (!lite_is_manager(node))
+		ret = -EOPNOTSUPP;
+	else if (!e)
+		ret = -ENOENT;
+	else if (e->publisher != conn->peer_id)
+		ret = -EPERM;	/* only the publishing node withdraws */
+	else
+		list_del(&e->entry);
+	mutex_unlock(&node->lock);
+	if (!ret) {
+		lite_share_invalidate(node, e);
+		kfree(e);
+	}
+	lite_reply(conn, msg, ret, NULL, 0);
+}
+
+/* Registry requests (manager) and INVALIDATE (any node). */
+void lite_share_handle(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	switch (msg->type) {
+	case LITE_MSG_SHARE:
+		lite_share_handle_share(conn, msg);
+		break;
+	case LITE_MSG_LOOKUP:
+		lite_share_handle_lookup(conn, msg);
+		break;
+	case LITE_MSG_UNSHARE:
+		lite_share_handle_unshare(conn, msg);
+		break;
+	case LITE_MSG_INVALIDATE:
+		lite_lmr_invalidate(conn->node, msg);
+		if (msg->req_id)	/* 0: the sender does not wait */
+			lite_reply(conn, msg, 0, NULL, 0);
+		break;
+	}
+}
+
+/*
+ * The publisher is gone: withdraw its names. node->lock held; the
+ * mappers are told without waiting (their acknowledgements are dropped).
+ */
+void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
+{
+	struct lite_share_ent *e, *tmp;
+	struct lite_wire_invalidate inv = {};
+	struct lite_conn *conn;
+	u16 id;
+
+	lockdep_assert_held(&node->lock);
+	list_for_each_entry_safe(e, tmp, &node->shares, entry) {
+		if (e->publisher != publisher)
+			continue;
+		list_del(&e->entry);
+		inv.share_id = cpu_to_le64(e->share_id);
+		for (id = 1; id <= LITE_MAX_NODES; id++) {
+			conn = id == node->mb.self ? node->self_conn :
+			       node->peers[id];
+			if (e->mappers[id] && conn)
+				lite_conn_send(conn, LITE_MSG_INVALIDATE, false,
+					       0, 0, &inv, sizeof(inv));
+		}
+		kfree(e);
+	}
+}
+
+/* Publisher side: ask the manager to register @name for @lmr. */
+int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
+		       const char *name, u32 perms)
+{
+	struct lite_wire_share_id rep;
+	struct lite_wire_share req;
+	struct lite_conn *conn;
+	u16 mgr;
+	int ret;
+
+
+	mutex_lock(&node->lock);
+	mgr = node->mb.manager;
+	mutex_unlock(&node->lock);
+	conn = lite_node_conn(node, mgr);
+	if (!conn)
+		return -EHOSTUNREACH;
+	memset(&req, 0, sizeof(req));
+	strscpy(req.name, name, sizeof(req.name));
+	req.mr_id = cpu_to_le64(lmr->mr_id);
+	req.size = cpu_to_le64(lmr->layout.size);
+	req.mem_node = cpu_to_le16(lmr->mem_node);
+	req.perms = cpu_to_le32(perms);
+	req.rkey = cpu_to_le32(lmr->rkey);
+	ret = lite_call(conn, LITE_MSG_SHARE, &req, sizeof(req), &rep,
+			sizeof(rep), NULL,
+			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+	lite_conn_put(conn);
+	return ret;
+}
+
+/* Publisher side: withdraw @name; returns once every mapping is void. */
+int lite_share_withdraw(struct lite_node *node, const char *name)
+{
+	struct lite_wire_name req;
+	struct lite_conn *conn;
+	u16 mgr;
+	int ret;
+
+	mutex_lock(&node->lock);
+	mgr = node->mb.manager;
+	mutex_unlock(&node->lock);
+	conn = lite_node_conn(node, mgr);
+	if (!conn)
+		return -EHOSTUNREACH;
+	memset(&req, 0, sizeof(req));
+	strscpy(req.name, name, sizeof(req.name));
+	ret = lite_call(conn, LITE_MSG_UNSHARE, &req, sizeof(req), NULL, 0,
+			NULL, jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS +
+							 LITE_INVALIDATE_MS));
+	lite_conn_put(conn);
+	return ret;
+}
+
+/* The node goes down: forget its registry. */
+void lite_shares_free_all(struct lite_node *node)
+{
+	struct lite_share_ent *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, &node->shares, entry)
+		kfree(e);
+	INIT_LIST_HEAD(&node->shares);
+}
