@@ -298,7 +298,9 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 	attr.recv_cq = cq;
 	attr.cap.max_send_wr = LITE_TX_DEPTH + LITE_DATA_WRS + 1; /* + drain */
 	attr.cap.max_recv_wr = LITE_RX_DEPTH + 1;	/* + drain */
-	attr.cap.max_send_sge = 1;
+	conn->max_sge = min_t(u32, id->device->attrs.max_send_sge,
+			      LITE_MAX_SGE);
+	attr.cap.max_send_sge = conn->max_sge;
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
 	attr.qp_type = IB_QPT_RC;

@@ -259,7 +259,9 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 
 	if (copy_from_user(&rw, argp, sizeof(rw)))
 		return -EFAULT;
-	if (rw.flags || !lite_zero(rw.reserved, sizeof(rw.reserved)))
+	if ((rw.flags & ~LITE_RW_FLAGS_ALL) ||
+	    rw.flags == LITE_RW_FLAGS_ALL ||
+	    !lite_zero(rw.reserved, sizeof(rw.reserved)))
 		return -EINVAL;
 	if (rw.len && !access_ok(u64_to_user_ptr(rw.buf), rw.len))
 		return -EFAULT;
@@ -268,7 +270,7 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 	if (ret)
 		return ret;
 	ret = lite_rdma_rw(lmr, rw.offset, rw.len, u64_to_user_ptr(rw.buf),
-			   write);
+			   write, rw.flags);
 	lite_file_done(lmr);
 	return ret;
 }

@@ -39,6 +39,9 @@
 #define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)	/* control sends */
 #define LITE_DATA_WRS		64	/* one-sided WRs in flight per conn */
 #define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
+#define LITE_ZCOPY_MIN		(16 * 1024)	/* pin user pages from here on */
+#define LITE_PIN_PAGES		256		/* pinned per transfer step */
+#define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
 #define LITE_DATA_TIMEOUT_MS	10000	/* one transfer step */
 #define LITE_INVALIDATE_MS	3000	/* mappers must drop a share by then */
 #define LITE_CALL_TIMEOUT_MS	3000	/* default control request timeout */
@@ -272,6 +275,7 @@ struct lite_conn {
 	struct lite_naddr peer_listen;	/* handshake: from HELLO */
 	struct lite_naddr remote;	/* passive: the connecting address */
 	u32 data_avail;			/* conn lock: free one-sided WR slots */
+	u32 max_sge;			/* immutable once the QP exists */
 
 	wait_queue_head_t tx_wq;	/* woken when tx_inflight drops */
 	struct completion cm_done;	/* active connect finished */
@@ -394,7 +398,7 @@ int lite_share_withdraw(struct lite_node *node, const char *name);
 
 /* rdma.c: one-sided operations */
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
-		 bool write);
+		 bool write, u32 flags);
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 		     u64 operand, u64 swap, u64 *result);
 int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value);

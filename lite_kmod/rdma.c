@@ -12,6 +12,7 @@
  */
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/mm.h>
 
 #include "internal.h"
 
@@ -173,23 +174,18 @@ static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 	return lite_node_conn(lmr->node, lmr->mem_node);
 }
 
-int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
-		 bool write)
+/* Copy path: through a kernel buffer, LITE_BOUNCE_SIZE at a time. */
+static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
+			     u64 off, u64 len, void __user *buf, bool write)
 {
 	struct lite_bounce b;
-	struct lite_conn *conn;
 	u64 done;
 	u32 n;
 	int ret;
 
-	if (!len)
-		return 0;
-	conn = lite_rdma_conn(lmr);
-	if (!conn)
-		return -ENOTCONN;
 	ret = lite_bounce_get(&b, conn, len);
 	if (ret)
-		goto out;
+		return ret;
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
 		if (write && copy_from_user(b.buf, buf + done, n)) {
@@ -205,7 +201,159 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		cond_resched();
 	}
 	lite_bounce_put(&b);
+	return ret;
+}
+
+/* Pinned user pages of one zero-copy step, DMA-mapped. */
+struct lite_pinned {
+	struct ib_device *dev;
+	struct page **pages;
+	u64 *dma;
+	int n;
+	u32 first_off;		/* offset of the first byte in pages[0] */
+	bool write;		/* pages are the source (RDMA WRITE) */
+};
+
+static void lite_unpin(struct lite_pinned *p)
+{
+	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
+						 DMA_FROM_DEVICE;
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		if (p->dma[i])
+			ib_dma_unmap_page(p->dev, p->dma[i], PAGE_SIZE, dir);
+	unpin_user_pages_dirty_lock(p->pages, p->n, !p->write);
+	p->n = 0;
+}
+
+static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
+{
+	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
+						 DMA_FROM_DEVICE;
+	int want, i;
+
+	p->first_off = offset_in_page(uaddr);
+	want = DIV_ROUND_UP(p->first_off + len, PAGE_SIZE);
+	p->n = pin_user_pages_fast(uaddr & PAGE_MASK, want,
+				   p->write ? 0 : FOLL_WRITE, p->pages);
+	if (p->n != want) {
+		if (p->n > 0)
+			unpin_user_pages(p->pages, p->n);
+		p->n = 0;
+		return -EFAULT;
+	}
+	memset(p->dma, 0, want * sizeof(*p->dma));
+	for (i = 0; i < want; i++) {
+		p->dma[i] = ib_dma_map_page(p->dev, p->pages[i], 0, PAGE_SIZE,
+					    dir);
+		if (ib_dma_mapping_error(p->dev, p->dma[i])) {
+			p->dma[i] = 0;
+			lite_unpin(p);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Post one pinned step: WRs of up to max_sge page pieces each. */
+static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
+				 u64 off, u64 len, struct lite_pinned *p)
+{
+	struct ib_sge sge[LITE_MAX_SGE];
+	struct lite_seg segs[LITE_MAX_SEGS];
+	struct lite_rdma_op op;
+	struct ib_rdma_wr wr;
+	u64 done = 0, step, pos, at, in_seg;
+	u32 piece, ns;
+	int n, i, ret = 0;
+
+	lite_rdma_op_init(&op, conn);
+	while (!ret && done < len) {
+		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
+				      segs, LITE_MAX_SEGS, &step);
+		for (i = 0; !ret && i < n; i++) {
+			for (in_seg = 0; !ret && in_seg < segs[i].len;) {
+				memset(&wr, 0, sizeof(wr));
+				wr.remote_addr = segs[i].addr + in_seg;
+				for (ns = 0; ns < conn->max_sge &&
+				     in_seg < segs[i].len; ns++) {
+					pos = p->first_off + done +
+					      segs[i].off + in_seg;
+					at = offset_in_page(pos);
+					piece = min_t(u64, PAGE_SIZE - at,
+						      segs[i].len - in_seg);
+					sge[ns].addr = p->dma[pos >> PAGE_SHIFT] +
+						       at;
+					sge[ns].length = piece;
+					sge[ns].lkey = conn->node->pd->local_dma_lkey;
+					in_seg += piece;
+				}
+				wr.wr.opcode = p->write ? IB_WR_RDMA_WRITE :
+							  IB_WR_RDMA_READ;
+				wr.wr.sg_list = sge;
+				wr.wr.num_sge = ns;
+				wr.rkey = lmr->rkey;
+				ret = lite_rdma_post(&op, &wr.wr);
+			}
+		}
+		done += step;
+	}
+	return lite_rdma_wait(&op, ret);
+}
+
+/* Zero-copy path: the NIC reads or writes the pinned user pages. */
+static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
+			      u64 off, u64 len, void __user *buf, bool write)
+{
+	unsigned long uaddr = (unsigned long)buf;
+	struct lite_pinned p = {
+		.dev = conn->node->ibdev->dev,
+		.write = write,
+	};
+	u64 done, n;
+	int ret = 0;
+
+	p.pages = kvmalloc_array(LITE_PIN_PAGES, sizeof(*p.pages), GFP_KERNEL);
+	p.dma = kvmalloc_array(LITE_PIN_PAGES, sizeof(*p.dma), GFP_KERNEL);
+	if (!p.pages || !p.dma) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (done = 0; !ret && done < len; done += n) {
+		n = min_t(u64, len - done, LITE_PIN_PAGES * PAGE_SIZE -
+			  offset_in_page(uaddr + done));
+		ret = lite_pin(&p, uaddr + done, n);
+		if (ret)
+			break;
+		ret = lite_rdma_xfer_pinned(conn, lmr, off + done, n, &p);
+		lite_unpin(&p);
+		cond_resched();
+	}
 out:
+	kvfree(p.dma);
+	kvfree(p.pages);
+	return ret;
+}
+
+int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
+		 bool write, u32 flags)
+{
+	struct lite_conn *conn;
+	bool zcopy;
+	int ret;
+
+	if (!len)
+		return 0;
+	conn = lite_rdma_conn(lmr);
+	if (!conn)
+		return -ENOTCONN;
+	zcopy = flags & LITE_RW_ZCOPY ||
+		(!(flags & LITE_RW_COPY) && len >= LITE_ZCOPY_MIN);
+	if (zcopy)
+		ret = lite_rdma_rw_zcopy(conn, lmr, off, len, buf, write);
+	else
+		ret = lite_rdma_rw_copy(conn, lmr, off, len, buf, write);
 	lite_conn_put(conn);
 	return ret;
 }

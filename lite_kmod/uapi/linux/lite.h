@@ -167,13 +167,22 @@ struct lite_lmr_free {
 	__u32 reserved[3];
 };
 
-/* LITE_IOC_READ, LITE_IOC_WRITE: between a user buffer and an LMR. */
+/*
+ * LITE_IOC_READ, LITE_IOC_WRITE: between a user buffer and an LMR. Below
+ * LITE_ZCOPY_MIN bytes the data is copied through a kernel buffer, above it
+ * the user pages are pinned and the NIC moves them directly; the flags
+ * force one path (for measurements).
+ */
+#define LITE_RW_COPY		(1U << 0)	/* always copy */
+#define LITE_RW_ZCOPY		(1U << 1)	/* always pin (zero copy) */
+#define LITE_RW_FLAGS_ALL	(LITE_RW_COPY | LITE_RW_ZCOPY)
+
 struct lite_rw {
 	__u64 handle;		/* in */
 	__u64 offset;		/* in: into the LMR */
 	__u64 len;		/* in: bytes */
 	__u64 buf;		/* in: user buffer */
-	__u32 flags;		/* in: none defined */
+	__u32 flags;		/* in: LITE_RW_* (at most one) */
 	__u32 reserved[3];
 };
 

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * liblite C API. Every function returns 0 (or a count) on success and a
+ * negative errno on failure, like liburing; none of them throws or sets
+ * errno. LITE_strerror() names an error.
+ *
+ * A lite_t is an open /dev/lite attached to one local node instance; the
+ * LMR handles it hands out belong to it alone and are released when it is
+ * closed (memory allocated through it is freed on every node).
+ */
+#ifndef LITE_LITE_H
+#define LITE_LITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/lite.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lite lite_t;	/* opaque */
+typedef uint64_t lite_lmr_t;	/* an LMR handle; 0 is never valid */
+
+/* Open /dev/lite and attach to node instance @instance. */
+int LITE_open(unsigned int instance, lite_t **out);
+/* Attach to the only instance on this host (-EEXIST if several). */
+int LITE_open_default(lite_t **out);
+void LITE_close(lite_t *lite);
+/* This node's id in the cluster. */
+uint32_t LITE_node_id(const lite_t *lite);
+
+/* @size bytes on node @node (0: this node), zeroed. */
+int LITE_alloc(lite_t *lite, uint64_t size, uint32_t node, lite_lmr_t *lmr);
+int LITE_free(lite_t *lite, lite_lmr_t lmr);
+
+int LITE_read(lite_t *lite, lite_lmr_t lmr, uint64_t offset, void *buf,
+	      uint64_t len);
+int LITE_write(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
+	       const void *buf, uint64_t len);
+
+/* On one 8-byte aligned word; *@old receives its previous value. */
+int LITE_fetch_add(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
+		   uint64_t add, uint64_t *old);
+int LITE_cmp_swap(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
+		  uint64_t expected, uint64_t desired, uint64_t *old);
+
+int LITE_memset(lite_t *lite, lite_lmr_t lmr, uint64_t offset, int value,
+		uint64_t len);
+int LITE_memcpy(lite_t *lite, lite_lmr_t dst, uint64_t dst_offset,
+		lite_lmr_t src, uint64_t src_offset, uint64_t len);
+
+/* Publish an LMR this lite_t allocated under @name (LITE_PERM_*). */
+int LITE_share(lite_t *lite, lite_lmr_t lmr, const char *name,
+	       uint32_t perms);
+/* Map a published LMR with @perms (0: all granted); *@size its size. */
+int LITE_map(lite_t *lite, const char *name, uint32_t perms,
+	     lite_lmr_t *lmr, uint64_t *size);
+/* Withdraw a name this lite_t published: every mapping of it fails. */
+int LITE_revoke(lite_t *lite, const char *name);
+
+const char *LITE_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LITE_LITE_H */
