@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-typedef struct lite lite_t;	/* opaque */
+typedef struct lite_session lite_t;	/* opaque */
 typedef uint64_t lite_lmr_t;	/* an LMR handle; 0 is never valid */
 
 /* Open /dev/lite and attach to node instance @instance. */

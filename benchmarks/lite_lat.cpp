@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+//
+// lite-lat: LITE_write and LITE_read latency through liblite's C API
+// (lite/lite.h), to compare with native-lat (see benchmarks/bench.sh).
+//
+// Brings nothing up itself: the nodes must already run (litectl up). It
+// attaches to node instance INSTANCE, allocates one LMR of LMR_SIZE bytes
+// on node NODE, checks once per size that what LITE_write stores
+// LITE_read returns, then times one call at a time at offset 0: each call
+// returns when the transfer has completed.
+//
+// Prints CSV on stdout (format in lat.hpp); exit 0 ok, 1 error, 2 usage.
+#include "lat.hpp"
+
+#include <lite/lite.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace
+{
+
+constexpr const char* kProg = "lite-lat";
+
+constexpr const char* kUsage =
+    R"(usage: lite-lat [--instance N] [--node N] [--lmr-size BYTES] [--iters N] [--warmup N] [--sizes LIST]
+
+LITE_write/LITE_read latency to an LMR on a lite node; prints CSV on stdout.
+The nodes must be up already (litectl up).
+
+  --instance N      local node instance to attach to (default 0)
+  --node N          node that holds the LMR (default 2)
+  --lmr-size BYTES  LMR size (default 65536); every size must fit in it
+)";
+
+// An error naming the call that failed and the errno it returned.
+std::runtime_error lite_error(const std::string& call, int rc)
+{
+    return std::runtime_error(call + " failed: " + LITE_strerror(rc) + " (" + std::to_string(rc) + ")");
+}
+
+struct LiteCloser {
+    void operator()(lite_t* lite) const noexcept { LITE_close(lite); }
+};
+using Lite = std::unique_ptr<lite_t, LiteCloser>;
+
+Lite open_lite(unsigned instance)
+{
+    lite_t* raw = nullptr;
+    if (int rc = LITE_open(instance, &raw); rc < 0)
+        throw lite_error("LITE_open(instance " + std::to_string(instance) + ")", rc);
+    return Lite(raw);
+}
+
+// An LMR this lite_t allocated; freed (on its node) on destruction.
+class Lmr
+{
+public:
+    Lmr(lite_t* lite, uint64_t size, uint32_t node) : lite_(lite)
+    {
+        if (int rc = LITE_alloc(lite, size, node, &handle_); rc < 0)
+            throw lite_error("LITE_alloc(" + std::to_string(size) + " bytes on node " + std::to_string(node) + ")", rc);
+    }
+    Lmr(const Lmr&) = delete;
+    Lmr& operator=(const Lmr&) = delete;
+    Lmr(Lmr&&) = delete;
+    Lmr& operator=(Lmr&&) = delete;
+    ~Lmr()
+    {
+        if (int rc = LITE_free(lite_, handle_); rc < 0)
+            (void)std::fprintf(stderr, "%s: warning: LITE_free failed: %s\n", kProg, LITE_strerror(rc));
+    }
+
+    [[nodiscard]] lite_lmr_t handle() const noexcept { return handle_; }
+
+private:
+    lite_t* lite_;
+    lite_lmr_t handle_ = 0;
+};
+
+void write_lmr(lite_t* lite, const Lmr& lmr, const std::vector<uint8_t>& buf, size_t len)
+{
+    if (int rc = LITE_write(lite, lmr.handle(), 0, buf.data(), len); rc < 0)
+        throw lite_error("LITE_write(" + std::to_string(len) + " bytes)", rc);
+}
+
+void read_lmr(lite_t* lite, const Lmr& lmr, std::vector<uint8_t>& buf, size_t len)
+{
+    if (int rc = LITE_read(lite, lmr.handle(), 0, buf.data(), len); rc < 0)
+        throw lite_error("LITE_read(" + std::to_string(len) + " bytes)", rc);
+}
+
+int run(int argc, char** argv)
+{
+    bench::Options opt;
+    unsigned instance = 0;
+    uint32_t node = 2;
+    uint64_t lmr_size = 65536;
+    for (int i = 1; i < argc; i++) {
+        std::string_view arg = argv[i];
+        // Sizes are checked against the LMR size below.
+        if (bench::parse_common(opt, argc, argv, i, LITE_LMR_MAX))
+            continue;
+        if (arg == "-h" || arg == "--help") {
+            std::printf("%s%s", kUsage, bench::kCommonUsage);
+            return 0;
+        }
+        if ((arg == "--instance" || arg == "--node" || arg == "--lmr-size") && i + 1 >= argc)
+            throw bench::UsageError(std::string(arg) + " needs a value");
+        if (arg == "--instance") {
+            instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
+        } else if (arg == "--node") {
+            node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
+        } else if (arg == "--lmr-size") {
+            lmr_size = bench::parse_number(argv[++i], arg, 1, LITE_LMR_MAX);
+        } else {
+            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
+        }
+    }
+    const size_t len = *std::max_element(opt.sizes.begin(), opt.sizes.end());
+    if (len > lmr_size) {
+        throw bench::UsageError("--sizes: " + std::to_string(len) + " bytes do not fit in the LMR of " +
+                                std::to_string(lmr_size) + " bytes (--lmr-size)");
+    }
+
+    Lite lite = open_lite(instance);
+    const uint32_t self = LITE_node_id(lite.get());
+    if (self == node)
+        (void)std::fprintf(stderr, "%s: warning: node %u is this node: the LMR is local, not remote\n", kProg, node);
+    Lmr lmr(lite.get(), lmr_size, node);
+    (void)std::fprintf(stderr, "%s: instance %u (node %u), LMR of %llu bytes on node %u, %u+%u iterations\n", kProg,
+                       instance, self, static_cast<unsigned long long>(lmr_size), node, opt.warmup, opt.iters);
+
+    std::vector<uint8_t> out(len);
+    std::vector<uint8_t> in(len);
+    unsigned seed = 0;
+    for (size_t size : opt.sizes) {
+        bench::fill_pattern(out, size, ++seed);
+        std::fill(in.begin(), in.end(), 0);
+        write_lmr(lite.get(), lmr, out, size);
+        read_lmr(lite.get(), lmr, in, size);
+        if (!std::equal(out.begin(), out.begin() + static_cast<long>(size), in.begin())) {
+            throw std::runtime_error("LITE_read of " + std::to_string(size) +
+                                     " bytes did not return what LITE_write stored");
+        }
+    }
+
+    bench::print_csv_header();
+    for (size_t size : opt.sizes) {
+        bench::Stats s = bench::measure(opt, [&] { write_lmr(lite.get(), lmr, out, size); });
+        bench::print_csv_row("write", size, opt, s);
+    }
+    for (size_t size : opt.sizes) {
+        bench::Stats s = bench::measure(opt, [&] { read_lmr(lite.get(), lmr, in, size); });
+        bench::print_csv_row("read", size, opt, s);
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const bench::UsageError& e) {
+        (void)std::fprintf(stderr, "%s: %s\n%s%s", kProg, e.what(), kUsage, bench::kCommonUsage);
+        return 2;
+    } catch (const std::exception& e) {
+        (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        return 1;
+    }
+}

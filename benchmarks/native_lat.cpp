@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: MIT
+//
+// native-lat: RDMA WRITE and RDMA READ latency through plain rdma-core verbs,
+// the baseline for lite-lat (see benchmarks/bench.sh).
+//
+// One process plays both sides of one RC connection made with librdmacm on
+// the RDMA device that owns ADDR (rxe0 on 10.99.0.1 in a lite-vm guest):
+// a server id listens on ADDR:PORT, registers a buffer for remote reads and
+// writes and hands its address and rkey to the client in the accept's
+// private data; the client connects to it and, for each size, posts one
+// signaled WRITE (then READ) at a time and busy-polls its CQ for the
+// completion. Both sides are driven from this one thread: every rdma_cm
+// call is asynchronous, so the steps simply alternate between the two event
+// channels. Before the timed runs of each size the data is checked once:
+// what the client wrote must be in the server's buffer, and what it read
+// must equal the server's buffer.
+//
+// Prints CSV on stdout (format in lat.hpp); exit 0 ok, 1 error, 2 usage.
+#include "lat.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace
+{
+
+constexpr const char* kProg = "native-lat";
+constexpr size_t kMaxSize = size_t{1} << 20;
+constexpr int kCmTimeoutMs = 5000; // each rdma_cm step
+constexpr auto kCompletionTimeout = std::chrono::seconds(5);
+constexpr uint32_t kSendDepth = 16; // send queue and CQ size; 1 in flight
+
+constexpr const char* kUsage = R"(usage: native-lat [--addr IPV4] [--port N] [--iters N] [--warmup N] [--sizes LIST]
+
+RDMA WRITE/READ latency over one RC connection from the RDMA device that owns
+IPV4 to itself, made with librdmacm; prints CSV on stdout.
+
+  --addr IPV4    address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
+  --port N       rdma_cm port to listen on (default 18600)
+)";
+
+// An error naming the verb that failed and the errno it gave.
+std::runtime_error verb_error(const std::string& verb, int err)
+{
+    return std::runtime_error(verb + " failed: " + std::strerror(err) + " (errno " + std::to_string(err) + ")");
+}
+
+// For the rdma_* calls: -1 with errno set on failure.
+void check_cm(int rc, const char* verb)
+{
+    if (rc != 0)
+        throw verb_error(verb, errno);
+}
+
+// Destructors cannot throw: a failing destroy verb (EBUSY from a leaked
+// child object, say) is reported instead of passing silently.
+void warn_destroy(int err, const char* verb) noexcept
+{
+    if (err != 0)
+        (void)std::fprintf(stderr, "%s: warning: %s failed: %s\n", kProg, verb, std::strerror(err));
+}
+
+// RAII for the rdma_cm and verbs objects, destroyed with the matching verb.
+struct ChannelDeleter {
+    void operator()(rdma_event_channel* c) const noexcept { rdma_destroy_event_channel(c); }
+};
+struct IdDeleter {
+    void operator()(rdma_cm_id* id) const noexcept
+    {
+        warn_destroy(rdma_destroy_id(id) != 0 ? errno : 0, "rdma_destroy_id");
+    }
+};
+struct EventDeleter {
+    void operator()(rdma_cm_event* e) const noexcept
+    {
+        warn_destroy(rdma_ack_cm_event(e) != 0 ? errno : 0, "rdma_ack_cm_event");
+    }
+};
+struct PdDeleter {
+    void operator()(ibv_pd* pd) const noexcept { warn_destroy(ibv_dealloc_pd(pd), "ibv_dealloc_pd"); }
+};
+struct CqDeleter {
+    void operator()(ibv_cq* cq) const noexcept { warn_destroy(ibv_destroy_cq(cq), "ibv_destroy_cq"); }
+};
+struct MrDeleter {
+    void operator()(ibv_mr* mr) const noexcept { warn_destroy(ibv_dereg_mr(mr), "ibv_dereg_mr"); }
+};
+// Holds the cm_id whose QP (made by rdma_create_qp) it destroys.
+struct QpDeleter {
+    void operator()(rdma_cm_id* id) const noexcept { rdma_destroy_qp(id); }
+};
+
+using Channel = std::unique_ptr<rdma_event_channel, ChannelDeleter>;
+using CmId = std::unique_ptr<rdma_cm_id, IdDeleter>;
+using Event = std::unique_ptr<rdma_cm_event, EventDeleter>;
+using Pd = std::unique_ptr<ibv_pd, PdDeleter>;
+using Cq = std::unique_ptr<ibv_cq, CqDeleter>;
+using Mr = std::unique_ptr<ibv_mr, MrDeleter>;
+using Qp = std::unique_ptr<rdma_cm_id, QpDeleter>;
+
+// What the server tells the client in the accept's private data.
+struct RemoteBuffer {
+    uint64_t addr;
+    uint32_t rkey;
+    uint32_t len;
+};
+
+// One end of the connection. Members are destroyed in reverse order: the
+// QP before the MR, buffer and CQ it uses, those before the PD, the ids
+// before their channel.
+struct Side {
+    Channel channel;
+    CmId listener; // server only
+    CmId id;
+    Pd pd;
+    Cq cq;
+    std::vector<uint8_t> buf;
+    Mr mr;
+    Qp qp;
+    bool connected = false;
+
+    Side() = default;
+    Side(const Side&) = delete;
+    Side& operator=(const Side&) = delete;
+    Side(Side&&) = delete;
+    Side& operator=(Side&&) = delete;
+    ~Side()
+    {
+        if (connected)
+            rdma_disconnect(id.get()); // best effort; the peer may be gone
+    }
+};
+
+Channel make_channel()
+{
+    Channel ch(rdma_create_event_channel());
+    if (!ch)
+        throw verb_error("rdma_create_event_channel", errno);
+    return ch;
+}
+
+CmId make_id(rdma_event_channel* ch)
+{
+    rdma_cm_id* id = nullptr;
+    check_cm(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), "rdma_create_id");
+    return CmId(id);
+}
+
+// The next event on @ch, which must be of type @want; waits at most
+// kCmTimeoutMs.
+Event wait_event(rdma_event_channel* ch, rdma_cm_event_type want, const char* side)
+{
+    pollfd pfd{ch->fd, POLLIN, 0};
+    int n = 0;
+    do {
+        n = poll(&pfd, 1, kCmTimeoutMs);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        throw verb_error("poll on the rdma_cm event channel", errno);
+    if (n == 0) {
+        throw std::runtime_error(std::string(side) + ": no rdma_cm event within " + std::to_string(kCmTimeoutMs) +
+                                 " ms (waiting for " + rdma_event_str(want) + ")");
+    }
+    rdma_cm_event* raw = nullptr;
+    check_cm(rdma_get_cm_event(ch, &raw), "rdma_get_cm_event");
+    Event ev(raw);
+    if (ev->event != want) {
+        throw std::runtime_error(std::string(side) + ": waiting for " + rdma_event_str(want) + ", got " +
+                                 rdma_event_str(ev->event) + " (status " + std::to_string(ev->status) + ")");
+    }
+    return ev;
+}
+
+sockaddr_in parse_addr(const std::string& addr, uint16_t port)
+{
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(port);
+    if (inet_pton(AF_INET, addr.c_str(), &sin.sin_addr) != 1)
+        throw bench::UsageError("--addr: '" + addr + "' is not an IPv4 address");
+    return sin;
+}
+
+// PD, CQ, an RC QP on @s.id, and @s.buf (@len bytes) registered with
+// @access.
+void make_resources(Side& s, size_t len, int access)
+{
+    ibv_context* verbs = s.id->verbs;
+    s.pd.reset(ibv_alloc_pd(verbs));
+    if (!s.pd)
+        throw verb_error("ibv_alloc_pd", errno);
+    s.cq.reset(ibv_create_cq(verbs, static_cast<int>(kSendDepth), nullptr, nullptr, 0));
+    if (!s.cq)
+        throw verb_error("ibv_create_cq", errno);
+
+    ibv_qp_init_attr attr{};
+    attr.send_cq = s.cq.get();
+    attr.recv_cq = s.cq.get();
+    attr.cap.max_send_wr = kSendDepth;
+    attr.cap.max_recv_wr = 1;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    attr.qp_type = IBV_QPT_RC;
+    attr.sq_sig_all = 0;
+    check_cm(rdma_create_qp(s.id.get(), s.pd.get(), &attr), "rdma_create_qp");
+    s.qp.reset(s.id.get());
+
+    s.buf.assign(len, 0);
+    s.mr.reset(ibv_reg_mr(s.pd.get(), s.buf.data(), s.buf.size(), access));
+    if (!s.mr)
+        throw verb_error("ibv_reg_mr", errno);
+}
+
+rdma_conn_param conn_param()
+{
+    rdma_conn_param p{};
+    p.initiator_depth = 1; // one RDMA READ in flight at a time
+    p.responder_resources = 1;
+    p.retry_count = 7;
+    p.rnr_retry_count = 7;
+    return p;
+}
+
+// Server listening on @sin, client connected to it; returns the server's
+// buffer as the client learned it.
+RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, size_t len)
+{
+    server.channel = make_channel();
+    server.listener = make_id(server.channel.get());
+    check_cm(rdma_bind_addr(server.listener.get(), reinterpret_cast<sockaddr*>(&sin)), "rdma_bind_addr");
+    check_cm(rdma_listen(server.listener.get(), 1), "rdma_listen");
+
+    client.channel = make_channel();
+    client.id = make_id(client.channel.get());
+    check_cm(rdma_resolve_addr(client.id.get(), nullptr, reinterpret_cast<sockaddr*>(&sin), kCmTimeoutMs),
+             "rdma_resolve_addr");
+    wait_event(client.channel.get(), RDMA_CM_EVENT_ADDR_RESOLVED, "client");
+    check_cm(rdma_resolve_route(client.id.get(), kCmTimeoutMs), "rdma_resolve_route");
+    wait_event(client.channel.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
+    make_resources(client, len, IBV_ACCESS_LOCAL_WRITE);
+    rdma_conn_param cp = conn_param();
+    check_cm(rdma_connect(client.id.get(), &cp), "rdma_connect");
+
+    {
+        Event req = wait_event(server.channel.get(), RDMA_CM_EVENT_CONNECT_REQUEST, "server");
+        server.id.reset(req->id); // the new id is ours from here on
+    }
+    make_resources(server, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+    RemoteBuffer rb{reinterpret_cast<uintptr_t>(server.buf.data()), server.mr->rkey, static_cast<uint32_t>(len)};
+    rdma_conn_param ap = conn_param();
+    ap.private_data = &rb;
+    ap.private_data_len = sizeof(rb);
+    check_cm(rdma_accept(server.id.get(), &ap), "rdma_accept");
+
+    RemoteBuffer got{};
+    {
+        Event est = wait_event(client.channel.get(), RDMA_CM_EVENT_ESTABLISHED, "client");
+        if (est->param.conn.private_data_len < sizeof(got)) {
+            throw std::runtime_error("client: the accept carried " + std::to_string(est->param.conn.private_data_len) +
+                                     " bytes of private data, not the server's buffer");
+        }
+        std::memcpy(&got, est->param.conn.private_data, sizeof(got));
+    }
+    client.connected = true;
+    wait_event(server.channel.get(), RDMA_CM_EVENT_ESTABLISHED, "server");
+    server.connected = true;
+    return got;
+}
+
+const char* op_name(ibv_wr_opcode op)
+{
+    return op == IBV_WR_RDMA_WRITE ? "RDMA WRITE" : "RDMA READ";
+}
+
+// Posts one signaled @op of @len bytes between the start of the client's
+// buffer and the start of @remote, and busy-polls for its completion.
+class Poster
+{
+public:
+    Poster(Side& client, const RemoteBuffer& remote) : client_(client), remote_(remote) {}
+
+    void operator()(ibv_wr_opcode op, size_t len)
+    {
+        ibv_sge sge{};
+        sge.addr = reinterpret_cast<uintptr_t>(client_.buf.data());
+        sge.length = static_cast<uint32_t>(len);
+        sge.lkey = client_.mr->lkey;
+        ibv_send_wr wr{};
+        wr.wr_id = ++seq_;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = op;
+        wr.send_flags = IBV_SEND_SIGNALED;
+        wr.wr.rdma.remote_addr = remote_.addr;
+        wr.wr.rdma.rkey = remote_.rkey;
+        ibv_send_wr* bad = nullptr;
+        if (int rc = ibv_post_send(client_.id->qp, &wr, &bad); rc != 0)
+            throw verb_error("ibv_post_send (" + std::string(op_name(op)) + ")", rc);
+
+        ibv_wc wc{};
+        int n = 0;
+        std::chrono::steady_clock::time_point deadline{};
+        for (unsigned spins = 0; (n = ibv_poll_cq(client_.cq.get(), 1, &wc)) == 0; spins++) {
+            if ((spins & 0xfff) != 0)
+                continue; // look at the clock only now and then
+            auto now = std::chrono::steady_clock::now();
+            if (spins == 0) {
+                deadline = now + kCompletionTimeout;
+            } else if (now > deadline) {
+                throw std::runtime_error(std::string("ibv_poll_cq: no completion for a ") + op_name(op) + " of " +
+                                         std::to_string(len) + " bytes within 5 s");
+            }
+        }
+        if (n < 0)
+            throw std::runtime_error("ibv_poll_cq failed (returned " + std::to_string(n) + ")");
+        if (wc.status != IBV_WC_SUCCESS) {
+            throw std::runtime_error(std::string(op_name(op)) + " of " + std::to_string(len) +
+                                     " bytes completed with error: " + ibv_wc_status_str(wc.status) + " (vendor_err " +
+                                     std::to_string(wc.vendor_err) + ")");
+        }
+        if (wc.wr_id != seq_) {
+            throw std::runtime_error("ibv_poll_cq: completion for wr_id " + std::to_string(wc.wr_id) + ", expected " +
+                                     std::to_string(seq_));
+        }
+    }
+
+private:
+    Side& client_;
+    RemoteBuffer remote_;
+    uint64_t seq_ = 0;
+};
+
+// One WRITE and one READ of @len bytes whose data must arrive.
+void check_data(Side& server, Side& client, Poster& post, size_t len, unsigned seed)
+{
+    bench::fill_pattern(client.buf, len, seed);
+    post(IBV_WR_RDMA_WRITE, len);
+    if (!std::equal(client.buf.begin(), client.buf.begin() + static_cast<long>(len), server.buf.begin()))
+        throw std::runtime_error("RDMA WRITE of " + std::to_string(len) + " bytes: the server's buffer differs");
+    bench::fill_pattern(server.buf, len, seed + 1);
+    std::fill_n(client.buf.begin(), len, 0);
+    post(IBV_WR_RDMA_READ, len);
+    if (!std::equal(client.buf.begin(), client.buf.begin() + static_cast<long>(len), server.buf.begin()))
+        throw std::runtime_error("RDMA READ of " + std::to_string(len) + " bytes: the data read differs");
+}
+
+int run(int argc, char** argv)
+{
+    bench::Options opt;
+    const char* env_addr = std::getenv("LITE_ADDR");
+    std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
+    uint16_t port = 18600;
+    for (int i = 1; i < argc; i++) {
+        std::string_view arg = argv[i];
+        if (bench::parse_common(opt, argc, argv, i, kMaxSize))
+            continue;
+        if (arg == "-h" || arg == "--help") {
+            std::printf("%s%s", kUsage, bench::kCommonUsage);
+            return 0;
+        }
+        if ((arg == "--addr" || arg == "--port") && i + 1 >= argc)
+            throw bench::UsageError(std::string(arg) + " needs a value");
+        if (arg == "--addr") {
+            addr = argv[++i];
+        } else if (arg == "--port") {
+            port = static_cast<uint16_t>(bench::parse_number(argv[++i], arg, 1, 65535));
+        } else {
+            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
+        }
+    }
+    const sockaddr_in sin = parse_addr(addr, port);
+    const size_t len = *std::max_element(opt.sizes.begin(), opt.sizes.end());
+
+    Side server;
+    Side client;
+    const RemoteBuffer remote = connect_pair(server, client, sin, len);
+    (void)std::fprintf(stderr, "%s: %s, RC QP %u -> %u via %s:%u, %u+%u iterations\n", kProg,
+                       ibv_get_device_name(client.id->verbs->device), client.id->qp->qp_num, server.id->qp->qp_num,
+                       addr.c_str(), port, opt.warmup, opt.iters);
+
+    Poster post(client, remote);
+    unsigned seed = 0;
+    for (size_t size : opt.sizes)
+        check_data(server, client, post, size, seed += 2);
+
+    bench::print_csv_header();
+    for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ}) {
+        for (size_t size : opt.sizes) {
+            bench::Stats s = bench::measure(opt, [&] { post(op, size); });
+            bench::print_csv_row(op == IBV_WR_RDMA_WRITE ? "write" : "read", size, opt, s);
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const bench::UsageError& e) {
+        (void)std::fprintf(stderr, "%s: %s\n%s%s", kProg, e.what(), kUsage, bench::kCommonUsage);
+        return 2;
+    } catch (const std::exception& e) {
+        (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        return 1;
+    }
+}

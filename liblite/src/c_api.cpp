@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+// The C API (lite/lite.h): thin ioctl wrappers returning -errno.
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <lite/lite.h>
+#include <memory>
+#include <new>
+
+struct lite_session {
+    int fd = -1;
+    uint32_t node_id = 0;
+};
+
+namespace {
+
+int do_ioctl(const lite_t* l, unsigned long cmd, void* arg) noexcept
+{
+    if (l == nullptr)
+        return -EINVAL;
+    return ::ioctl(l->fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+// Copy a name into a fixed, zero-padded uapi field.
+int put_name(char (&dst)[LITE_NAME_MAX], const char* name) noexcept
+{
+    if (name == nullptr)
+        return -EINVAL;
+    size_t n = strnlen(name, LITE_NAME_MAX);
+    if (n == 0 || n >= LITE_NAME_MAX)
+        return -ENAMETOOLONG;
+    std::memset(dst, 0, sizeof(dst));
+    std::memcpy(dst, name, n);
+    return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int LITE_open(unsigned int instance, lite_t** out)
+{
+    if (out == nullptr)
+        return -EINVAL;
+    auto l = std::unique_ptr<lite_session>(new (std::nothrow) lite_session);
+    if (!l)
+        return -ENOMEM;
+    l->fd = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+    if (l->fd < 0)
+        return -errno;
+    lite_attach at{};
+    at.instance = instance;
+    int ret = do_ioctl(l.get(), LITE_IOC_ATTACH, &at);
+    if (ret < 0) {
+        ::close(l->fd);
+        return ret;
+    }
+    l->node_id = at.node_id;
+    *out = l.release();
+    return 0;
+}
+
+int LITE_open_default(lite_t** out)
+{
+    int fd = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    uint32_t ids[2] = {};
+    lite_info info{};
+    info.instances_ptr = reinterpret_cast<uintptr_t>(ids);
+    info.instances_cap = 2;
+    int ret = ::ioctl(fd, LITE_IOC_GET_INFO, &info) < 0 ? -errno : 0;
+    ::close(fd);
+    if (ret < 0)
+        return ret;
+    if (info.n_instances == 0)
+        return -ENOENT;
+    if (info.n_instances > 1)
+        return -EEXIST;
+    return LITE_open(ids[0], out);
+}
+
+void LITE_close(lite_t* l)
+{
+    if (l == nullptr)
+        return;
+    ::close(l->fd);
+    delete l;
+}
+
+uint32_t LITE_node_id(const lite_t* l)
+{
+    return l != nullptr ? l->node_id : 0;
+}
+
+int LITE_alloc(lite_t* l, uint64_t size, uint32_t node, lite_lmr_t* lmr)
+{
+    if (lmr == nullptr)
+        return -EINVAL;
+    lite_lmr_alloc a{};
+    a.size = size;
+    a.node_id = node;
+    int ret = do_ioctl(l, LITE_IOC_LMR_ALLOC, &a);
+    if (ret == 0)
+        *lmr = a.handle;
+    return ret;
+}
+
+int LITE_free(lite_t* l, lite_lmr_t lmr)
+{
+    lite_lmr_free f{};
+    f.handle = lmr;
+    return do_ioctl(l, LITE_IOC_LMR_FREE, &f);
+}
+
+int LITE_read(lite_t* l, lite_lmr_t lmr, uint64_t offset, void* buf, uint64_t len)
+{
+    lite_rw rw{};
+    rw.handle = lmr;
+    rw.offset = offset;
+    rw.len = len;
+    rw.buf = reinterpret_cast<uintptr_t>(buf);
+    return do_ioctl(l, LITE_IOC_READ, &rw);
+}
+
+int LITE_write(lite_t* l, lite_lmr_t lmr, uint64_t offset, const void* buf, uint64_t len)
+{
+    lite_rw rw{};
+    rw.handle = lmr;
+    rw.offset = offset;
+    rw.len = len;
+    rw.buf = reinterpret_cast<uintptr_t>(buf);
+    return do_ioctl(l, LITE_IOC_WRITE, &rw);
+}
+
+int LITE_fetch_add(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint64_t add, uint64_t* old)
+{
+    lite_atomic a{};
+    a.handle = lmr;
+    a.offset = offset;
+    a.operand = add;
+    int ret = do_ioctl(l, LITE_IOC_FETCH_ADD, &a);
+    if (ret == 0 && old != nullptr)
+        *old = a.result;
+    return ret;
+}
+
+int LITE_cmp_swap(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint64_t expected, uint64_t desired, uint64_t* old)
+{
+    lite_atomic a{};
+    a.handle = lmr;
+    a.offset = offset;
+    a.operand = expected;
+    a.swap = desired;
+    int ret = do_ioctl(l, LITE_IOC_CMP_SWAP, &a);
+    if (ret == 0 && old != nullptr)
+        *old = a.result;
+    return ret;
+}
+
+int LITE_memset(lite_t* l, lite_lmr_t lmr, uint64_t offset, int value, uint64_t len)
+{
+    if (value < 0 || value > 255)
+        return -EINVAL;
+    lite_memset m{};
+    m.handle = lmr;
+    m.offset = offset;
+    m.len = len;
+    m.value = static_cast<uint32_t>(value);
+    return do_ioctl(l, LITE_IOC_MEMSET, &m);
+}
+
+int LITE_memcpy(lite_t* l, lite_lmr_t dst, uint64_t dst_offset, lite_lmr_t src, uint64_t src_offset, uint64_t len)
+{
+    lite_memcpy m{};
+    m.dst_handle = dst;
+    m.dst_offset = dst_offset;
+    m.src_handle = src;
+    m.src_offset = src_offset;
+    m.len = len;
+    return do_ioctl(l, LITE_IOC_MEMCPY, &m);
+}
+
+int LITE_share(lite_t* l, lite_lmr_t lmr, const char* name, uint32_t perms)
+{
+    lite_share s{};
+    s.handle = lmr;
+    s.perms = perms;
+    int ret = put_name(s.name, name);
+    return ret < 0 ? ret : do_ioctl(l, LITE_IOC_SHARE, &s);
+}
+
+int LITE_map(lite_t* l, const char* name, uint32_t perms, lite_lmr_t* lmr, uint64_t* size)
+{
+    if (lmr == nullptr)
+        return -EINVAL;
+    lite_map m{};
+    m.perms = perms;
+    int ret = put_name(m.name, name);
+    if (ret == 0)
+        ret = do_ioctl(l, LITE_IOC_MAP, &m);
+    if (ret == 0) {
+        *lmr = m.handle;
+        if (size != nullptr)
+            *size = m.size;
+    }
+    return ret;
+}
+
+int LITE_revoke(lite_t* l, const char* name)
+{
+    lite_revoke r{};
+    int ret = put_name(r.name, name);
+    return ret < 0 ? ret : do_ioctl(l, LITE_IOC_REVOKE, &r);
+}
+
+const char* LITE_strerror(int err)
+{
+    switch (-err) {
+    case EBADF:
+        return "no such LMR handle in this lite_t";
+    case EKEYREVOKED:
+        return "the LMR was freed or its mapping revoked";
+    case EACCES:
+        return "the handle lacks the permission";
+    case ERANGE:
+        return "the range leaves the LMR";
+    case EOVERFLOW:
+        return "offset + length overflows";
+    case EBADFD:
+        return "not attached to a node";
+    case ENOTCONN:
+        return "no connection to the node holding the memory";
+    case EHOSTUNREACH:
+        return "no such node, or no manager to ask";
+    case E2BIG:
+        return "LMR larger than LITE_LMR_MAX";
+    default:
+        return std::strerror(-err);
+    }
+}
+
+}  // extern "C"

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+// LMRs on the real module, 3 nodes: data checked end to end with
+// checksums, every rejection with its own errno, cleanup on process exit,
+// exact concurrent atomics, sharing and revocation.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <lite/session.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "util.hpp"
+
+using namespace lite_guest;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint16_t kPort = 18800;
+constexpr uint64_t kMiB = 1ULL << 20;
+
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+// The errno a throwing call failed with, or 0.
+template <class F> int err_of(F&& f)
+{
+    try {
+        f();
+        return 0;
+    } catch (const lite::Error& e) {
+        return e.errnum();
+    }
+}
+
+class Lmr : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        dev_ = std::make_unique<lite::Device>(lite::Device::open());
+        down_all(*dev_);
+        inst_ = {up(*dev_, kPort, 0).instance, up(*dev_, kPort + 1, kPort).instance,
+                 up(*dev_, kPort + 2, kPort).instance};
+    }
+    void TearDown() override { down_all(*dev_); }
+
+    [[nodiscard]] uint64_t mem_bytes(size_t i) const { return dev_->status(inst_[i]).counters.mem_bytes; }
+
+    std::unique_ptr<lite::Device> dev_;
+    std::vector<uint32_t> inst_;
+};
+
+TEST_F(Lmr, RandomRoundTripsAcrossNodes)
+{
+    std::mt19937_64 rng(2026);
+    // Chunks are at most 4 MiB: this spans three, with odd tail bytes.
+    const uint64_t size = 8 * kMiB + 12345;
+    for (size_t i = 0; i < 3; i++) {
+        auto s = lite::Session::open(inst_[i]);
+        for (uint32_t node = 1; node <= 3; node++) {
+            auto l = s.alloc(size, node);
+            std::vector<uint8_t> shadow(size, 0);
+            std::vector<std::pair<uint64_t, uint64_t>> spans = {
+                {0, 1}, {size - 1, 1}, {4 * kMiB - 1, 2}, {4 * kMiB - 3000, 7000}, {8 * kMiB - 1, 2}};
+            for (int k = 0; k < 30; k++) {
+                uint64_t max = k % 3 == 0 ? 64 : (k % 3 == 1 ? 64 * 1024 : kMiB);
+                uint64_t len = 1 + rng() % max;
+                spans.emplace_back(rng() % (size - len + 1), len);
+            }
+            for (auto [off, len] : spans) {
+                std::vector<uint8_t> data(len);
+                for (auto& b : data)
+                    b = static_cast<uint8_t>(rng());
+                l.write(off, std::span<const uint8_t>(data));
+                std::copy(data.begin(), data.end(), shadow.begin() + static_cast<long>(off));
+                std::vector<uint8_t> back(len);
+                l.read(off, std::span<uint8_t>(back));
+                ASSERT_EQ(fnv1a(back.data(), len), fnv1a(data.data(), len))
+                    << "instance " << i << " node " << node << " off " << off << " len " << len;
+            }
+            std::vector<uint8_t> all(size);
+            l.read(0, std::span<uint8_t>(all));
+            ASSERT_EQ(fnv1a(all.data(), size), fnv1a(shadow.data(), size))
+                << "whole LMR, instance " << i << " on node " << node;
+        }
+    }
+}
+
+TEST_F(Lmr, OneGiBWrittenAndVerified)
+{
+    const uint64_t size = 1024 * kMiB, piece = 4 * kMiB;
+    auto s = lite::Session::open(inst_[0]);
+    auto l = s.alloc(size, 2);
+    EXPECT_GE(mem_bytes(1), size) << "node 2 holds it";
+    std::vector<uint64_t> buf(piece / 8), back(piece / 8);
+    uint64_t sum_out = 0, sum_in = 0;
+    for (uint64_t off = 0; off < size; off += piece) {
+        std::mt19937_64 rng(off);
+        for (auto& w : buf)
+            w = rng();
+        l.write(off, std::span<const uint64_t>(buf));
+        sum_out = fnv1a(reinterpret_cast<const uint8_t*>(buf.data()), piece, sum_out);
+    }
+    for (uint64_t off = 0; off < size; off += piece) {
+        l.read(off, std::span<uint64_t>(back));
+        sum_in = fnv1a(reinterpret_cast<const uint8_t*>(back.data()), piece, sum_in);
+    }
+    EXPECT_EQ(sum_in, sum_out) << "1 GiB checksum";
+}
+
+TEST_F(Lmr, HandleOfAnotherProcessIsRejected)
+{
+    auto s = lite::Session::open(inst_[0]);
+    auto l = s.alloc(4096, 2);
+    lite_lmr_t h = l.handle();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        // Its own open file: the parent's handle number means nothing here.
+        lite_t* mine = nullptr;
+        if (LITE_open(inst_[0], &mine) != 0)
+            _exit(10);
+        uint8_t b = 0;
+        int ret = LITE_read(mine, h, 0, &b, 1);
+        _exit(ret == -EBADF ? 0 : 1);
+    }
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 0) << "the child could use the parent's handle";
+}
+
+TEST_F(Lmr, EachRejectionHasItsOwnErrno)
+{
+    auto s = lite::Session::open(inst_[1]);
+    auto l = s.alloc(8192, 3);
+    uint8_t b[16] = {};
+    lite_t* c = s.get();
+    lite_lmr_t h = l.handle();
+    EXPECT_EQ(LITE_read(c, h, 8192, b, 1), -ERANGE) << "out of bounds";
+    EXPECT_EQ(LITE_write(c, h, 8190, b, 3), -ERANGE) << "crosses the end";
+    EXPECT_EQ(LITE_read(c, h, UINT64_MAX - 2, b, 8), -EOVERFLOW) << "offset + length wraps";
+    uint64_t old = 0;
+    EXPECT_EQ(LITE_fetch_add(c, h, 4, 1, &old), -EINVAL) << "unaligned atomic";
+    EXPECT_EQ(LITE_fetch_add(c, h, 8192, 1, &old), -ERANGE) << "atomic past the end";
+    EXPECT_EQ(LITE_read(c, h + 1000, 0, b, 1), -EBADF) << "no such handle";
+
+    // Missing permission: a read-only mapping.
+    l.share("ro", LITE_PERM_READ);
+    auto other = lite::Session::open(inst_[2]);
+    auto ro = other.map("ro", LITE_PERM_READ);
+    EXPECT_EQ(ro.size(), 8192u);
+    EXPECT_EQ(LITE_write(other.get(), ro.handle(), 0, b, 1), -EACCES);
+    EXPECT_EQ(LITE_fetch_add(other.get(), ro.handle(), 0, 1, &old), -EACCES);
+    EXPECT_EQ(LITE_read(other.get(), ro.handle(), 0, b, 1), 0);
+
+    // Revoked mapping.
+    s.revoke("ro");
+    EXPECT_EQ(LITE_read(other.get(), ro.handle(), 0, b, 1), -EKEYREVOKED);
+    EXPECT_EQ(LITE_read(c, h, 0, b, 1), 0) << "the owner's handle is unaffected";
+
+    // Freed handle.
+    lite_lmr_t freed = 0;
+    ASSERT_EQ(LITE_alloc(c, 64, 2, &freed), 0);
+    ASSERT_EQ(LITE_free(c, freed), 0);
+    EXPECT_EQ(LITE_read(c, freed, 0, b, 1), -EBADF);
+    EXPECT_EQ(LITE_free(c, freed), -EBADF) << "double free";
+}
+
+TEST_F(Lmr, FreeingTheOwnerRevokesEveryMapping)
+{
+    auto s = lite::Session::open(inst_[0]);
+    lite_lmr_t h = 0;
+    ASSERT_EQ(LITE_alloc(s.get(), 4096, 3, &h), 0);
+    ASSERT_EQ(LITE_share(s.get(), h, "doomed", LITE_PERM_ALL), 0);
+    auto m1 = lite::Session::open(inst_[1]);
+    auto m2 = lite::Session::open(inst_[2]);
+    auto a = m1.map("doomed");
+    auto b = m2.map("doomed");
+    uint64_t v = 7;
+    a.write(0, std::span<const uint64_t>(&v, 1));
+    ASSERT_EQ(LITE_free(s.get(), h), 0);
+    uint8_t x = 0;
+    EXPECT_EQ(LITE_read(m1.get(), a.handle(), 0, &x, 1), -EKEYREVOKED);
+    EXPECT_EQ(LITE_read(m2.get(), b.handle(), 0, &x, 1), -EKEYREVOKED);
+    EXPECT_EQ(err_of([&] { (void)m1.map("doomed"); }), ENOENT) << "the name went with it";
+}
+
+TEST_F(Lmr, SharingRules)
+{
+    auto s = lite::Session::open(inst_[0]);
+    auto l = s.alloc(4096, 1);
+    l.share("rules", LITE_PERM_READ | LITE_PERM_ATOMIC);
+    EXPECT_EQ(err_of([&] { l.share("rules", LITE_PERM_READ); }), EEXIST);
+    auto o = lite::Session::open(inst_[1]);
+    EXPECT_EQ(err_of([&] { (void)o.map("rules", LITE_PERM_WRITE); }), EACCES) << "more than granted";
+    EXPECT_EQ(err_of([&] { (void)o.map("nobody-shared-this"); }), ENOENT);
+    auto m = o.map("rules");
+    EXPECT_EQ(LITE_share(o.get(), m.handle(), "again", LITE_PERM_READ), -EPERM) << "only the allocator shares";
+    EXPECT_EQ(err_of([&] { o.revoke("rules"); }), ENOENT) << "not the publisher";
+    EXPECT_EQ(m.fetch_add(0, 5), 0u);
+    uint64_t v = 0;
+    l.read(0, std::span<uint64_t>(&v, 1));
+    EXPECT_EQ(v, 5u) << "mapping and owner see the same memory";
+}
+
+TEST_F(Lmr, ProcessExitFreesItsMemoryOnEveryNode)
+{
+    uint64_t before[3] = {mem_bytes(0), mem_bytes(1), mem_bytes(2)};
+    int to_parent[2], to_child[2];
+    ASSERT_EQ(pipe(to_parent), 0);
+    ASSERT_EQ(pipe(to_child), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        lite_t* c = nullptr;
+        lite_lmr_t h = 0;
+        if (LITE_open(inst_[1], &c) != 0)
+            _exit(10);
+        for (uint32_t node = 1; node <= 3; node++)
+            if (LITE_alloc(c, kMiB + node, node, &h) != 0)
+                _exit(11);
+        if (LITE_alloc(c, 5 * kMiB, 3, &h) != 0 || LITE_share(c, h, "exit-test", LITE_PERM_READ) != 0)
+            _exit(12);
+        char x = 1;
+        if (write(to_parent[1], &x, 1) != 1 || read(to_child[0], &x, 1) != 1)
+            _exit(13);
+        _exit(0);  // no free, no close: the kernel cleans up
+    }
+    char x = 0;
+    ASSERT_EQ(read(to_parent[0], &x, 1), 1);
+    EXPECT_EQ(mem_bytes(0), before[0] + kMiB + 1);
+    EXPECT_EQ(mem_bytes(1), before[1] + kMiB + 2);
+    EXPECT_EQ(mem_bytes(2), before[2] + kMiB + 3 + 5 * kMiB);
+    auto s = lite::Session::open(inst_[2]);
+    auto mapped = s.map("exit-test");
+    ASSERT_EQ(write(to_child[1], &x, 1), 1);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFEXITED(st));
+    ASSERT_EQ(WEXITSTATUS(st), 0);
+    for (size_t i = 0; i < 3; i++)
+        EXPECT_TRUE(wait_until([&] { return mem_bytes(i) == before[i]; }, 5s))
+            << "node " << i + 1 << " holds " << mem_bytes(i) << " bytes, had " << before[i];
+    uint8_t b = 0;
+    EXPECT_EQ(LITE_read(s.get(), mapped.handle(), 0, &b, 1), -EKEYREVOKED) << "its share died with it";
+    for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]})
+        close(fd);
+}
+
+TEST_F(Lmr, ConcurrentFetchAddFromThreeNodesIsExact)
+{
+    constexpr int kThreads = 4, kAdds = 300;
+    auto s = lite::Session::open(inst_[0]);
+    auto ctr = s.alloc(64, 2);
+    ctr.share("counter", LITE_PERM_READ | LITE_PERM_ATOMIC);
+    std::vector<std::vector<uint64_t>> seen(3 * kThreads);
+    std::atomic<int> failures{0};
+    std::vector<std::thread> pool;
+    for (size_t i = 0; i < 3; i++) {
+        for (int t = 0; t < kThreads; t++) {
+            pool.emplace_back([&, i, t] {
+                try {
+                    auto mine = lite::Session::open(inst_[i]);
+                    auto c = mine.map("counter");
+                    for (int k = 0; k < kAdds; k++)
+                        seen[i * kThreads + t].push_back(c.fetch_add(8, 1));
+                } catch (const lite::Error&) {
+                    failures++;
+                }
+            });
+        }
+    }
+    for (auto& th : pool)
+        th.join();
+    ASSERT_EQ(failures.load(), 0);
+    uint64_t total = 0;
+    ctr.read(8, std::span<uint64_t>(&total, 1));
+    EXPECT_EQ(total, 3u * kThreads * kAdds);
+    // Every add saw a different previous value: 0 .. total-1, each once.
+    std::set<uint64_t> all;
+    for (const auto& v : seen)
+        all.insert(v.begin(), v.end());
+    EXPECT_EQ(all.size(), total);
+    EXPECT_EQ(*all.rbegin(), total - 1);
+}
+
+TEST_F(Lmr, CompareAndSwap)
+{
+    auto s = lite::Session::open(inst_[2]);
+    auto l = s.alloc(16, 1);
+    EXPECT_EQ(l.cmp_swap(8, 0, 42), 0u) << "matched: swapped";
+    EXPECT_EQ(l.cmp_swap(8, 1, 99), 42u) << "no match: unchanged";
+    uint64_t v = 0;
+    l.read(8, std::span<uint64_t>(&v, 1));
+    EXPECT_EQ(v, 42u);
+}
+
+TEST_F(Lmr, MemsetAndMemcpyAcrossNodes)
+{
+    auto s = lite::Session::open(inst_[1]);
+    const uint64_t size = 6 * kMiB + 77;
+    auto a = s.alloc(size, 1);
+    auto b = s.alloc(size, 3);
+    std::vector<uint8_t> pat(size);
+    std::mt19937 rng(5);
+    for (auto& x : pat)
+        x = static_cast<uint8_t>(rng());
+    a.write(0, std::span<const uint8_t>(pat));
+    b.fill(0, std::byte{0xAB}, size);
+    b.copy_from(100, a, 4 * kMiB - 50, kMiB + 3);  // node 1 -> node 3, crossing chunks
+    std::vector<uint8_t> got(size), want(size, 0xAB);
+    std::copy(pat.begin() + static_cast<long>(4 * kMiB - 50), pat.begin() + static_cast<long>(5 * kMiB - 47),
+              want.begin() + 100);
+    b.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(fnv1a(got.data(), size), fnv1a(want.data(), size));
+
+    // Overlapping copy inside one LMR behaves like memmove.
+    a.copy_from(1000, a, 0, 5000);
+    std::memmove(pat.data() + 1000, pat.data(), 5000);
+    a.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(fnv1a(got.data(), size), fnv1a(pat.data(), size));
+}
+
+// Raw ioctls: what the C API never sends, the kernel must still reject.
+TEST_F(Lmr, DataUapiRejections)
+{
+    int fd = open(LITE_DEVICE_PATH, O_RDWR);
+    ASSERT_GE(fd, 0);
+    auto e = [&](unsigned long cmd, void* arg) { return ioctl(fd, cmd, arg) < 0 ? errno : 0; };
+    lite_lmr_alloc al{};
+    al.size = 64;
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EBADFD) << "not attached";
+    lite_attach at{};
+    at.instance = 4242;
+    EXPECT_EQ(e(LITE_IOC_ATTACH, &at), ENOENT);
+    at.instance = inst_[0];
+    at.flags = 1;
+    EXPECT_EQ(e(LITE_IOC_ATTACH, &at), EINVAL);
+    at.flags = 0;
+    ASSERT_EQ(e(LITE_IOC_ATTACH, &at), 0);
+    EXPECT_EQ(at.node_id, 1u);
+    at.node_id = 0;
+    EXPECT_EQ(e(LITE_IOC_ATTACH, &at), EBUSY) << "attached already";
+
+    al = {};
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EINVAL) << "size 0";
+    al.size = LITE_LMR_MAX + 1;
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), E2BIG);
+    al.size = 64;
+    al.node_id = 99;
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EHOSTUNREACH) << "no such node";
+    al.node_id = 0;
+    al.flags = 4;
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EINVAL);
+    al.flags = 0;
+    al.reserved[1] = 1;
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EINVAL);
+    al.reserved[1] = 0;
+    ASSERT_EQ(e(LITE_IOC_LMR_ALLOC, &al), 0);
+
+    uint8_t buf[64] = {};
+    lite_rw rw{};
+    rw.handle = al.handle;
+    rw.len = 8;
+    rw.buf = reinterpret_cast<uintptr_t>(buf);
+    rw.flags = 1U << 5;
+    EXPECT_EQ(e(LITE_IOC_READ, &rw), EINVAL) << "unknown flag";
+    rw.flags = LITE_RW_COPY | LITE_RW_ZCOPY;
+    EXPECT_EQ(e(LITE_IOC_READ, &rw), EINVAL) << "both paths";
+    rw.flags = 0;
+    rw.reserved[0] = 1;
+    EXPECT_EQ(e(LITE_IOC_WRITE, &rw), EINVAL);
+    rw.reserved[0] = 0;
+    rw.buf = 8;
+    EXPECT_EQ(e(LITE_IOC_READ, &rw), EFAULT) << "bad user buffer";
+    rw.buf = reinterpret_cast<uintptr_t>(buf);
+    for (uint32_t f : {LITE_RW_COPY, LITE_RW_ZCOPY}) {
+        rw.flags = f;
+        EXPECT_EQ(e(LITE_IOC_WRITE, &rw), 0) << "path " << f;
+    }
+
+    lite_atomic at2{};
+    at2.handle = al.handle;
+    at2.result = 1;
+    EXPECT_EQ(e(LITE_IOC_FETCH_ADD, &at2), EINVAL) << "output not zero";
+    at2.result = 0;
+    at2.swap = 3;
+    EXPECT_EQ(e(LITE_IOC_FETCH_ADD, &at2), EINVAL) << "swap on fetch-add";
+
+    lite_memset ms{};
+    ms.handle = al.handle;
+    ms.len = 8;
+    ms.value = 256;
+    EXPECT_EQ(e(LITE_IOC_MEMSET, &ms), EINVAL);
+
+    lite_share sh{};
+    sh.handle = al.handle;
+    std::strcpy(sh.name, "x");
+    EXPECT_EQ(e(LITE_IOC_SHARE, &sh), EINVAL) << "no permissions";
+    sh.perms = 8;
+    EXPECT_EQ(e(LITE_IOC_SHARE, &sh), EINVAL) << "unknown permission";
+    sh.perms = LITE_PERM_READ;
+    std::memset(sh.name, 'n', sizeof(sh.name));
+    EXPECT_EQ(e(LITE_IOC_SHARE, &sh), EINVAL) << "name not terminated";
+    lite_map mp{};
+    std::strcpy(mp.name, "x");
+    mp.size = 1;
+    EXPECT_EQ(e(LITE_IOC_MAP, &mp), EINVAL) << "output not zero";
+    lite_revoke rv{};
+    EXPECT_EQ(e(LITE_IOC_REVOKE, &rv), EINVAL) << "empty name";
+    close(fd);
+}
+
+}  // namespace
