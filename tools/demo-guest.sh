@@ -26,6 +26,17 @@ done
 say "$litectl" status
 
 echo
+echo "Memory on another node, as an unprivileged user: node 1 allocates 1 MiB on"
+echo "node 3, writes it with one-sided RDMA and reads it back:"
+say setpriv --reuid=65534 --regid=65534 --clear-groups \
+	build/meson/examples/remote_rw --instance 0 --node 3 --size 1048576
+
+echo
+echo "A counter shared by name: processes on nodes 1, 2 and 3, four threads each,"
+echo "fetch-and-add one 8-byte LMR; the total must be exact:"
+say build/meson/examples/shared_counter --instances 3 --threads 4 --adds 250
+
+echo
 echo "A node with the wrong secret is refused:"
 echo "not-the-secret" >/tmp/lite-wrong
 say "$litectl" up --dev rxe0 --listen "$addr:18518" --secret-file /tmp/lite-wrong \
