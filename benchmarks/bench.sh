@@ -92,4 +92,32 @@ awk -F, -v kver="$kver" -v iters="$iters" -v warmup="$warmup" -v dev="$dev" \
 		printf "ratio = lite median / native median; absolute times under TCG emulation mean little\n"
 	}' "$out/native.csv" "$out/lite.csv" | tee "$out/latency.txt"
 say "CSV in $out/latency.csv"
+
+# Where zero copy starts to pay: the copy path (kernel buffer) against the
+# zero-copy path (pinned user pages) per size; the kernel switches at
+# LITE_ZCOPY_MIN (lite_kmod/internal.h), chosen from this table.
+if [ -x "$lite" ]; then
+	zsizes=${BENCH_ZSIZES:-4096,8192,16384,32768,65536,262144,1048576}
+	zopts=(--iters "${BENCH_ZITERS:-300}" --warmup 30 --sizes "$zsizes")
+	say "copy vs zero copy: $zsizes"
+	"$lite" --instance 0 --node 2 --lmr-size 1048576 --path copy "${zopts[@]}" >"$out/copy.csv" &&
+		"$lite" --instance 0 --node 2 --lmr-size 1048576 --path zcopy "${zopts[@]}" >"$out/zcopy.csv" ||
+		{ rc=1; say "lite-lat --path failed"; }
+	awk -F, -v csv="$out/zcopy-threshold.csv" '
+		FNR == 1 { next }
+		FILENAME ~ /\/copy\.csv$/ { key = $1 "," $2; order[++n] = key; c[key] = $4; next }
+		{ z[$1 "," $2] = $4 }
+		END {
+			printf "\ncopy path vs zero-copy path (lite, median us)\n"
+			printf "%-6s %8s %10s %10s %8s\n", "op", "size", "copy", "zcopy", "faster"
+			print "op,size,copy_median_us,zcopy_median_us" >csv
+			for (i = 1; i <= n; i++) {
+				k = order[i]
+				split(k, f, ",")
+				faster = (k in z) ? (z[k] < c[k] ? "zcopy" : "copy") : "-"
+				printf "%-6s %8s %10s %10s %8s\n", f[1], f[2], c[k], (k in z) ? z[k] : "-", faster
+				print k "," c[k] "," ((k in z) ? z[k] : "-") >csv
+			}
+		}' "$out/copy.csv" "$out/zcopy.csv" | tee -a "$out/latency.txt"
+fi
 exit "$rc"

@@ -38,6 +38,8 @@ The nodes must be up already (litectl up).
   --instance N      local node instance to attach to (default 0)
   --node N          node that holds the LMR (default 2)
   --lmr-size BYTES  LMR size (default 65536); every size must fit in it
+  --path P          auto (default: the kernel picks by size), copy (through
+                    a kernel buffer) or zcopy (pinned user pages)
 )";
 
 // An error naming the call that failed and the errno it returned.
@@ -85,15 +87,17 @@ private:
     lite_lmr_t handle_ = 0;
 };
 
+uint32_t g_flags = 0;  // LITE_RW_* from --path
+
 void write_lmr(lite_t* lite, const Lmr& lmr, const std::vector<uint8_t>& buf, size_t len)
 {
-    if (int rc = LITE_write(lite, lmr.handle(), 0, buf.data(), len); rc < 0)
+    if (int rc = LITE_write_flags(lite, lmr.handle(), 0, buf.data(), len, g_flags); rc < 0)
         throw lite_error("LITE_write(" + std::to_string(len) + " bytes)", rc);
 }
 
 void read_lmr(lite_t* lite, const Lmr& lmr, std::vector<uint8_t>& buf, size_t len)
 {
-    if (int rc = LITE_read(lite, lmr.handle(), 0, buf.data(), len); rc < 0)
+    if (int rc = LITE_read_flags(lite, lmr.handle(), 0, buf.data(), len, g_flags); rc < 0)
         throw lite_error("LITE_read(" + std::to_string(len) + " bytes)", rc);
 }
 
@@ -112,7 +116,7 @@ int run(int argc, char** argv)
             std::printf("%s%s", kUsage, bench::kCommonUsage);
             return 0;
         }
-        if ((arg == "--instance" || arg == "--node" || arg == "--lmr-size") && i + 1 >= argc)
+        if ((arg == "--instance" || arg == "--node" || arg == "--lmr-size" || arg == "--path") && i + 1 >= argc)
             throw bench::UsageError(std::string(arg) + " needs a value");
         if (arg == "--instance") {
             instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
@@ -120,6 +124,16 @@ int run(int argc, char** argv)
             node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
         } else if (arg == "--lmr-size") {
             lmr_size = bench::parse_number(argv[++i], arg, 1, LITE_LMR_MAX);
+        } else if (arg == "--path") {
+            std::string_view p = argv[++i];
+            if (p == "auto")
+                g_flags = 0;
+            else if (p == "copy")
+                g_flags = LITE_RW_COPY;
+            else if (p == "zcopy")
+                g_flags = LITE_RW_ZCOPY;
+            else
+                throw bench::UsageError("--path must be auto, copy or zcopy, not '" + std::string(p) + "'");
         } else {
             throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
         }

@@ -116,24 +116,36 @@ int LITE_free(lite_t* l, lite_lmr_t lmr)
     return do_ioctl(l, LITE_IOC_LMR_FREE, &f);
 }
 
-int LITE_read(lite_t* l, lite_lmr_t lmr, uint64_t offset, void* buf, uint64_t len)
+int LITE_read_flags(lite_t* l, lite_lmr_t lmr, uint64_t offset, void* buf, uint64_t len, uint32_t flags)
 {
     lite_rw rw{};
     rw.handle = lmr;
     rw.offset = offset;
     rw.len = len;
     rw.buf = reinterpret_cast<uintptr_t>(buf);
+    rw.flags = flags;
     return do_ioctl(l, LITE_IOC_READ, &rw);
+}
+
+int LITE_write_flags(lite_t* l, lite_lmr_t lmr, uint64_t offset, const void* buf, uint64_t len, uint32_t flags)
+{
+    lite_rw rw{};
+    rw.handle = lmr;
+    rw.offset = offset;
+    rw.len = len;
+    rw.buf = reinterpret_cast<uintptr_t>(buf);
+    rw.flags = flags;
+    return do_ioctl(l, LITE_IOC_WRITE, &rw);
+}
+
+int LITE_read(lite_t* l, lite_lmr_t lmr, uint64_t offset, void* buf, uint64_t len)
+{
+    return LITE_read_flags(l, lmr, offset, buf, len, 0);
 }
 
 int LITE_write(lite_t* l, lite_lmr_t lmr, uint64_t offset, const void* buf, uint64_t len)
 {
-    lite_rw rw{};
-    rw.handle = lmr;
-    rw.offset = offset;
-    rw.len = len;
-    rw.buf = reinterpret_cast<uintptr_t>(buf);
-    return do_ioctl(l, LITE_IOC_WRITE, &rw);
+    return LITE_write_flags(l, lmr, offset, buf, len, 0);
 }
 
 int LITE_fetch_add(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint64_t add, uint64_t* old)

@@ -39,6 +39,14 @@ int LITE_read(lite_t *lite, lite_lmr_t lmr, uint64_t offset, void *buf,
 	      uint64_t len);
 int LITE_write(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
 	       const void *buf, uint64_t len);
+/*
+ * The same with LITE_RW_* flags: LITE_RW_COPY or LITE_RW_ZCOPY force the
+ * copy or the pinned zero-copy path (by default the kernel picks by size).
+ */
+int LITE_read_flags(lite_t *lite, lite_lmr_t lmr, uint64_t offset, void *buf,
+		    uint64_t len, uint32_t flags);
+int LITE_write_flags(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
+		     const void *buf, uint64_t len, uint32_t flags);
 
 /* On one 8-byte aligned word; *@old receives its previous value. */
 int LITE_fetch_add(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
