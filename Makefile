@@ -6,7 +6,8 @@ KVER ?= $(shell tools/kver.sh 2>/dev/null)
 KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
-.PHONY: all deps kmod kmod-check user test host-test guest-test check demo clean
+.PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
+	debug-kernel debug-kmod check-debug
 
 all: kmod user
 
@@ -26,6 +27,10 @@ $(BUILD)/build.ninja:
 user: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
+# clang-format and clang-tidy on the C++ user space: any finding fails.
+lint: user
+	@BUILD=$(BUILD) tools/lint.sh
+
 host-test: user
 	@tools/check.sh host
 
@@ -37,6 +42,37 @@ check: deps
 
 demo: deps kmod user
 	@tools/demo.sh
+
+# LITE_write/LITE_read latency against native verbs, in one guest run
+# (benchmarks/bench.sh); the table also lands in build/bench/latency.{txt,csv}.
+bench: deps kmod user
+	@rm -f build/bench/latency.txt build/bench/latency.csv
+	@echo "make bench: booting a guest, 2 lite nodes on Soft-RoCE, native and lite runs (about 1-2 min)..."
+	tools/vm/lite-vm --quiet --timeout 1200 --out build/bench -- env BUILD=$(BUILD) bash benchmarks/bench.sh
+	@cat build/bench/latency.txt
+
+# The guest tests under a debug kernel (KASAN, lockdep, kmemleak, UBSAN, ...)
+# built once into DEBUG_CACHE by tools/vm/debug-kernel.sh (about 20 min).
+# lite.ko for it is built from a copy of the sources in build/debug, so
+# lite_kmod/lite.ko (for the Debian kernel) is left alone.
+DEBUG_CACHE ?= /work/cache/lite-debug-kernel
+DEBUG_KDIR = $(DEBUG_CACHE)/linux-source-6.1
+DEBUG_OUT = build/debug
+
+debug-kernel:
+	@LITE_DEBUG_CACHE=$(DEBUG_CACHE) tools/vm/debug-kernel.sh
+
+debug-kmod: debug-kernel
+	rm -rf $(DEBUG_OUT)/src
+	mkdir -p $(DEBUG_OUT)/src
+	find Kbuild lite_kmod -name Kbuild -o -name '*.[ch]' ! -name '*.mod.c' | cpio -pdm --quiet $(DEBUG_OUT)/src
+	$(MAKE) -C $(DEBUG_KDIR) M=$(CURDIR)/$(DEBUG_OUT)/src modules
+	cp $(DEBUG_OUT)/src/lite_kmod/lite.ko $(DEBUG_OUT)/lite.ko
+
+check-debug: debug-kmod user
+	@CHECK_OUT=build/check-debug GUEST1_TIMEOUT=1800 GUEST2_TIMEOUT=1200 \
+	LITE_VM_OPTS="--kernel $(DEBUG_KDIR)/arch/x86/boot/bzImage --module $(CURDIR)/$(DEBUG_OUT)/lite.ko --unload" \
+	tools/check.sh guest
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -87,7 +87,7 @@ private:
     lite_lmr_t handle_ = 0;
 };
 
-uint32_t g_flags = 0;  // LITE_RW_* from --path
+uint32_t g_flags = 0; // LITE_RW_* from --path
 
 void write_lmr(lite_t* lite, const Lmr& lmr, const std::vector<uint8_t>& buf, size_t len)
 {
@@ -126,14 +126,15 @@ int run(int argc, char** argv)
             lmr_size = bench::parse_number(argv[++i], arg, 1, LITE_LMR_MAX);
         } else if (arg == "--path") {
             std::string_view p = argv[++i];
-            if (p == "auto")
+            if (p == "auto") {
                 g_flags = 0;
-            else if (p == "copy")
+            } else if (p == "copy") {
                 g_flags = LITE_RW_COPY;
-            else if (p == "zcopy")
+            } else if (p == "zcopy") {
                 g_flags = LITE_RW_ZCOPY;
-            else
+            } else {
                 throw bench::UsageError("--path must be auto, copy or zcopy, not '" + std::string(p) + "'");
+            }
         } else {
             throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
         }

@@ -18,30 +18,31 @@ int main(int argc, char** argv)
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string opt = argv[i];
         unsigned long long v = std::strtoull(argv[i + 1], nullptr, 0);
-        if (opt == "--instance")
+        if (opt == "--instance") {
             instance = static_cast<unsigned>(v);
-        else if (opt == "--node")
+        } else if (opt == "--node") {
             node = static_cast<uint32_t>(v);
-        else if (opt == "--size")
+        } else if (opt == "--size") {
             size = v;
+        }
     }
     try {
         auto lite = lite::Session::open(instance);
-        auto lmr = lite.alloc(size, node);  // memory on node `node`, zeroed
-        std::printf("node %u: allocated %llu bytes on node %u\n", lite.node_id(),
-                    static_cast<unsigned long long>(size), node);
+        auto lmr = lite.alloc(size, node); // memory on node `node`, zeroed
+        std::printf("node %u: allocated %llu bytes on node %u\n", lite.node_id(), static_cast<unsigned long long>(size),
+                    node);
 
         std::vector<std::byte> out(size), in(size);
         for (size_t i = 0; i < out.size(); i++)
             out[i] = static_cast<std::byte>(i * 131 + 7);
-        lmr.write(0, std::span<const std::byte>(out));  // one-sided RDMA write
-        lmr.read(0, std::span<std::byte>(in));          // one-sided RDMA read
+        lmr.write(0, std::span<const std::byte>(out)); // one-sided RDMA write
+        lmr.read(0, std::span<std::byte>(in));         // one-sided RDMA read
         bool same = std::memcmp(out.data(), in.data(), size) == 0;
         std::printf("wrote and read back %llu bytes: %s\n", static_cast<unsigned long long>(size),
                     same ? "identical" : "MISMATCH");
         return same ? 0 : 1;
     } catch (const lite::Error& e) {
-        std::fprintf(stderr, "remote_rw: %s\n", e.what());
+        (void)std::fprintf(stderr, "remote_rw: %s\n", e.what());
         return 1;
     }
 }

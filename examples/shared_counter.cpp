@@ -15,7 +15,8 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace
+{
 
 constexpr const char* kName = "shared-counter";
 
@@ -34,24 +35,26 @@ int adder(unsigned instance, unsigned threads, uint64_t adds)
                     for (uint64_t i = 0; i < adds; i++)
                         counter.fetch_add(0, 1);
                 } catch (const lite::Error& e) {
-                    std::fprintf(stderr, "instance %u thread %u: %s\n", instance, t, e.what());
+                    (void)std::fprintf(stderr, "instance %u thread %u: %s\n", instance, t, e.what());
                     failed[t] = 1;
                 }
             });
         }
         for (auto& th : pool)
             th.join();
-        for (int f : failed)
-            if (f)
+        for (int f : failed) {
+            if (f) {
                 return 1;
+            }
+        }
         return 0;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "instance %u: %s\n", instance, e.what());
+        (void)std::fprintf(stderr, "instance %u: %s\n", instance, e.what());
         return 1;
     }
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv)
 {
@@ -60,19 +63,20 @@ int main(int argc, char** argv)
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string opt = argv[i];
         unsigned long long v = std::strtoull(argv[i + 1], nullptr, 0);
-        if (opt == "--instances")
+        if (opt == "--instances") {
             instances = static_cast<unsigned>(v);
-        else if (opt == "--threads")
+        } else if (opt == "--threads") {
             threads = static_cast<unsigned>(v);
-        else if (opt == "--adds")
+        } else if (opt == "--adds") {
             adds = v;
+        }
     }
     try {
         auto lite = lite::Session::open(0);
-        auto counter = lite.alloc(8, 0);  // on node instance 0's node
+        auto counter = lite.alloc(8, 0); // on node instance 0's node
         counter.share(kName, LITE_PERM_READ | LITE_PERM_ATOMIC);
-        std::printf("counter on node %u shared as '%s'; %u nodes x %u threads x %llu adds\n", lite.node_id(),
-                    kName, instances, threads, static_cast<unsigned long long>(adds));
+        std::printf("counter on node %u shared as '%s'; %u nodes x %u threads x %llu adds\n", lite.node_id(), kName,
+                    instances, threads, static_cast<unsigned long long>(adds));
 
         std::vector<pid_t> kids;
         for (unsigned inst = 0; inst < instances; inst++) {
@@ -94,7 +98,7 @@ int main(int argc, char** argv)
                     static_cast<unsigned long long>(want), total == want && !bad ? "exact" : "WRONG");
         return total == want && !bad ? 0 : 1;
     } catch (const lite::Error& e) {
-        std::fprintf(stderr, "shared_counter: %s\n", e.what());
+        (void)std::fprintf(stderr, "shared_counter: %s\n", e.what());
         return 1;
     }
 }

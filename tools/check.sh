@@ -1,14 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make check: build everything, run the host tests and the guest tests, and
-# print how many ran, passed, failed and were skipped. Exit 0 only if every
-# step passed, nothing was skipped, and no guest kernel log showed trouble.
+# make check: build everything, lint the C++ user space (tools/lint.sh), run
+# the host tests and the guest tests, and print how many ran, passed, failed
+# and were skipped. Exit 0 only if every step passed, nothing was skipped, and
+# no guest kernel log showed trouble.
 #   tools/check.sh [all|host|guest]
+# Guest runs take extra lite-vm options from LITE_VM_OPTS (e.g. "--kernel
+# BZIMAGE --module PATH --unload", as make check-debug does), results go to
+# CHECK_OUT (default build/check), per-guest limits GUEST1_TIMEOUT (one guest,
+# default 900 s) and GUEST2_TIMEOUT (two guests, default 600 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
 build=${BUILD:-build/meson}
-out=build/check
+out=${CHECK_OUT:-build/check}
+read -ra vm_opts <<<"${LITE_VM_OPTS:-}"
 start=$(date +%s)
 summary=()
 failed=0
@@ -59,6 +65,14 @@ build_all() {
 	ninja -C "$build"
 }
 
+lint_step() {
+	step "lint: clang-format and clang-tidy on the C++ user space"
+	local rc=0
+	BUILD=$build tools/lint.sh || rc=$?
+	summary+=("$(printf '%-34s %s' "lint (clang-format, clang-tidy)" "$([ "$rc" -eq 0 ] && echo ok || echo FAILED)")")
+	[ "$rc" -eq 0 ] || failed=1
+}
+
 host_tests() {
 	step "host tests (verb-free core via stub headers, liblite)"
 	mkdir -p "$out"
@@ -73,14 +87,14 @@ guest_tests() {
 	rm -rf "$out/guest1" "$out/guest2"
 	mkdir -p "$out/guest1" "$out/guest2"
 	local rc=0
-	tools/vm/lite-vm --quiet --timeout 900 --out "$out/guest1" -- \
+	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-900}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest.*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
 	record "guest tests (1 guest)" "$rc" "$out/guest1/guest.json"
 
 	step "guest tests: two guests on a virtual network, one node each"
 	rc=0
-	tools/vm/lite-vm --quiet --guests 2 --timeout 600 --out "$out/guest2" -- \
+	tools/vm/lite-vm --quiet --guests 2 --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest2" -- \
 		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" || rc=$?
 	record "guest tests (2 guests)" "$rc" "$out"/guest2/multi-*.json
@@ -89,6 +103,7 @@ guest_tests() {
 case $mode in
 all)
 	build_all
+	lint_step
 	host_tests
 	guest_tests
 	;;

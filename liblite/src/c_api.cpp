@@ -15,7 +15,8 @@ struct lite_session {
     uint32_t node_id = 0;
 };
 
-namespace {
+namespace
+{
 
 int do_ioctl(const lite_t* l, unsigned long cmd, void* arg) noexcept
 {
@@ -37,7 +38,7 @@ int put_name(char (&dst)[LITE_NAME_MAX], const char* name) noexcept
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" {
 
@@ -85,10 +86,10 @@ int LITE_open_default(lite_t** out)
 
 void LITE_close(lite_t* l)
 {
-    if (l == nullptr)
-        return;
-    ::close(l->fd);
-    delete l;
+    // Take back what LITE_open released to the caller.
+    const std::unique_ptr<lite_session> owned(l);
+    if (owned)
+        ::close(owned->fd);
 }
 
 uint32_t LITE_node_id(const lite_t* l)
@@ -255,4 +256,4 @@ const char* LITE_strerror(int err)
     }
 }
 
-}  // extern "C"
+} // extern "C"

@@ -11,7 +11,8 @@
 #include <lite/lite.hpp>
 #include <utility>
 
-namespace lite {
+namespace lite
+{
 
 Device Device::open(const char* path)
 {
@@ -140,8 +141,7 @@ NodeStatus Device::status(uint32_t instance) const
     return out;
 }
 
-std::chrono::nanoseconds Device::ping(uint32_t instance, uint32_t node_id,
-                                      std::chrono::milliseconds timeout) const
+std::chrono::nanoseconds Device::ping(uint32_t instance, uint32_t node_id, std::chrono::milliseconds timeout) const
 {
     lite_ping p{};
     p.instance = instance;
@@ -174,11 +174,11 @@ std::vector<uint8_t> read_secret_file(const std::string& path)
     std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!bytes.empty() && bytes.back() == '\n')
         bytes.pop_back();
-    if (bytes.size() < LITE_SECRET_MIN || bytes.size() > LITE_SECRET_MAX)
-        throw Error(EINVAL, "secret file '" + path + "' must hold " + std::to_string(LITE_SECRET_MIN) +
-                                ".." + std::to_string(LITE_SECRET_MAX) + " bytes, it holds " +
-                                std::to_string(bytes.size()));
+    if (bytes.size() < LITE_SECRET_MIN || bytes.size() > LITE_SECRET_MAX) {
+        throw Error(EINVAL, "secret file '" + path + "' must hold " + std::to_string(LITE_SECRET_MIN) + ".." +
+                                std::to_string(LITE_SECRET_MAX) + " bytes, it holds " + std::to_string(bytes.size()));
+    }
     return bytes;
 }
 
-}  // namespace lite
+} // namespace lite

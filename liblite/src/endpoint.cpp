@@ -7,16 +7,18 @@
 #include <cstring>
 #include <lite/lite.hpp>
 
-namespace lite {
+namespace lite
+{
 
-namespace {
+namespace
+{
 
 [[noreturn]] void bad_endpoint(std::string_view text, const char* why)
 {
     throw Error(EINVAL, "bad address '" + std::string(text) + "': " + why);
 }
 
-}  // namespace
+} // namespace
 
 Endpoint Endpoint::parse(std::string_view text)
 {
@@ -69,4 +71,4 @@ std::string Endpoint::to_string() const
     return "-";
 }
 
-}  // namespace lite
+} // namespace lite

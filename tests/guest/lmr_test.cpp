@@ -22,7 +22,8 @@
 using namespace lite_guest;
 using namespace std::chrono_literals;
 
-namespace {
+namespace
+{
 
 constexpr uint16_t kPort = 18800;
 constexpr uint64_t kMiB = 1ULL << 20;
@@ -45,7 +46,8 @@ template <class F> int err_of(F&& f)
     }
 }
 
-class Lmr : public ::testing::Test {
+class Lmr : public ::testing::Test
+{
 protected:
     void SetUp() override
     {
@@ -75,7 +77,7 @@ TEST_F(Lmr, RandomRoundTripsAcrossNodes)
             std::vector<std::pair<uint64_t, uint64_t>> spans = {
                 {0, 1}, {size - 1, 1}, {4 * kMiB - 1, 2}, {4 * kMiB - 3000, 7000}, {8 * kMiB - 1, 2}};
             for (int k = 0; k < 30; k++) {
-                uint64_t max = k % 3 == 0 ? 64 : (k % 3 == 1 ? 64 * 1024 : kMiB);
+                uint64_t max = k % 3 == 0 ? 64 : (k % 3 == 1 ? 64 * uint64_t{1024} : kMiB);
                 uint64_t len = 1 + rng() % max;
                 spans.emplace_back(rng() % (size - len + 1), len);
             }
@@ -229,15 +231,17 @@ TEST_F(Lmr, ProcessExitFreesItsMemoryOnEveryNode)
         lite_lmr_t h = 0;
         if (LITE_open(inst_[1], &c) != 0)
             _exit(10);
-        for (uint32_t node = 1; node <= 3; node++)
-            if (LITE_alloc(c, kMiB + node, node, &h) != 0)
+        for (uint32_t node = 1; node <= 3; node++) {
+            if (LITE_alloc(c, kMiB + node, node, &h) != 0) {
                 _exit(11);
+            }
+        }
         if (LITE_alloc(c, 5 * kMiB, 3, &h) != 0 || LITE_share(c, h, "exit-test", LITE_PERM_READ) != 0)
             _exit(12);
         char x = 1;
         if (write(to_parent[1], &x, 1) != 1 || read(to_child[0], &x, 1) != 1)
             _exit(13);
-        _exit(0);  // no free, no close: the kernel cleans up
+        _exit(0); // no free, no close: the kernel cleans up
     }
     char x = 0;
     ASSERT_EQ(read(to_parent[0], &x, 1), 1);
@@ -251,9 +255,10 @@ TEST_F(Lmr, ProcessExitFreesItsMemoryOnEveryNode)
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
     ASSERT_TRUE(WIFEXITED(st));
     ASSERT_EQ(WEXITSTATUS(st), 0);
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < 3; i++) {
         EXPECT_TRUE(wait_until([&] { return mem_bytes(i) == before[i]; }, 5s))
             << "node " << i + 1 << " holds " << mem_bytes(i) << " bytes, had " << before[i];
+    }
     uint8_t b = 0;
     EXPECT_EQ(LITE_read(s.get(), mapped.handle(), 0, &b, 1), -EKEYREVOKED) << "its share died with it";
     for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]})
@@ -266,7 +271,7 @@ TEST_F(Lmr, ConcurrentFetchAddFromThreeNodesIsExact)
     auto s = lite::Session::open(inst_[0]);
     auto ctr = s.alloc(64, 2);
     ctr.share("counter", LITE_PERM_READ | LITE_PERM_ATOMIC);
-    std::vector<std::vector<uint64_t>> seen(3 * kThreads);
+    std::vector<std::vector<uint64_t>> seen(size_t{3} * kThreads);
     std::atomic<int> failures{0};
     std::vector<std::thread> pool;
     for (size_t i = 0; i < 3; i++) {
@@ -320,7 +325,7 @@ TEST_F(Lmr, MemsetAndMemcpyAcrossNodes)
         x = static_cast<uint8_t>(rng());
     a.write(0, std::span<const uint8_t>(pat));
     b.fill(0, std::byte{0xAB}, size);
-    b.copy_from(100, a, 4 * kMiB - 50, kMiB + 3);  // node 1 -> node 3, crossing chunks
+    b.copy_from(100, a, 4 * kMiB - 50, kMiB + 3); // node 1 -> node 3, crossing chunks
     std::vector<uint8_t> got(size), want(size, 0xAB);
     std::copy(pat.begin() + static_cast<long>(4 * kMiB - 50), pat.begin() + static_cast<long>(5 * kMiB - 47),
               want.begin() + 100);
@@ -424,4 +429,4 @@ TEST_F(Lmr, DataUapiRejections)
     close(fd);
 }
 
-}  // namespace
+} // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
@@ -13,17 +14,25 @@
 using namespace lite_guest;
 using namespace std::chrono_literals;
 
-namespace {
+namespace
+{
 
 constexpr uint16_t kPort = 18515;
+
+double us(std::chrono::nanoseconds d)
+{
+    return std::chrono::duration<double, std::micro>(d).count();
+}
 
 std::string peer_addr(int index)
 {
     std::istringstream peers(env("LITE_PEERS", ""));
     std::string a;
-    for (int i = 0; peers >> a; i++)
-        if (i == index)
+    for (int i = 0; peers >> a; i++) {
+        if (i == index) {
             return a;
+        }
+    }
     return "";
 }
 
@@ -44,7 +53,7 @@ TEST(MultiGuest, FormPingLeave)
             << "guest 1 never joined";
         auto rtt = dev.ping(mgr.instance, 2);
         EXPECT_GT(rtt.count(), 0);
-        std::printf("guest 0: node 1 -> node 2 on %s: rtt %.1f us\n", peer_addr(1).c_str(), rtt.count() / 1000.0);
+        std::printf("guest 0: node 1 -> node 2 on %s: rtt %.1f us\n", peer_addr(1).c_str(), us(rtt));
 
         // A second node here joins and connects to node 2 across the network.
         auto third = up(dev, kPort + 1, kPort);
@@ -52,11 +61,10 @@ TEST(MultiGuest, FormPingLeave)
         EXPECT_EQ(live_members(dev, third.instance), all);
         rtt = dev.ping(third.instance, 2);
         EXPECT_GT(rtt.count(), 0);
-        std::printf("guest 0: node 3 -> node 2: rtt %.1f us\n", rtt.count() / 1000.0);
+        std::printf("guest 0: node 3 -> node 2: rtt %.1f us\n", us(rtt));
 
         for (auto i : {mgr.instance, third.instance}) {
-            ASSERT_TRUE(wait_until([&] { return member_ids(dev, i) == one_three; }, 120s))
-                << "guest 1 never left";
+            ASSERT_TRUE(wait_until([&] { return member_ids(dev, i) == one_three; }, 120s)) << "guest 1 never left";
             EXPECT_EQ(dev.status(i).counters.leaves, 1u);
             EXPECT_EQ(dev.status(i).counters.losses, 0u);
         }
@@ -89,14 +97,13 @@ TEST(MultiGuest, FormPingLeave)
     EXPECT_EQ(live_members(dev, me.instance), one_two);
     auto rtt = dev.ping(me.instance, 1);
     EXPECT_GT(rtt.count(), 0);
-    std::printf("guest 1: node 2 -> node 1 on %s: rtt %.1f us\n", peer_addr(0).c_str(), rtt.count() / 1000.0);
+    std::printf("guest 1: node 2 -> node 1 on %s: rtt %.1f us\n", peer_addr(0).c_str(), us(rtt));
 
-    ASSERT_TRUE(wait_until([&] { return live_members(dev, me.instance) == all; }, 120s))
-        << "node 3 never appeared";
+    ASSERT_TRUE(wait_until([&] { return live_members(dev, me.instance) == all; }, 120s)) << "node 3 never appeared";
     rtt = dev.ping(me.instance, 3);
     EXPECT_GT(rtt.count(), 0);
-    std::printf("guest 1: node 2 -> node 3: rtt %.1f us\n", rtt.count() / 1000.0);
+    std::printf("guest 1: node 2 -> node 3: rtt %.1f us\n", us(rtt));
     dev.down(me.instance);
 }
 
-}  // namespace
+} // namespace

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The ioctl uapi: every rejection, with its own errno, and nothing created.
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,37 +13,34 @@
 
 using namespace lite_guest;
 
-namespace {
+namespace
+{
 
 constexpr uint16_t kPort = 18700;
 
-class Uapi : public ::testing::Test {
+class Uapi : public ::testing::Test
+{
 protected:
     void SetUp() override
     {
         dev_ = std::make_unique<lite::Device>(lite::Device::open());
         down_all(*dev_);
     }
-    void TearDown() override
-    {
-        down_all(*dev_);
-    }
+    void TearDown() override { down_all(*dev_); }
 
     // A NODE_UP request that would succeed as a new manager.
     lite_node_up good_up(uint16_t port = kPort)
     {
         lite_node_up u{};
-        std::strcpy(u.dev_name, env("LITE_RXE", "rxe0").c_str());
+        // Bounded copy; u is zeroed, so dev_name stays NUL-terminated.
+        env("LITE_RXE", "rxe0").copy(u.dev_name, sizeof(u.dev_name) - 1);
         u.listen = endpoint(port).addr;
         u.secret_ptr = reinterpret_cast<uintptr_t>(secret().data());
         u.secret_len = static_cast<uint32_t>(secret().size());
         return u;
     }
 
-    int up_errno(lite_node_up u)
-    {
-        return -dev_->ioctl_raw(LITE_IOC_NODE_UP, &u);
-    }
+    int up_errno(lite_node_up u) { return -dev_->ioctl_raw(LITE_IOC_NODE_UP, &u); }
 
     std::unique_ptr<lite::Device> dev_;
 };
@@ -245,7 +242,7 @@ TEST_F(Uapi, ControlNeedsCapNetAdmin)
         lite_node_status st{};
         st.instance = u.instance;
         if (ioctl(dev_->fd(), LITE_IOC_NODE_STATUS, &st) != 0)
-            _exit(3);  // reading status is allowed
+            _exit(3); // reading status is allowed
         _exit(0);
     }
     int status = 0;
@@ -255,4 +252,4 @@ TEST_F(Uapi, ControlNeedsCapNetAdmin)
     EXPECT_EQ(dev_->instances().size(), 1u);
 }
 
-}  // namespace
+} // namespace

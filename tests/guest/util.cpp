@@ -12,7 +12,8 @@
 #include <fstream>
 #include <thread>
 
-namespace lite_guest {
+namespace lite_guest
+{
 
 std::string env(const char* name, const std::string& fallback)
 {
@@ -48,13 +49,11 @@ std::string write_file(const std::string& name, const std::string& text)
 
 const std::string& secret_file()
 {
-    static const std::string path =
-        write_file("lite-secret", std::string(secret().begin(), secret().end()) + "\n");
+    static const std::string path = write_file("lite-secret", std::string(secret().begin(), secret().end()) + "\n");
     return path;
 }
 
-lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
-                  const std::vector<uint8_t>& key)
+lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port, const std::vector<uint8_t>& key)
 {
     lite::UpParams p;
     p.device = env("LITE_RXE", "rxe0");
@@ -80,6 +79,8 @@ Result run(const std::string& cmd)
 {
     Result r;
     std::string full = cmd + " 2>&1";
+    // The tests run litectl and system tools through the shell on purpose.
+    // NOLINTNEXTLINE(cert-env33-c)
     FILE* p = popen(full.c_str(), "r");
     if (!p)
         return r;
@@ -115,9 +116,11 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance)
 {
     std::vector<uint32_t> ids;
-    for (const auto& m : dev.status(instance).members)
-        if (m.state == LITE_PEER_SELF || m.state == LITE_PEER_CONNECTED)
+    for (const auto& m : dev.status(instance).members) {
+        if (m.state == LITE_PEER_SELF || m.state == LITE_PEER_CONNECTED) {
             ids.push_back(m.node_id);
+        }
+    }
     std::sort(ids.begin(), ids.end());
     return ids;
 }
@@ -131,4 +134,4 @@ std::vector<uint32_t> member_ids(const lite::Device& dev, uint32_t instance)
     return ids;
 }
 
-}  // namespace lite_guest
+} // namespace lite_guest

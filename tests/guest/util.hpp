@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-namespace lite_guest {
+namespace lite_guest
+{
 
 std::string env(const char* name, const std::string& fallback);
 
@@ -29,8 +30,8 @@ lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
 void down_all(const lite::Device& dev);
 
 struct Result {
-    int status = -1;     // exit code, or -1 if it did not exit normally
-    std::string output;  // stdout and stderr
+    int status = -1;    // exit code, or -1 if it did not exit normally
+    std::string output; // stdout and stderr
 };
 
 // Run a shell command; output captured.
@@ -49,4 +50,4 @@ std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance);
 // A member that left is dropped from the table after its counters moved.
 std::vector<uint32_t> member_ids(const lite::Device& dev, uint32_t instance);
 
-}  // namespace lite_guest
+} // namespace lite_guest

@@ -8,7 +8,8 @@
 
 #include "core.hpp"
 
-namespace {
+namespace
+{
 
 std::string hex(const uint8_t* p, size_t n)
 {
@@ -44,7 +45,7 @@ lite_auth_ctx ctx_with(uint8_t seed)
 const uint8_t kSecret[] = "correct horse battery staple";
 const uint8_t kOther[] = "correct horse battery stapler";
 
-}  // namespace
+} // namespace
 
 // RFC 4231 test cases 1, 2 and 6 (key longer than a block).
 TEST(Auth, HmacSha256Rfc4231)

@@ -15,7 +15,8 @@ extern "C" {
 #include <cstring>
 #include <vector>
 
-namespace lite_test {
+namespace lite_test
+{
 
 inline lite_naddr v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port)
 {
@@ -30,8 +31,8 @@ inline lite_naddr v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port)
 }
 
 // A whole message: header + payload.
-inline std::vector<uint8_t> message(uint8_t type, bool reply, uint32_t req_id, int status,
-                                    const void* payload, uint32_t len, uint16_t src = 1)
+inline std::vector<uint8_t> message(uint8_t type, bool reply, uint32_t req_id, int status, const void* payload,
+                                    uint32_t len, uint16_t src = 1)
 {
     std::vector<uint8_t> buf(sizeof(lite_wire_hdr) + len);
     size_t h = lite_wire_put_hdr(buf.data(), type, reply, src, 0, req_id, status, len);
@@ -51,4 +52,4 @@ inline int parse(const std::vector<uint8_t>& m, lite_msg* out = nullptr)
     return lite_wire_parse(m.data(), m.size(), out ? out : &tmp);
 }
 
-}  // namespace lite_test
+} // namespace lite_test

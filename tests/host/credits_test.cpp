@@ -47,14 +47,15 @@ TEST(Credits, CollectAndUpdateThreshold)
     EXPECT_FALSE(lite_credits_update_due(&c));
 }
 
-namespace {
+namespace
+{
 
 // One side of a connection in the simulation: what conn.c does.
 struct Side {
     lite_credits cr{};
-    std::deque<bool> backlog;  // queued ordinary messages
-    int posted_rx;             // free receive buffers
-    int unprocessed = 0;       // received, not yet reposted
+    std::deque<bool> backlog; // queued ordinary messages
+    int posted_rx;            // free receive buffers
+    int unprocessed = 0;      // received, not yet reposted
     uint64_t sent = 0, received = 0;
 };
 
@@ -63,7 +64,7 @@ struct Msg {
     uint16_t credits;
 };
 
-}  // namespace
+} // namespace
 
 // Two sides send random bursts and process receives in random order. No
 // side may ever receive into a full ring, and every message gets through.
@@ -72,7 +73,7 @@ TEST(Credits, SimulationNeverOverrunsOrDeadlocks)
     constexpr uint32_t depth = 16;
     std::mt19937 rng(42);
     Side s[2];
-    std::deque<Msg> wire[2];  // wire[i]: in flight towards side i
+    std::deque<Msg> wire[2]; // wire[i]: in flight towards side i
     for (auto& x : s) {
         lite_credits_init(&x.cr, depth);
         x.posted_rx = depth;
@@ -95,14 +96,14 @@ TEST(Credits, SimulationNeverOverrunsOrDeadlocks)
     for (int step = 0; step < 2000000; step++) {
         int i = static_cast<int>(rng() % 2);
         switch (rng() % 3) {
-        case 0:  // application sends
+        case 0: // application sends
             if (to_send[i]) {
                 to_send[i]--;
                 s[i].backlog.push_back(false);
                 flush(i);
             }
             break;
-        case 1:  // a message arrives at side i
+        case 1: // a message arrives at side i
             if (!wire[i].empty()) {
                 ASSERT_GT(s[i].posted_rx, 0) << "receive into a full ring";
                 Msg m = wire[i].front();
@@ -115,7 +116,7 @@ TEST(Credits, SimulationNeverOverrunsOrDeadlocks)
                 s[i].unprocessed++;
             }
             break;
-        case 2:  // side i reposts a processed buffer
+        case 2: // side i reposts a processed buffer
             if (s[i].unprocessed) {
                 s[i].unprocessed--;
                 s[i].posted_rx++;

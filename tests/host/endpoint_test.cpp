@@ -2,9 +2,12 @@
 // liblite: endpoint parsing and the error scheme.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <lite/lite.hpp>
 
 TEST(Endpoint, ParsesIpv4AndIpv6)
@@ -24,8 +27,8 @@ TEST(Endpoint, ParsesIpv4AndIpv6)
 
 TEST(Endpoint, RejectsGarbageWithEinval)
 {
-    for (const char* bad : {"", "10.0.0.1", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "10.0.0.1:12x",
-                            "host:80", "[fd00::1]80", "[fd00::1", "1.2.3.4.5:9"}) {
+    for (const char* bad : {"", "10.0.0.1", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "10.0.0.1:12x", "host:80",
+                            "[fd00::1]80", "[fd00::1", "1.2.3.4.5:9"}) {
         try {
             (void)lite::Endpoint::parse(bad);
             ADD_FAILURE() << "accepted '" << bad << "'";
@@ -51,19 +54,16 @@ TEST(Device, SecretFileChecks)
     char path[] = "/tmp/lite-secret-XXXXXX";
     int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
-    FILE* f = fdopen(fd, "w");
-    std::fputs("short\n", f);
-    std::fclose(f);
+    close(fd);
+    std::ofstream(path) << "short\n";
     try {
         (void)lite::read_secret_file(path);
         ADD_FAILURE() << "accepted a 5-byte secret";
     } catch (const lite::Error& e) {
         EXPECT_EQ(e.errnum(), EINVAL);
     }
-    f = std::fopen(path, "w");
-    std::fputs("0123456789abcdef\n", f);
-    std::fclose(f);
+    std::ofstream(path) << "0123456789abcdef\n";
     auto s = lite::read_secret_file(path);
     EXPECT_EQ(s.size(), 16u) << "one trailing newline is dropped";
-    std::remove(path);
+    (void)std::remove(path); // best effort: a stray file in /tmp is harmless
 }

@@ -13,7 +13,8 @@ extern "C" {
 #include "core/lmr.h"
 }
 
-namespace {
+namespace
+{
 
 // Chunks of the given lengths at fake DMA addresses 1 MiB apart.
 struct Layout {
@@ -36,13 +37,15 @@ struct Layout {
 // Where byte @off of the layout lives.
 uint64_t addr_of(const Layout& lay, uint64_t off)
 {
-    for (const auto& c : lay.chunks)
-        if (off >= c.start && off < c.start + c.len)
+    for (const auto& c : lay.chunks) {
+        if (off >= c.start && off < c.start + c.len) {
             return c.addr + (off - c.start);
+        }
+    }
     return 0;
 }
 
-}  // namespace
+} // namespace
 
 TEST(LmrCheck, DistinctErrnoPerRejection)
 {
@@ -143,6 +146,7 @@ TEST(LmrSegments, RandomAccessesTileExactly)
 {
     std::mt19937_64 rng(99);
     std::vector<uint32_t> lens;
+    lens.reserve(40);
     for (int i = 0; i < 40; i++)
         lens.push_back(static_cast<uint32_t>(4096u << (rng() % 4)) - (i == 39 ? 123u : 0u));
     Layout lay(lens);

@@ -97,8 +97,8 @@ TEST(Membership, AcceptRoundTrip)
     lite_mbr_remove(&mgr, 3);
 
     std::vector<uint8_t> reply(sizeof(lite_wire_auth) + lite_mbr_accept_size(&mgr));
-    size_t n = lite_mbr_encode_accept(&mgr, 4, reply.data() + sizeof(lite_wire_auth),
-                                      reply.size() - sizeof(lite_wire_auth));
+    size_t n =
+        lite_mbr_encode_accept(&mgr, 4, reply.data() + sizeof(lite_wire_auth), reply.size() - sizeof(lite_wire_auth));
     ASSERT_EQ(n, lite_mbr_accept_size(&mgr));
 
     // What the joiner receives passes the wire checks...
@@ -138,7 +138,7 @@ TEST(Membership, ApplyRejectsInconsistentAccept)
     auto a = v4(10, 99, 0, 1, 1);
     lite_mbr_init_manager(&mb, &a);
     std::vector<uint8_t> buf(lite_mbr_accept_size(&mb));
-    lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size());  // node 2 is not listed
+    lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size()); // node 2 is not listed
 
     lite_membership joiner;
     EXPECT_EQ(lite_mbr_apply_accept(&joiner, buf.data(), static_cast<uint32_t>(buf.size())), -EBADMSG);

@@ -105,7 +105,7 @@ TEST(WireLmr, AllocReplyCarriesFirstChunks)
     std::vector<uint8_t> p(offsetof(lite_wire_lmr, first) + tail.size());
     auto* l = reinterpret_cast<lite_wire_lmr*>(p.data());
     l->mr_id = htole64(1);
-    l->size = htole64(4 * 4096);
+    l->size = htole64(uint64_t{4} * 4096);
     std::memcpy(p.data() + offsetof(lite_wire_lmr, first), tail.data(), tail.size());
     EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), 0);
     l->size = 0;

@@ -9,7 +9,8 @@
 
 using namespace lite_test;
 
-namespace {
+namespace
+{
 
 lite_wire_hello good_hello(uint8_t purpose = LITE_PURPOSE_PEER, uint16_t id = 3)
 {
@@ -49,7 +50,7 @@ int parse_auth_reply(const std::vector<uint8_t>& payload)
     return parse(message(LITE_MSG_AUTH, true, 5, 0, payload.data(), static_cast<uint32_t>(payload.size())));
 }
 
-}  // namespace
+} // namespace
 
 TEST(Wire, HeaderRoundTrip)
 {
@@ -170,9 +171,7 @@ TEST(Wire, RejectsBadStatus)
 
 TEST(Wire, HelloRules)
 {
-    auto check = [](const lite_wire_hello& h) {
-        return parse(message(LITE_MSG_HELLO, false, 1, 0, &h, sizeof(h)));
-    };
+    auto check = [](const lite_wire_hello& h) { return parse(message(LITE_MSG_HELLO, false, 1, 0, &h, sizeof(h))); };
     EXPECT_EQ(check(good_hello(LITE_PURPOSE_PEER, 3)), 0);
     EXPECT_EQ(check(good_hello(LITE_PURPOSE_JOIN, 0)), 0);
     EXPECT_EQ(check(good_hello(LITE_PURPOSE_JOIN, 2)), -EBADMSG) << "JOIN claims an id";

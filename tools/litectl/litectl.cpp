@@ -7,6 +7,7 @@
 //   5 no such device/instance, 6 secret refused or missing,
 //   7 manager or node unreachable.
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -17,7 +18,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace
+{
 
 enum Exit : int {
     kOk = 0,
@@ -53,7 +55,8 @@ struct UsageError {
     std::string msg;
 };
 
-class Args {
+class Args
+{
 public:
     Args(int argc, char** argv) : args_(argv + 2, argv + argc) {}
 
@@ -84,9 +87,11 @@ public:
 
     std::vector<std::string> rest()
     {
-        for (const auto& a : args_)
-            if (a.starts_with("-"))
+        for (const auto& a : args_) {
+            if (a.starts_with("-")) {
                 throw UsageError{"unknown option " + a};
+            }
+        }
         return args_;
     }
 
@@ -126,8 +131,7 @@ int report(const lite::Error& e, const std::string& cmd, const std::string& cont
             msg = "no such port on " + context;
             code = kNoDevice;
         } else {
-            msg = "no such instance" + (context.empty() ? std::string() : " " + context) +
-                  " (see: litectl info)";
+            msg = "no such instance" + (context.empty() ? std::string() : " " + context) + " (see: litectl info)";
             code = kNoDevice;
         }
         break;
@@ -271,21 +275,23 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
     for (size_t n = 0; n < nodes.size(); n++) {
         const auto& s = nodes[n];
         const auto& c = s.counters;
-        o << (n ? "," : "") << "\n  {\"instance\": " << s.instance << ", \"node_id\": " << s.node_id
-          << ", \"manager_id\": " << s.manager_id << ", \"epoch\": " << s.epoch << ", \"device\": \""
-          << json_escape(s.device) << "\", \"port\": " << s.port << ", \"listen\": \""
-          << json_escape(s.listen.to_string()) << "\",\n   \"counters\": {\"joins\": " << c.joins
-          << ", \"leaves\": " << c.leaves << ", \"losses\": " << c.losses
-          << ", \"auth_failures\": " << c.auth_failures << ", \"bad_msgs\": " << c.bad_msgs
-          << ", \"timeouts\": " << c.timeouts << "},\n   \"members\": [";
+        o << (n ? "," : "") << "\n"
+          << R"(  {"instance": )" << s.instance << R"(, "node_id": )" << s.node_id << R"(, "manager_id": )"
+          << s.manager_id << R"(, "epoch": )" << s.epoch << R"(, "device": ")" << json_escape(s.device)
+          << R"(", "port": )" << s.port << R"(, "listen": ")" << json_escape(s.listen.to_string()) << R"(",)"
+          << "\n"
+          << R"(   "counters": {"joins": )" << c.joins << R"(, "leaves": )" << c.leaves << R"(, "losses": )" << c.losses
+          << R"(, "auth_failures": )" << c.auth_failures << R"(, "bad_msgs": )" << c.bad_msgs << R"(, "timeouts": )"
+          << c.timeouts << "},\n"
+          << R"(   "members": [)";
         for (size_t i = 0; i < s.members.size(); i++) {
             const auto& m = s.members[i];
-            o << (i ? "," : "") << "\n     {\"node_id\": " << m.node_id << ", \"state\": \""
-              << lite::peer_state_name(m.state) << "\", \"addr\": \"" << json_escape(m.addr.to_string())
-              << "\", \"tx_msgs\": " << m.tx_msgs << ", \"rx_msgs\": " << m.rx_msgs
-              << ", \"tx_bytes\": " << m.tx_bytes << ", \"rx_bytes\": " << m.rx_bytes
-              << ", \"last_rtt_ns\": " << m.last_rtt.count() << ", \"credits\": " << m.credits
-              << ", \"backlog\": " << m.backlog << "}";
+            o << (i ? "," : "") << "\n"
+              << R"(     {"node_id": )" << m.node_id << R"(, "state": ")" << lite::peer_state_name(m.state)
+              << R"(", "addr": ")" << json_escape(m.addr.to_string()) << R"(", "tx_msgs": )" << m.tx_msgs
+              << R"(, "rx_msgs": )" << m.rx_msgs << R"(, "tx_bytes": )" << m.tx_bytes << R"(, "rx_bytes": )"
+              << m.rx_bytes << R"(, "last_rtt_ns": )" << m.last_rtt.count() << R"(, "credits": )" << m.credits
+              << R"(, "backlog": )" << m.backlog << "}";
         }
         o << "]}";
     }
@@ -299,10 +305,9 @@ void print_text(const lite::NodeStatus& s)
     std::printf("instance %u: node %u%s on %s port %u, listening on %s\n", s.instance, s.node_id,
                 s.node_id && s.node_id == s.manager_id ? " (manager)" : "", s.device.c_str(), s.port,
                 s.listen.to_string().c_str());
-    std::printf("  cluster: %zu members, manager %u, epoch %u\n", s.members.size(), s.manager_id,
-                s.epoch);
-    std::printf("  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS", "TX MSGS",
-                "RX MSGS", "LAST RTT", "CREDITS");
+    std::printf("  cluster: %zu members, manager %u, epoch %u\n", s.members.size(), s.manager_id, s.epoch);
+    std::printf("  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS", "TX MSGS", "RX MSGS", "LAST RTT",
+                "CREDITS");
     for (const auto& m : s.members) {
         std::string rtt = m.last_rtt.count() ? std::to_string(m.last_rtt.count() / 1000) + " us" : "-";
         std::printf("  %-5u %-11s %-24s %9llu %9llu %11s %7u\n", m.node_id, lite::peer_state_name(m.state),
@@ -323,10 +328,11 @@ int cmd_status(Args& args)
     auto inst = args.take("-i");
     args.rest();
     std::vector<uint32_t> ids;
-    if (inst)
+    if (inst) {
         ids.push_back(to_u32(*inst, "instance"));
-    else
+    } else {
         ids = dev.instances();
+    }
 
     std::vector<lite::NodeStatus> nodes;
     for (auto id : ids) {
@@ -334,7 +340,7 @@ int cmd_status(Args& args)
             nodes.push_back(dev.status(id));
         } catch (const lite::Error& e) {
             if (!inst && e.errnum() == ENOENT)
-                continue;  // went down meanwhile
+                continue; // went down meanwhile
             return report(e, "status", std::to_string(id));
         }
     }
@@ -347,6 +353,12 @@ int cmd_status(Args& args)
             print_text(s);
     }
     return kOk;
+}
+
+// A duration in microseconds, for printing.
+double us(std::chrono::nanoseconds d)
+{
+    return std::chrono::duration<double, std::micro>(d).count();
 }
 
 int cmd_ping(Args& args)
@@ -368,14 +380,15 @@ int cmd_ping(Args& args)
         } catch (const lite::Error& e) {
             return report(e, "ping", "node " + std::to_string(node));
         }
-        std::printf("reply from node %u: seq=%u rtt=%.1f us\n", node, i, rtt.count() / 1000.0);
+        std::printf("reply from node %u: seq=%u rtt=%.1f us\n", node, i, us(rtt));
         min = i == 0 || rtt < min ? rtt : min;
         max = rtt > max ? rtt : max;
         sum += rtt;
     }
-    if (count)
-        std::printf("node %u: %u replies, rtt min/avg/max = %.1f/%.1f/%.1f us\n", node, count,
-                    min.count() / 1000.0, sum.count() / 1000.0 / count, max.count() / 1000.0);
+    if (count) {
+        std::printf("node %u: %u replies, rtt min/avg/max = %.1f/%.1f/%.1f us\n", node, count, us(min), us(sum) / count,
+                    us(max));
+    }
     return kOk;
 }
 
@@ -391,7 +404,7 @@ int cmd_info(Args& args)
     return kOk;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv)
 {

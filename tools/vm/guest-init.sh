@@ -8,7 +8,10 @@
 #   lite_run=DIR  host directory (visible here) holding env, cmd, module copy
 #   lite_idx=I    index of this guest, 0-based
 # DIR/env sets LITE_GUESTS, LITE_REPO, LITE_TIMEOUT, LITE_NO_MODULE,
-# LITE_MODULE; DIR/cmd holds the command as NUL-separated words.
+# LITE_MODULE, LITE_BUILTIN (a build tree's modules.builtin when the kernel is
+# not Debian's: modules listed there are not modprobed), LITE_UNLOAD (1: rmmod
+# the module after the command); DIR/cmd holds the command as NUL-separated
+# words. With kmemleak, a leak scan follows the command (and the unload).
 #
 # Console protocol read by lite-vm: "LITE-VM-EXIT: <rc>" after the command,
 # then the kernel log between LITE-VM-DMESG-BEGIN and LITE-VM-DMESG-END.
@@ -45,6 +48,9 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
+if grep -qw debugfs /proc/filesystems && [ -d /sys/kernel/debug ]; then
+	mount -t debugfs debugfs /sys/kernel/debug
+fi
 
 run='' idx=''
 read -ra kargs </proc/cmdline
@@ -69,7 +75,17 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/lite-out ||
 echo "lite-g$idx" >/proc/sys/kernel/hostname
 
 # --- Modules and network ---------------------------------------------------
-modprobe -a rdma_rxe ib_uverbs rdma_ucm veth virtio_net
+if [ -n "${LITE_BUILTIN:-}" ]; then
+	# A kernel from a build tree has no /lib/modules here: skip what it has
+	# built in, modprobe the rest (which fails unless it can be found).
+	need=()
+	for m in rdma_rxe ib_uverbs rdma_ucm veth virtio_net; do
+		grep -q "/$m\.ko\$" "$LITE_BUILTIN" || need+=("$m")
+	done
+	[ ${#need[@]} -eq 0 ] || modprobe -a "${need[@]}"
+else
+	modprobe -a rdma_rxe ib_uverbs rdma_ucm veth virtio_net
+fi
 # Report a task stuck in D state after 30 s (default 120) so the log scan
 # catches hangs well inside a run.
 echo 30 >/proc/sys/kernel/hung_task_timeout_secs
@@ -116,15 +132,42 @@ trap - ERR
 cd "$LITE_REPO"
 
 # --- The command -----------------------------------------------------------
-# Leave time for the dmesg dump and power-off before the host-side timeout.
+# Leave time for the dmesg dump and power-off before the host-side timeout
+# (and for the unload and the leak scan, which are slow under KASAN).
+kmemleak=/sys/kernel/debug/kmemleak
+reserve=15
+[ "${LITE_UNLOAD:-0}" -eq 0 ] || reserve=$((reserve + 60))
+[ ! -w "$kmemleak" ] || reserve=$((reserve + 120))
 up=$(cut -d. -f1 /proc/uptime)
-budget=$((LITE_TIMEOUT - up - 15))
+budget=$((LITE_TIMEOUT - up - reserve))
 [ "$budget" -ge 5 ] || budget=5
 set +e
 timeout -k 5 "$budget" "${cmd[@]}" </dev/null
 rc=$?
 set -e
 [ "$rc" -ne 124 ] || echo "LITE-VM-GUEST-TIMEOUT: command killed after $budget s"
+if [ "${LITE_UNLOAD:-0}" -eq 1 ] && [ "$LITE_NO_MODULE" -eq 0 ]; then
+	mod=$(basename "$LITE_MODULE" .ko)
+	mod=${mod//-/_}
+	if [ -d "/sys/module/$mod" ]; then
+		echo "lite-vm: rmmod $mod"
+		if ! timeout 50 rmmod "$mod"; then
+			echo "LITE-VM-UNLOAD-FAILED: rmmod $mod"
+			[ "$rc" -ne 0 ] || rc=1
+		fi
+	fi
+fi
+if [ -w "$kmemleak" ]; then
+	# kmemleak reports objects unreferenced in a scan and older than 5 s;
+	# a second scan after that age catches the newest ones.
+	echo "lite-vm: kmemleak scan"
+	echo scan >"$kmemleak" || true
+	sleep 6
+	echo scan >"$kmemleak" || true
+	echo "LITE-VM-KMEMLEAK-BEGIN"
+	cat "$kmemleak" || true
+	echo "LITE-VM-KMEMLEAK-END"
+fi
 echo
 echo "LITE-VM-EXIT: $rc"
 dump_dmesg_and_power_off

@@ -14,7 +14,7 @@ fi
 
 # Extended regex; matched case-sensitively except "kernel panic"
 # (the kernel prints "Kernel panic - not syncing").
-pattern='BUG:|WARNING:|Oops|general protection|soft lockup|hard LOCKUP|hung task|blocked for more than|KASAN|UBSAN|[Kk]ernel panic|Call Trace'
+pattern='BUG:|WARNING:|Oops|general protection|soft lockup|hard LOCKUP|hung task|blocked for more than|KASAN|UBSAN|[Kk]ernel panic|Call Trace|unreferenced object|suspected memory leak'
 
 dirty=0
 for f in "$@"; do

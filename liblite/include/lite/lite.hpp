@@ -18,9 +18,11 @@
 
 #include <linux/lite.h>
 
-namespace lite {
+namespace lite
+{
 
-class Error : public std::system_error {
+class Error : public std::system_error
+{
 public:
     Error(int err, const std::string& what);
     [[nodiscard]] int errnum() const noexcept { return code().value(); }
@@ -37,12 +39,12 @@ struct Endpoint {
 };
 
 struct UpParams {
-    std::string device;               // RDMA device, e.g. "rxe0"
-    uint32_t port = 0;                // 0 = first port
+    std::string device; // RDMA device, e.g. "rxe0"
+    uint32_t port = 0;  // 0 = first port
     Endpoint listen;
-    std::optional<Endpoint> join;     // manager to join; none = new cluster
-    std::vector<uint8_t> secret;      // LITE_SECRET_MIN..LITE_SECRET_MAX bytes
-    std::chrono::milliseconds timeout{0};  // 0 = kernel default
+    std::optional<Endpoint> join;         // manager to join; none = new cluster
+    std::vector<uint8_t> secret;          // LITE_SECRET_MIN..LITE_SECRET_MAX bytes
+    std::chrono::milliseconds timeout{0}; // 0 = kernel default
 };
 
 struct UpResult {
@@ -82,7 +84,8 @@ const char* peer_state_name(lite_peer_state state) noexcept;
 std::vector<uint8_t> read_secret_file(const std::string& path);
 
 // An open /dev/lite. Move-only; closes on destruction.
-class Device {
+class Device
+{
 public:
     // Throws Error(ENOENT) if the module is not loaded.
     static Device open(const char* path = LITE_DEVICE_PATH);
@@ -97,11 +100,11 @@ public:
 
     [[nodiscard]] uint32_t abi_version() const;
     [[nodiscard]] std::vector<uint32_t> instances() const;
-    UpResult up(const UpParams& params) const;
+    [[nodiscard]] UpResult up(const UpParams& params) const;
     void down(uint32_t instance) const;
     [[nodiscard]] NodeStatus status(uint32_t instance) const;
-    std::chrono::nanoseconds ping(uint32_t instance, uint32_t node_id,
-                                  std::chrono::milliseconds timeout = {}) const;
+    [[nodiscard]] std::chrono::nanoseconds ping(uint32_t instance, uint32_t node_id,
+                                                std::chrono::milliseconds timeout = {}) const;
 
     // The raw ioctl, for tests of the uapi's rejections: -errno or 0.
     int ioctl_raw(unsigned long cmd, void* arg) const noexcept;
@@ -112,4 +115,4 @@ private:
     int fd_ = -1;
 };
 
-}  // namespace lite
+} // namespace lite

@@ -17,9 +17,11 @@
 #include <type_traits>
 #include <utility>
 
-namespace lite {
+namespace lite
+{
 
-namespace detail {
+namespace detail
+{
 
 inline void check(int ret, const char* what)
 {
@@ -31,13 +33,14 @@ struct Closer {
     void operator()(lite_t* l) const noexcept { LITE_close(l); }
 };
 
-}  // namespace detail
+} // namespace detail
 
 class Lmr;
 
 // An open /dev/lite attached to one local node. Move-only. LMRs it hands
 // out must not outlive it.
-class Session {
+class Session
+{
 public:
     [[nodiscard]] static Session open(unsigned int instance)
     {
@@ -73,7 +76,8 @@ private:
 
 // An LMR handle. Frees the LMR (if this session allocated it) or drops the
 // mapping when destroyed. Move-only.
-class Lmr {
+class Lmr
+{
 public:
     Lmr(Lmr&& o) noexcept
         : l_(std::exchange(o.l_, nullptr)), h_(std::exchange(o.h_, 0)), size_(std::exchange(o.size_, 0))
@@ -105,26 +109,22 @@ public:
         detail::check(LITE_write(l_, h_, offset, in.data(), in.size()), "write");
     }
     template <class T>
-        requires std::is_trivially_copyable_v<T>
-    void read(uint64_t offset, std::span<T> out) const
-    {
-        read(offset, std::as_writable_bytes(out));
-    }
+    requires std::is_trivially_copyable_v<T>
+    void read(uint64_t offset, std::span<T> out) const { read(offset, std::as_writable_bytes(out)); }
     template <class T>
-        requires std::is_trivially_copyable_v<T>
-    void write(uint64_t offset, std::span<const T> in) const
-    {
-        write(offset, std::as_bytes(in));
-    }
+    requires std::is_trivially_copyable_v<T>
+    void write(uint64_t offset, std::span<const T> in) const { write(offset, std::as_bytes(in)); }
 
-    // On one 8-byte aligned word; return its previous value.
+    // On one 8-byte aligned word; return its previous value. Like
+    // std::atomic::fetch_add, callers that only add may ignore it.
+    // NOLINTNEXTLINE(modernize-use-nodiscard)
     uint64_t fetch_add(uint64_t offset, uint64_t add) const
     {
         uint64_t old = 0;
         detail::check(LITE_fetch_add(l_, h_, offset, add, &old), "fetch_add");
         return old;
     }
-    uint64_t cmp_swap(uint64_t offset, uint64_t expected, uint64_t desired) const
+    [[nodiscard]] uint64_t cmp_swap(uint64_t offset, uint64_t expected, uint64_t desired) const
     {
         uint64_t old = 0;
         detail::check(LITE_cmp_swap(l_, h_, offset, expected, desired, &old), "cmp_swap");
@@ -158,7 +158,7 @@ private:
         h_ = 0;
     }
 
-    lite_t* l_ = nullptr;  // not owned: the Session outlives its LMRs
+    lite_t* l_ = nullptr; // not owned: the Session outlives its LMRs
     lite_lmr_t h_ = 0;
     uint64_t size_ = 0;
 };
@@ -178,4 +178,4 @@ inline Lmr Session::map(std::string_view name, uint32_t perms) const
     return {l_.get(), h, size};
 }
 
-}  // namespace lite
+} // namespace lite
