@@ -152,6 +152,13 @@ int report(const lite::Error& e, const std::string& cmd, const std::string& cont
         msg = "a cluster secret is required (--secret-file)";
         code = kAuth;
         break;
+    case EAGAIN:
+        msg = "join refused for now: a member did not acknowledge the new node in time; try again";
+        code = kUnreachable;
+        break;
+    case ENOSPC:
+        msg = "join refused: the cluster has its maximum of " + std::to_string(LITE_MAX_NODES) + " members";
+        break;
     case ECONNREFUSED:
     case ETIMEDOUT:
     case EHOSTUNREACH:
@@ -282,7 +289,7 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
           << "\n"
           << R"(   "counters": {"joins": )" << c.joins << R"(, "leaves": )" << c.leaves << R"(, "losses": )" << c.losses
           << R"(, "auth_failures": )" << c.auth_failures << R"(, "bad_msgs": )" << c.bad_msgs << R"(, "timeouts": )"
-          << c.timeouts << "},\n"
+          << c.timeouts << R"(, "mem_bytes": )" << c.mem_bytes << R"(, "mem_lmrs": )" << c.mem_lmrs << "},\n"
           << R"(   "members": [)";
         for (size_t i = 0; i < s.members.size(); i++) {
             const auto& m = s.members[i];
@@ -319,6 +326,8 @@ void print_text(const lite::NodeStatus& s)
                 static_cast<unsigned long long>(c.joins), static_cast<unsigned long long>(c.leaves),
                 static_cast<unsigned long long>(c.losses), static_cast<unsigned long long>(c.auth_failures),
                 static_cast<unsigned long long>(c.bad_msgs), static_cast<unsigned long long>(c.timeouts));
+    std::printf("  memory held for the cluster: %llu bytes in %llu LMRs\n",
+                static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs));
 }
 
 int cmd_status(Args& args)
