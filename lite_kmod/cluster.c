@@ -79,8 +79,11 @@ static void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
 	pr_info("lite%u: node %u %s\n", node->instance, id,
 		left ? "left" : "lost");
 	lite_broadcast_del(node, id, left);
-	/* What it allocated here, and what it published, goes with it. */
+	/* What it allocated here, and what it published, goes with it;
+	 * what we had on it is unreachable now.
+	 */
 	lite_exports_drop_owner(node, id);
+	lite_lmrs_mem_gone(node, id);
 	if (node->mb.self == node->mb.manager)
 		lite_shares_drop_publisher(node, id);
 }

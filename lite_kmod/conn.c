@@ -136,6 +136,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_LIST_HEAD(&conn->backlog);
 	init_waitqueue_head(&conn->tx_wq);
 	init_completion(&conn->cm_done);
+	init_completion(&conn->closed);
 	INIT_WORK(&conn->close_work, lite_conn_close_work);
 	INIT_WORK(&conn->event_work, lite_conn_event_work);
 	INIT_DELAYED_WORK(&conn->handshake_timer, lite_conn_handshake_timeout);
@@ -838,6 +839,12 @@ static void lite_conn_close_work(struct work_struct *work)
 	if (conn->cq)
 		ib_free_cq(conn->cq);
 	conn->cq = NULL;
+	mutex_lock(&conn->node->lock);
+	conn->qp_gone = true;	/* the peer cannot reach our memory now */
+	mutex_unlock(&conn->node->lock);
+	complete_all(&conn->closed);
 	lite_cluster_conn_closed(conn);
+	if (conn->peer_id)	/* exports it held may be reapable now */
+		mod_delayed_work(conn->node->close_wq, &conn->node->reap_work, 0);
 	lite_conn_put(conn);
 }

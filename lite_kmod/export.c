@@ -44,8 +44,9 @@ static int lite_export_chunk(struct lite_node *node,
 				   LITE_CHUNK_ORDER_MAX);
 
 	for (;;) {
+		/* Fail rather than OOM-kill on behalf of a remote node. */
 		c->page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
-				      (order ? __GFP_NORETRY : 0), order);
+				      __GFP_NORETRY, order);
 		if (c->page)
 			break;
 		if (!order)
@@ -92,6 +93,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		ret = lite_export_chunk(node, &ex->chunks[ex->n_chunks], left);
 		if (ret)
 			goto err;
+		ex->chunks[ex->n_chunks].start = size - left;
 		left -= ex->chunks[ex->n_chunks++].len;
 		cond_resched();
 	}
@@ -121,6 +123,24 @@ static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
 	return sizeof(*w) + n * sizeof(w->chunks[0]);
 }
 
+/* Wire LMR ids: our nonce in the high half, so ids of a node that left
+ * and came back as the same node id never match.
+ */
+static u64 lite_export_wire_id(const struct lite_node *node,
+			       const struct lite_export *ex)
+{
+	return (u64)node->nonce << 32 | ex->id;
+}
+
+/* The export a wire id names; node->lock held. */
+static struct lite_export *lite_export_find(struct lite_node *node, u64 id)
+{
+	lockdep_assert_held(&node->lock);
+	if (id >> 32 != node->nonce)
+		return NULL;
+	return xa_load(&node->exports, (u32)id);
+}
+
 static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
 		       int status, const void *payload, u32 len)
 {
@@ -148,6 +168,7 @@ static void lite_export_handle_alloc(struct lite_conn *conn,
 	ret = PTR_ERR_OR_ZERO(ex);
 	if (!ret) {
 		mutex_lock(&node->lock);
+		ex->mappers[conn->peer_id] = true;	/* has the chunks */
 		ret = node->dying ? -ESHUTDOWN :
 		      xa_alloc_cyclic(&node->exports, &ex->id, ex,
 				      xa_limit_32b, &node->next_export,
@@ -160,7 +181,7 @@ static void lite_export_handle_alloc(struct lite_conn *conn,
 	}
 	if (!ret) {
 		memset(rep, 0, sizeof(*rep));
-		rep->mr_id = cpu_to_le64(ex->id);
+		rep->mr_id = cpu_to_le64(lite_export_wire_id(node, ex));
 		rep->size = cpu_to_le64(ex->size);
 		rep->rkey = cpu_to_le32(node->rkey);
 		len = offsetof(struct lite_wire_lmr, first) +
@@ -190,17 +211,14 @@ static void lite_export_handle_chunks(struct lite_conn *conn,
 		return;
 	}
 	mutex_lock(&node->lock);
-	ex = id <= U32_MAX ? xa_load(&node->exports, id) : NULL;
+	ex = lite_export_find(node, id);
 	if (!ex)
 		ret = -ENOENT;
 	else if (start >= ex->n_chunks)
 		ret = -ERANGE;
 	if (!ret) {
-		/* A node other than the owner maps it: invalidate it first
-		 * when this memory goes away.
-		 */
-		if (conn->peer_id != ex->owner)
-			ex->mappers[conn->peer_id] = true;
+		/* Whoever has the chunks is invalidated before they go. */
+		ex->mappers[conn->peer_id] = true;
 		len = lite_export_put_chunks(ex, start, rep, room);
 	}
 	mutex_unlock(&node->lock);
@@ -220,7 +238,7 @@ static void lite_export_invalidate(struct lite_node *node,
 	bool mapped;
 	u16 id;
 
-	inv.mr_id = cpu_to_le64(ex->id);
+	inv.mr_id = cpu_to_le64(lite_export_wire_id(node, ex));
 	inv.mem_node = cpu_to_le16(READ_ONCE(node->self_id));
 	for (id = 1; id <= LITE_MAX_NODES; id++) {
 		mutex_lock(&node->lock);
@@ -241,13 +259,13 @@ static void lite_export_handle_free(struct lite_conn *conn,
 	int ret = 0;
 
 	mutex_lock(&node->lock);
-	ex = id <= U32_MAX ? xa_load(&node->exports, id) : NULL;
+	ex = lite_export_find(node, id);
 	if (!ex)
 		ret = -ENOENT;
 	else if (ex->owner != conn->peer_id)
 		ret = -EPERM;	/* only the node that allocated frees */
 	else
-		xa_erase(&node->exports, id);
+		xa_erase(&node->exports, ex->id);
 	mutex_unlock(&node->lock);
 	if (!ret) {
 		lite_export_invalidate(node, ex);
@@ -256,18 +274,21 @@ static void lite_export_handle_free(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
-/* The chunk holding byte @off of @ex. */
+/* The chunk holding byte @off of @ex; *@off becomes the offset in it. */
 static struct lite_export_chunk *lite_export_at(struct lite_export *ex,
 						u64 *off)
 {
-	u32 i;
+	u32 lo = 0, hi = ex->n_chunks - 1, mid;
 
-	for (i = 0; i < ex->n_chunks; i++) {
-		if (*off < ex->chunks[i].len)
-			return &ex->chunks[i];
-		*off -= ex->chunks[i].len;
+	while (lo < hi) {
+		mid = lo + (hi - lo + 1) / 2;
+		if (ex->chunks[mid].start <= *off)
+			lo = mid;
+		else
+			hi = mid - 1;
 	}
-	return NULL;
+	*off -= ex->chunks[lo].start;
+	return &ex->chunks[lo];
 }
 
 /*
@@ -287,7 +308,7 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 	int ret = 0;
 
 	mutex_lock(&node->lock);
-	ex = id <= U32_MAX ? xa_load(&node->exports, id) : NULL;
+	ex = lite_export_find(node, id);
 	if (!ex)
 		ret = -ENOENT;
 	else if (off >= ex->size || ex->size - off < 8)
@@ -341,27 +362,52 @@ void lite_exports_drop_owner(struct lite_node *node, u16 owner)
 		list_add_tail(&ex->orphan, &node->orphans);
 	}
 	if (!list_empty(&node->orphans))
-		queue_work(node->close_wq, &node->reap_work);
+		mod_delayed_work(node->close_wq, &node->reap_work, 0);
 }
 
+/* Whether a QP to node @id still exists; node->lock held. */
+static bool lite_node_qp_to(struct lite_node *node, u16 id)
+{
+	struct lite_conn *conn;
+
+	list_for_each_entry(conn, &node->conns, node_entry)
+		if (conn->peer_id == id && !conn->qp_gone)
+			return true;
+	return false;
+}
+
+/*
+ * Free orphaned exports, each once its owner's QP to us is destroyed (its
+ * in-flight writes can no longer land) and its other mappers dropped it.
+ */
 void lite_exports_reap(struct work_struct *work)
 {
-	struct lite_node *node = container_of(work, struct lite_node,
-					      reap_work);
-	struct lite_export *ex;
+	struct lite_node *node = container_of(to_delayed_work(work),
+					      struct lite_node, reap_work);
+	struct lite_export *ex, *found;
+	bool waiting;
 
 	for (;;) {
+		found = NULL;
+		waiting = false;
 		mutex_lock(&node->lock);
-		ex = list_first_entry_or_null(&node->orphans,
-					      struct lite_export, orphan);
-		if (ex)
+		list_for_each_entry(ex, &node->orphans, orphan) {
+			if (lite_node_qp_to(node, ex->owner)) {
+				waiting = true;
+				continue;
+			}
 			list_del(&ex->orphan);
+			found = ex;
+			break;
+		}
 		mutex_unlock(&node->lock);
-		if (!ex)
-			return;
-		lite_export_invalidate(node, ex);
-		lite_export_free(node, ex);
+		if (!found)
+			break;
+		lite_export_invalidate(node, found);
+		lite_export_free(node, found);
 	}
+	if (waiting)	/* close_work kicks us too; this is a backstop */
+		mod_delayed_work(node->close_wq, &node->reap_work, HZ / 10);
 }
 
 /* The node goes down (no connections left): free everything it holds. */

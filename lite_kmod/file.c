@@ -77,8 +77,8 @@ static int lite_file_lmr(struct lite_file *lf, u64 handle,
 /*
  * Everything an access checks before a work request is posted: the handle
  * is this file's, the LMR is not freed or revoked, the permission is held,
- * the range is inside the LMR (overflow-safe), atomics are aligned. On
- * success the access is registered (lite_lmr_end() when done).
+ * the range is inside the LMR (overflow-safe), atomics are aligned. Each
+ * transfer step then re-checks revocation (lite_lmr_begin() in rdma.c).
  */
 static int lite_file_access(struct lite_file *lf, u64 handle, u32 need,
 			    u64 off, u64 len, struct lite_lmr **out)
@@ -90,24 +90,20 @@ static int lite_file_access(struct lite_file *lf, u64 handle, u32 need,
 	ret = lite_file_lmr(lf, handle, &lmr, &perms, NULL);
 	if (ret)
 		return ret;
-	ret = lite_lmr_begin(lmr);
-	if (ret)
-		goto put;
-	ret = lite_lmr_check(lmr->layout.size, perms, need, off, len);
-	if (ret)
-		goto end;
+	if (READ_ONCE(lmr->revoked))
+		ret = -EKEYREVOKED;
+	else
+		ret = lite_lmr_check(lmr->layout.size, perms, need, off, len);
+	if (ret) {
+		lite_lmr_put(lmr);
+		return ret;
+	}
 	*out = lmr;
 	return 0;
-end:
-	lite_lmr_end(lmr);
-put:
-	lite_lmr_put(lmr);
-	return ret;
 }
 
 static void lite_file_done(struct lite_lmr *lmr)
 {
-	lite_lmr_end(lmr);
 	lite_lmr_put(lmr);
 }
 

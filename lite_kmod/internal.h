@@ -139,8 +139,9 @@ struct lite_node {
 	struct xarray exports;		/* id -> lite_export; node lock */
 	u32 next_export;		/* node lock */
 	struct list_head orphans;	/* exports to reap; node lock */
-	struct work_struct reap_work;	/* on close_wq: frees orphans */
-	struct list_head maps;		/* lite_lmr mapped by name; node lock */
+	struct delayed_work reap_work;	/* on close_wq: frees orphans */
+	struct list_head lmrs;		/* every lite_lmr of this node; node lock */
+	u32 nonce;			/* immutable: high half of our mr_ids */
 	struct list_head shares;	/* manager: lite_share_ent; node lock */
 	u64 next_share_id;		/* node lock */
 	atomic64_t mem_bytes;		/* held in exports */
@@ -152,6 +153,7 @@ struct lite_export_chunk {
 	struct page *page;
 	unsigned int order;
 	u64 dma;
+	u64 start;			/* offset of its first byte in the LMR */
 	u32 len;
 };
 
@@ -189,10 +191,11 @@ struct lite_lmr {
 	u64 share_id;			/* immutable: mapped via; 0 if own */
 	struct lite_layout layout;	/* immutable */
 	struct lite_chunk *chunks;	/* immutable, layout's array */
-	struct list_head map_entry;	/* node->maps; node lock */
+	struct list_head map_entry;	/* node->lmrs; node lock */
 
 	spinlock_t lock;		/* protects the fields below */
 	bool revoked;			/* freed or revoked: no new access */
+	bool mem_gone;			/* its memory node left: nothing to free */
 	u32 active;			/* accesses in progress */
 	wait_queue_head_t idle_wq;	/* woken when active drops to 0 */
 };
@@ -275,6 +278,8 @@ struct lite_conn {
 	struct lite_auth_ctx auth;	/* handshake */
 	struct lite_naddr peer_listen;	/* handshake: from HELLO */
 	struct lite_naddr remote;	/* passive: the connecting address */
+	bool qp_gone;			/* node lock: close_work destroyed the QP */
+	struct completion closed;	/* close_work is done with the QP */
 	u32 data_avail;			/* conn lock: free one-sided WR slots */
 	u32 max_sge;			/* immutable once the QP exists */
 
@@ -372,6 +377,7 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_exports_drop_owner(struct lite_node *node, u16 owner);
 void lite_exports_free_all(struct lite_node *node);
 void lite_exports_reap(struct work_struct *work);
+void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);
 
 /* lmr.c: LMRs as their users see them */
 struct lite_conn *lite_node_conn(struct lite_node *node, u16 id);
@@ -385,9 +391,9 @@ void lite_lmr_put(struct lite_lmr *lmr);
 int lite_lmr_begin(struct lite_lmr *lmr);
 void lite_lmr_end(struct lite_lmr *lmr);
 void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg);
-void lite_invalidate_on(struct lite_node *node, u16 id,
-			const struct lite_wire_invalidate *inv,
-			unsigned long deadline);
+int lite_invalidate_on(struct lite_node *node, u16 id,
+		       const struct lite_wire_invalidate *inv,
+		       unsigned long deadline);
 
 /* share.c: the manager's name registry */
 void lite_share_handle(struct lite_conn *conn, const struct lite_msg *msg);

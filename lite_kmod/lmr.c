@@ -3,6 +3,11 @@
  * LMRs as their users see them: allocating on a node (this one or a peer),
  * mapping by name, fetching the chunk list, guarding accesses against free
  * and revocation, and releasing.
+ *
+ * Every lite_lmr is on node->lmrs from before its chunk list is fetched
+ * until it is released, so an INVALIDATE can never miss it. Accesses hold
+ * lite_lmr_begin() for one transfer step at a time (never across a user
+ * page fault), so revocation waits at most one posted step.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -43,7 +48,7 @@ void lite_lmr_put(struct lite_lmr *lmr)
 	kref_put(&lmr->ref, lite_lmr_free);
 }
 
-/* Start an access. Return: 0, or -EKEYREVOKED once freed or revoked. */
+/* Start one transfer step. Return: 0, or -EKEYREVOKED once revoked. */
 int lite_lmr_begin(struct lite_lmr *lmr)
 {
 	int ret = 0;
@@ -68,36 +73,34 @@ void lite_lmr_end(struct lite_lmr *lmr)
 		wake_up(&lmr->idle_wq);
 }
 
-/* No new access from now on; wait for those in progress to finish. */
+static bool lite_lmr_idle(struct lite_lmr *lmr)
+{
+	bool idle;
+
+	spin_lock(&lmr->lock);
+	idle = !lmr->active;
+	spin_unlock(&lmr->lock);
+	return idle;
+}
+
+/* No new step from now on; wait for the one in progress (bounded). */
 static void lite_lmr_revoke(struct lite_lmr *lmr)
 {
 	spin_lock(&lmr->lock);
 	lmr->revoked = true;
 	spin_unlock(&lmr->lock);
-	wait_event(lmr->idle_wq, ({
-		bool idle;
-
-		spin_lock(&lmr->lock);
-		idle = !lmr->active;
-		spin_unlock(&lmr->lock);
-		idle;
-	}));
+	wait_event(lmr->idle_wq, lite_lmr_idle(lmr));
 }
 
+/* A new LMR without chunks yet, already on node->lmrs. */
 static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
-				     u64 mr_id, u64 size, u32 rkey,
-				     u32 n_chunks)
+				     u64 mr_id, u64 size, u32 rkey)
 {
 	struct lite_lmr *lmr;
 
 	lmr = kzalloc(sizeof(*lmr), GFP_KERNEL);
 	if (!lmr)
 		return NULL;
-	lmr->chunks = kvcalloc(n_chunks, sizeof(*lmr->chunks), GFP_KERNEL);
-	if (!lmr->chunks) {
-		kfree(lmr);
-		return NULL;
-	}
 	kref_init(&lmr->ref);
 	lite_node_get(node);
 	lmr->node = node;
@@ -105,12 +108,40 @@ static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
 	lmr->mr_id = mr_id;
 	lmr->rkey = rkey;
 	lmr->layout.size = size;
-	lmr->layout.n_chunks = n_chunks;
-	lmr->layout.chunks = lmr->chunks;
-	INIT_LIST_HEAD(&lmr->map_entry);
 	spin_lock_init(&lmr->lock);
 	init_waitqueue_head(&lmr->idle_wq);
+	mutex_lock(&node->lock);
+	list_add_tail(&lmr->map_entry, &node->lmrs);
+	mutex_unlock(&node->lock);
 	return lmr;
+}
+
+/* Take @lmr off node->lmrs and drop the caller's reference. */
+static void lite_lmr_drop(struct lite_lmr *lmr)
+{
+	struct lite_node *node = lmr->node;
+
+	mutex_lock(&node->lock);
+	list_del_init(&lmr->map_entry);
+	mutex_unlock(&node->lock);
+	lite_lmr_put(lmr);
+}
+
+/* Size the chunk array from the first batch (checked against the size). */
+static int lite_lmr_size_chunks(struct lite_lmr *lmr,
+				const struct lite_wire_chunks *w)
+{
+	u32 total = le32_to_cpu(w->total);
+
+	if (!lmr->layout.size || lmr->layout.size > LITE_LMR_MAX ||
+	    total > DIV_ROUND_UP(lmr->layout.size, PAGE_SIZE))
+		return -EPROTO;
+	lmr->chunks = kvcalloc(total, sizeof(*lmr->chunks), GFP_KERNEL);
+	if (!lmr->chunks)
+		return -ENOMEM;
+	lmr->layout.n_chunks = total;
+	lmr->layout.chunks = lmr->chunks;
+	return 0;
 }
 
 /* Copy one chunk-list message into @lmr; chunks arrive in order. */
@@ -134,7 +165,10 @@ static int lite_lmr_take_chunks(struct lite_lmr *lmr,
 	return 0;
 }
 
-/* Fetch chunks @have.. of @lmr from its memory node over @conn. */
+/*
+ * Fetch @lmr's chunk list from its memory node, from chunk @have on
+ * (@have 0: size the array from the first batch).
+ */
 static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 			  u32 have, unsigned long deadline)
 {
@@ -145,10 +179,12 @@ static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 	rep = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
 	if (!rep)
 		return -ENOMEM;
-	while (!ret && have < lmr->layout.n_chunks) {
+	while (!ret && (!lmr->chunks || have < lmr->layout.n_chunks)) {
 		req.start = cpu_to_le32(have);
 		ret = lite_call(conn, LITE_MSG_LMR_CHUNKS, &req, sizeof(req),
 				rep, LITE_MSG_MAX, NULL, deadline);
+		if (!ret && !lmr->chunks)
+			ret = lite_lmr_size_chunks(lmr, rep);
 		if (!ret)
 			ret = lite_lmr_take_chunks(lmr, rep, &have);
 	}
@@ -158,51 +194,13 @@ static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* A mapping: learn the chunk count from the first batch, then the rest. */
-static int lite_lmr_fetch_new(struct lite_conn *conn, struct lite_node *node,
-			      const struct lite_wire_share *sh,
-			      unsigned long deadline, struct lite_lmr **out)
-{
-	struct lite_wire_lmr_ref req = { .mr_id = sh->mr_id };
-	struct lite_wire_chunks *rep;
-	struct lite_lmr *lmr = NULL;
-	u32 have = 0;
-	int ret;
-
-	rep = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
-	if (!rep)
-		return -ENOMEM;
-	ret = lite_call(conn, LITE_MSG_LMR_CHUNKS, &req, sizeof(req), rep,
-			LITE_MSG_MAX, NULL, deadline);
-	if (!ret) {
-		lmr = lite_lmr_new(node, le16_to_cpu(sh->mem_node),
-				   le64_to_cpu(sh->mr_id),
-				   le64_to_cpu(sh->size), le32_to_cpu(sh->rkey),
-				   le32_to_cpu(rep->total));
-		ret = lmr ? 0 : -ENOMEM;
-	}
-	if (!ret) {
-		lmr->share_id = le64_to_cpu(sh->share_id);
-		ret = lite_lmr_take_chunks(lmr, rep, &have);
-	}
-	if (!ret)
-		ret = lite_lmr_fetch(conn, lmr, have, deadline);
-	kfree(rep);
-	if (ret) {
-		if (lmr)
-			lite_lmr_put(lmr);
-		return ret;
-	}
-	*out = lmr;
-	return 0;
-}
-
 static void lite_lmr_remote_free(struct lite_conn *conn, u64 mr_id)
 {
 	struct lite_wire_lmr_ref req = { .mr_id = cpu_to_le64(mr_id) };
 
 	lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0, NULL,
-		  jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+		  jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS +
+					     LITE_INVALIDATE_MS));
 }
 
 /*
@@ -235,22 +233,22 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 			LITE_MSG_MAX, NULL, deadline);
 	if (ret)
 		goto out;
-	lmr = lite_lmr_new(node, mem_node, le64_to_cpu(rep->mr_id),
-			   le64_to_cpu(rep->size), le32_to_cpu(rep->rkey),
-			   le32_to_cpu(rep->first.total));
-	if (!lmr) {
+	lmr = lite_lmr_new(node, mem_node, le64_to_cpu(rep->mr_id), size,
+			   le32_to_cpu(rep->rkey));
+	if (!lmr)
 		ret = -ENOMEM;
-	} else if (le64_to_cpu(rep->size) != size) {
+	else if (le64_to_cpu(rep->size) != size)
 		ret = -EPROTO;
-	} else {
+	else
+		ret = lite_lmr_size_chunks(lmr, &rep->first);
+	if (!ret)
 		ret = lite_lmr_take_chunks(lmr, &rep->first, &have);
-		if (!ret)
-			ret = lite_lmr_fetch(conn, lmr, have, deadline);
-	}
+	if (!ret)
+		ret = lite_lmr_fetch(conn, lmr, have, deadline);
 	if (ret) {
 		lite_lmr_remote_free(conn, le64_to_cpu(rep->mr_id));
 		if (lmr)
-			lite_lmr_put(lmr);
+			lite_lmr_drop(lmr);
 		goto out;
 	}
 	*out = lmr;
@@ -258,6 +256,32 @@ out:
 	kfree(rep);
 	lite_conn_put(conn);
 	return ret;
+}
+
+struct lite_lookup {
+	struct lite_call call;
+	struct lite_lmr *lmr;	/* created by the reply */
+	u32 granted;
+};
+
+/*
+ * The LOOKUP reply, in CQ context: the mapping goes on node->lmrs before
+ * any later message on this connection - an INVALIDATE of the share, say -
+ * is looked at.
+ */
+static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
+{
+	struct lite_lookup *lk = container_of(call, struct lite_lookup, call);
+	const struct lite_wire_share *sh = msg->payload;
+
+	lk->lmr = lite_lmr_new(call->conn->node, le16_to_cpu(sh->mem_node),
+			       le64_to_cpu(sh->mr_id), le64_to_cpu(sh->size),
+			       le32_to_cpu(sh->rkey));
+	if (!lk->lmr)
+		return -ENOMEM;
+	lk->lmr->share_id = le64_to_cpu(sh->share_id);
+	lk->granted = le32_to_cpu(sh->perms);
+	return 0;
 }
 
 /*
@@ -269,11 +293,10 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 {
 	unsigned long deadline = jiffies +
 				 msecs_to_jiffies(LITE_CALL_TIMEOUT_MS * 2);
+	struct lite_lookup lk = {};
 	struct lite_wire_share sh;
 	struct lite_wire_name req;
 	struct lite_conn *conn;
-	struct lite_lmr *lmr;
-	u32 granted;
 	u16 mgr;
 	int ret;
 
@@ -285,55 +308,66 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		return -EHOSTUNREACH;	/* no manager, no registry */
 	memset(&req, 0, sizeof(req));
 	strscpy(req.name, name, sizeof(req.name));
-	ret = lite_call(conn, LITE_MSG_LOOKUP, &req, sizeof(req), &sh,
-			sizeof(sh), NULL, deadline);
+	lk.call.on_reply = lite_lookup_reply;
+	ret = lite_call_start(conn, &lk.call, LITE_MSG_LOOKUP, &req,
+			      sizeof(req), &sh, sizeof(sh));
+	if (!ret)
+		ret = lite_call_wait(&lk.call, deadline);
 	lite_conn_put(conn);
-	if (ret)
+	if (ret) {
+		if (lk.lmr)
+			lite_lmr_drop(lk.lmr);
 		return ret;
+	}
 
-	granted = le32_to_cpu(sh.perms);
-	if (*perms & ~granted)
-		return -EACCES;
+	if (*perms & ~lk.granted) {
+		ret = -EACCES;
+		goto fail;
+	}
 	if (!*perms)
-		*perms = granted;
-	conn = lite_node_conn(node, le16_to_cpu(sh.mem_node));
-	if (!conn)
-		return -EHOSTUNREACH;
-	ret = lite_lmr_fetch_new(conn, node, &sh, deadline, &lmr);
+		*perms = lk.granted;
+	conn = lite_node_conn(node, lk.lmr->mem_node);
+	if (!conn) {
+		ret = -EHOSTUNREACH;
+		goto fail;
+	}
+	ret = lite_lmr_fetch(conn, lk.lmr, 0, deadline);
 	lite_conn_put(conn);
+	/* Revoked while we fetched: the mapping never becomes usable. */
+	if (!ret && READ_ONCE(lk.lmr->revoked))
+		ret = -EKEYREVOKED;
 	if (ret)
-		return ret;
-	mutex_lock(&node->lock);
-	list_add_tail(&lmr->map_entry, &node->maps);
-	mutex_unlock(&node->lock);
-	*out = lmr;
+		goto fail;
+	*out = lk.lmr;
 	return 0;
+fail:
+	lite_lmr_drop(lk.lmr);
+	return ret;
 }
 
 /*
- * Drop a handle's LMR. The owner's drop frees the memory: no access may
- * be in progress or start afterwards, then the memory node frees it (after
- * invalidating any node that mapped it).
+ * Drop a handle's LMR. No step of an access through it may be in progress
+ * or start afterwards. The owner's drop frees the memory: the memory node
+ * invalidates every node that fetched the chunks before it frees them.
  */
 void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 {
 	struct lite_node *node = lmr->node;
 	struct lite_conn *conn;
+	bool gone;
 
-	if (lmr->share_id) {
-		mutex_lock(&node->lock);
-		list_del_init(&lmr->map_entry);
-		mutex_unlock(&node->lock);
-	}
-	if (owner) {
-		lite_lmr_revoke(lmr);
+	lite_lmr_revoke(lmr);
+	spin_lock(&lmr->lock);
+	gone = lmr->mem_gone;
+	spin_unlock(&lmr->lock);
+	if (owner && !gone) {
 		conn = lite_node_conn(node, lmr->mem_node);
 		if (conn) {
 			lite_lmr_remote_free(conn, lmr->mr_id);
 			lite_conn_put(conn);
 		}
 	}
-	lite_lmr_put(lmr);
+	lite_lmr_drop(lmr);
 }
 
 static bool lite_lmr_matches(const struct lite_lmr *lmr, u64 share_id,
@@ -344,8 +378,28 @@ static bool lite_lmr_matches(const struct lite_lmr *lmr, u64 share_id,
 	return lmr->mem_node == mem_node && lmr->mr_id == mr_id;
 }
 
-/* INVALIDATE from the manager or a memory node: revoke matching maps, and
- * return only when no access to them is in progress any more.
+/* A matching LMR that still has a step in progress, referenced; or NULL. */
+static struct lite_lmr *lite_lmr_busy(struct lite_node *node, u64 share_id,
+				      u16 mem_node, u64 mr_id)
+{
+	struct lite_lmr *lmr, *busy = NULL;
+
+	mutex_lock(&node->lock);
+	list_for_each_entry(lmr, &node->lmrs, map_entry) {
+		if (lite_lmr_matches(lmr, share_id, mem_node, mr_id) &&
+		    !lite_lmr_idle(lmr)) {
+			lite_lmr_get(lmr);
+			busy = lmr;
+			break;
+		}
+	}
+	mutex_unlock(&node->lock);
+	return busy;
+}
+
+/*
+ * INVALIDATE from the manager or a memory node: revoke matching LMRs, and
+ * return only when no step of an access to them is in progress.
  */
 void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg)
 {
@@ -353,62 +407,79 @@ void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg)
 	u64 share_id = le64_to_cpu(inv->share_id);
 	u64 mr_id = le64_to_cpu(inv->mr_id);
 	u16 mem_node = le16_to_cpu(inv->mem_node);
-	struct lite_lmr *lmr, **hit;
-	u32 n = 0, cap = 0, i;
+	struct lite_lmr *lmr;
 
 	mutex_lock(&node->lock);
-	list_for_each_entry(lmr, &node->maps, map_entry) {
+	list_for_each_entry(lmr, &node->lmrs, map_entry) {
 		if (!lite_lmr_matches(lmr, share_id, mem_node, mr_id))
 			continue;
 		spin_lock(&lmr->lock);
-		lmr->revoked = true;	/* no new access from here on */
+		lmr->revoked = true;	/* no new step from here on */
 		spin_unlock(&lmr->lock);
-		cap++;
 	}
 	mutex_unlock(&node->lock);
-	if (!cap)
-		return;
 
-	/* Wait outside node->lock: accesses take it to find connections. */
-	hit = kcalloc(cap, sizeof(*hit), GFP_KERNEL);
-	mutex_lock(&node->lock);
-	list_for_each_entry(lmr, &node->maps, map_entry) {
-		if (hit && n < cap &&
-		    lite_lmr_matches(lmr, share_id, mem_node, mr_id)) {
-			lite_lmr_get(lmr);
-			hit[n++] = lmr;
-		}
+	/* Wait outside node->lock: steps take it to find connections. */
+	while ((lmr = lite_lmr_busy(node, share_id, mem_node, mr_id))) {
+		wait_event(lmr->idle_wq, lite_lmr_idle(lmr));
+		lite_lmr_put(lmr);
 	}
-	mutex_unlock(&node->lock);
-	for (i = 0; i < n; i++) {
-		lite_lmr_revoke(hit[i]);
-		lite_lmr_put(hit[i]);
-	}
-	kfree(hit);
 }
 
 /*
- * Have node @id drop the mappings @inv names and wait (until @deadline)
- * for it. Our own mappings are dropped here directly: the request would
- * queue behind the caller on our own ordered workqueue.
+ * Node @mem_node left: its memory is gone, and its id may come back as a
+ * different node. Nothing may reach, or free, through old LMRs. node->lock
+ * held; steps in flight fail with the connection.
  */
-void lite_invalidate_on(struct lite_node *node, u16 id,
-			const struct lite_wire_invalidate *inv,
-			unsigned long deadline)
+void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node)
+{
+	struct lite_lmr *lmr;
+
+	lockdep_assert_held(&node->lock);
+	list_for_each_entry(lmr, &node->lmrs, map_entry) {
+		if (lmr->mem_node != mem_node)
+			continue;
+		spin_lock(&lmr->lock);
+		lmr->revoked = true;
+		lmr->mem_gone = true;
+		spin_unlock(&lmr->lock);
+	}
+}
+
+/*
+ * lite_invalidate_on - have node @id drop the mappings @inv names
+ *
+ * Our own are dropped here directly (the request would queue behind the
+ * caller). If @id does not confirm by @deadline, our connection to it is
+ * closed and we wait until its QP is destroyed: then it cannot reach our
+ * memory any more either. Return: 0, or the error that forced the close.
+ */
+int lite_invalidate_on(struct lite_node *node, u16 id,
+		       const struct lite_wire_invalidate *inv,
+		       unsigned long deadline)
 {
 	struct lite_msg msg = { .payload = inv, .len = sizeof(*inv) };
 	struct lite_conn *conn;
 	struct lite_call call = {};
+	int ret;
 
 	if (id == READ_ONCE(node->self_id)) {
 		lite_lmr_invalidate(node, &msg);
-		return;
+		return 0;
 	}
 	conn = lite_node_conn(node, id);
 	if (!conn)
-		return;		/* gone: nothing maps it there any more */
-	if (!lite_call_start(conn, &call, LITE_MSG_INVALIDATE, inv,
-			     sizeof(*inv), NULL, 0))
-		lite_call_wait(&call, deadline);
+		return 0;	/* gone: its QP to us is gone with it */
+	ret = lite_call_start(conn, &call, LITE_MSG_INVALIDATE, inv,
+			      sizeof(*inv), NULL, 0);
+	if (!ret)
+		ret = lite_call_wait(&call, deadline);
+	if (ret) {
+		pr_info("lite%u: node %u did not drop a mapping (%d): disconnecting it\n",
+			node->instance, id, ret);
+		lite_conn_close(conn);
+		wait_for_completion(&conn->closed);
+	}
 	lite_conn_put(conn);
+	return ret;
 }

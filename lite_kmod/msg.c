@@ -78,7 +78,12 @@ void lite_msg_received(struct lite_rx *rx)
 		lite_conn_repost(rx);
 	} else {
 		lite_conn_get(conn);
-		queue_work(node->wq, &rx->work);
+		/*
+		 * INVALIDATE waits for accesses in progress; it must not
+		 * queue behind, or hold up, the ordered request queue.
+		 */
+		queue_work(msg->type == LITE_MSG_INVALIDATE ? node->close_wq :
+			   node->wq, &rx->work);
 	}
 	return;
 

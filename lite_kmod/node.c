@@ -184,9 +184,10 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1);
 	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1);
 	INIT_LIST_HEAD(&node->orphans);
-	INIT_LIST_HEAD(&node->maps);
+	INIT_LIST_HEAD(&node->lmrs);
+	node->nonce = get_random_u32();
 	INIT_LIST_HEAD(&node->shares);
-	INIT_WORK(&node->reap_work, lite_exports_reap);
+	INIT_DELAYED_WORK(&node->reap_work, lite_exports_reap);
 	lite_mbr_init(&node->mb);
 	node->ibdev = ibdev;
 	strscpy(node->dev_name, dev_name(&ibdev->dev->dev),
@@ -274,7 +275,8 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	lite_node_close_conns(node);
 
 	destroy_workqueue(node->wq);
-	destroy_workqueue(node->close_wq);	/* reap_work included */
+	cancel_delayed_work_sync(&node->reap_work);
+	destroy_workqueue(node->close_wq);
 	lite_exports_free_all(node);
 	lite_shares_free_all(node);
 	ib_dealloc_pd(node->pd);

@@ -3,7 +3,9 @@
  * One-sided operations on LMRs: RDMA READ/WRITE between a kernel buffer
  * (user data is copied through it) and the LMR's chunks on its memory
  * node, atomics on one 8-byte word, memset and LMR-to-LMR copy. The caller
- * has checked handle, permission and bounds and holds lite_lmr_begin().
+ * has checked handle, permission and bounds. Each transfer step holds
+ * lite_lmr_begin() while its work requests are posted and in flight, and
+ * never across a user page fault: revocation waits one step at most.
  *
  * Every work request posted here has its own completion through one shared
  * ib_cqe; a transfer step waits for all of them. A step that does not
@@ -115,8 +117,11 @@ static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
 	struct ib_rdma_wr wr;
 	struct ib_sge sge;
 	u64 done = 0, step;
-	int n, i, ret = 0;
+	int n, i, ret;
 
+	ret = lite_lmr_begin(lmr);
+	if (ret)
+		return ret;
 	lite_rdma_op_init(&op, conn);
 	while (!ret && done < len) {
 		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
@@ -136,7 +141,9 @@ static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
 		}
 		done += step;
 	}
-	return lite_rdma_wait(&op, ret);
+	ret = lite_rdma_wait(&op, ret);
+	lite_lmr_end(lmr);
+	return ret;
 }
 
 struct lite_bounce {
@@ -265,9 +272,15 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 	struct lite_rdma_op op;
 	struct ib_rdma_wr wr;
 	u64 done = 0, step, pos, at, in_seg;
-	u32 piece, ns;
-	int n, i, ret = 0;
+	u32 piece, ns, max_sge;
+	int n, i, ret;
 
+	/* RDMA READ may take fewer SGEs than a send. */
+	max_sge = p->write ? conn->max_sge :
+		  min_t(u32, conn->max_sge, conn->node->ibdev->dev->attrs.max_sge_rd);
+	ret = lite_lmr_begin(lmr);
+	if (ret)
+		return ret;
 	lite_rdma_op_init(&op, conn);
 	while (!ret && done < len) {
 		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
@@ -276,7 +289,7 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 			for (in_seg = 0; !ret && in_seg < segs[i].len;) {
 				memset(&wr, 0, sizeof(wr));
 				wr.remote_addr = segs[i].addr + in_seg;
-				for (ns = 0; ns < conn->max_sge &&
+				for (ns = 0; ns < max_sge &&
 				     in_seg < segs[i].len; ns++) {
 					pos = p->first_off + done +
 					      segs[i].off + in_seg;
@@ -299,7 +312,9 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 		}
 		done += step;
 	}
-	return lite_rdma_wait(&op, ret);
+	ret = lite_rdma_wait(&op, ret);
+	lite_lmr_end(lmr);
+	return ret;
 }
 
 /* Zero-copy path: the NIC reads or writes the pinned user pages. */
@@ -379,9 +394,13 @@ int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 	req.operand = cpu_to_le64(operand);
 	req.swap = cpu_to_le64(cmp_swap ? swap : 0);
 	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
-	ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
-			sizeof(rep), NULL,
-			jiffies + msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
+	ret = lite_lmr_begin(lmr);
+	if (!ret) {
+		ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
+				sizeof(rep), NULL, jiffies +
+				msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
+		lite_lmr_end(lmr);
+	}
 	if (!ret)
 		*result = le64_to_cpu(rep.value);
 	lite_conn_put(conn);

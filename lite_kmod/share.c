@@ -99,7 +99,10 @@ static void lite_share_handle_lookup(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
 }
 
-/* Invalidate every node that looked @e up; bounded wait. @e is unlinked. */
+/*
+ * Invalidate every node that looked @e up; one that does not confirm in
+ * time is disconnected. @e is unlinked.
+ */
 static void lite_share_invalidate(struct lite_node *node,
 				  struct lite_share_ent *e)
 {
