@@ -280,14 +280,6 @@ int lite_cluster_self(struct lite_node *node, unsigned long deadline)
 				 sizeof(proof), deadline);
 }
 
-/* Reply helper: a reply carries the request's type and id. */
-static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
-		       int status, const void *payload, u32 len)
-{
-	lite_conn_send(conn, req->type, true, req->req_id, status,
-		       status ? NULL : payload, status ? 0 : len);
-}
-
 /* Whether @conn comes from the IP of @listen. */
 static bool lite_conn_from(struct lite_conn *conn,
 			   const struct lite_naddr *listen)

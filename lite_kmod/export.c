@@ -141,13 +141,6 @@ static struct lite_export *lite_export_find(struct lite_node *node, u64 id)
 	return xa_load(&node->exports, (u32)id);
 }
 
-static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
-		       int status, const void *payload, u32 len)
-{
-	lite_conn_send(conn, req->type, true, req->req_id, status,
-		       status ? NULL : payload, status ? 0 : len);
-}
-
 static void lite_export_handle_alloc(struct lite_conn *conn,
 				     const struct lite_msg *msg)
 {

@@ -370,6 +370,8 @@ int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      void *reply, u32 reply_cap, u32 *reply_len,
 	      unsigned long deadline);
 void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err);
+void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
+		int status, const void *payload, u32 len);
 
 /* export.c: the memory node's side of LMRs */
 void lite_export_handle(struct lite_conn *conn, const struct lite_msg *msg);
@@ -381,6 +383,7 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);
 
 /* lmr.c: LMRs as their users see them */
 struct lite_conn *lite_node_conn(struct lite_node *node, u16 id);
+struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		   struct lite_lmr **out);
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,

@@ -29,6 +29,17 @@ struct lite_conn *lite_node_conn(struct lite_node *node, u16 id)
 	return conn;
 }
 
+/* A connection to the manager (the registry), referenced; or NULL. */
+struct lite_conn *lite_manager_conn(struct lite_node *node)
+{
+	u16 mgr;
+
+	mutex_lock(&node->lock);
+	mgr = node->mb.manager;
+	mutex_unlock(&node->lock);
+	return lite_node_conn(node, mgr);
+}
+
 void lite_lmr_get(struct lite_lmr *lmr)
 {
 	kref_get(&lmr->ref);
@@ -297,13 +308,9 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 	struct lite_wire_share sh;
 	struct lite_wire_name req;
 	struct lite_conn *conn;
-	u16 mgr;
 	int ret;
 
-	mutex_lock(&node->lock);
-	mgr = node->mb.manager;
-	mutex_unlock(&node->lock);
-	conn = lite_node_conn(node, mgr);
+	conn = lite_manager_conn(node);
 	if (!conn)
 		return -EHOSTUNREACH;	/* no manager, no registry */
 	memset(&req, 0, sizeof(req));

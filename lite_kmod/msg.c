@@ -193,3 +193,13 @@ void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
 	}
 	xa_unlock(&node->calls);
 }
+
+/* Answer request @req on @conn: a reply carries the request's type and id;
+ * a failed one carries no payload.
+ */
+void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
+		int status, const void *payload, u32 len)
+{
+	lite_conn_send(conn, req->type, true, req->req_id, status,
+		       status ? NULL : payload, status ? 0 : len);
+}

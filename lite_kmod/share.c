@@ -9,13 +9,6 @@
 
 #include "internal.h"
 
-static void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
-		       int status, const void *payload, u32 len)
-{
-	lite_conn_send(conn, req->type, true, req->req_id, status,
-		       status ? NULL : payload, status ? 0 : len);
-}
-
 /* node->lock held. */
 static struct lite_share_ent *lite_share_find(struct lite_node *node,
 					      const char *name)
@@ -199,14 +192,9 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	struct lite_wire_share_id rep;
 	struct lite_wire_share req;
 	struct lite_conn *conn;
-	u16 mgr;
 	int ret;
 
-
-	mutex_lock(&node->lock);
-	mgr = node->mb.manager;
-	mutex_unlock(&node->lock);
-	conn = lite_node_conn(node, mgr);
+	conn = lite_manager_conn(node);
 	if (!conn)
 		return -EHOSTUNREACH;
 	memset(&req, 0, sizeof(req));
@@ -228,13 +216,9 @@ int lite_share_withdraw(struct lite_node *node, const char *name)
 {
 	struct lite_wire_name req;
 	struct lite_conn *conn;
-	u16 mgr;
 	int ret;
 
-	mutex_lock(&node->lock);
-	mgr = node->mb.manager;
-	mutex_unlock(&node->lock);
-	conn = lite_node_conn(node, mgr);
+	conn = lite_manager_conn(node);
 	if (!conn)
 		return -EHOSTUNREACH;
 	memset(&req, 0, sizeof(req));
