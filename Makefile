@@ -70,7 +70,7 @@ debug-kmod: debug-kernel
 	cp $(DEBUG_OUT)/src/lite_kmod/lite.ko $(DEBUG_OUT)/lite.ko
 
 check-debug: debug-kmod user
-	@CHECK_OUT=build/check-debug GUEST1_TIMEOUT=1800 GUEST2_TIMEOUT=1200 \
+	@CHECK_OUT=build/check-debug GUEST1_TIMEOUT=3600 GUEST2_TIMEOUT=1200 \
 	LITE_VM_OPTS="--kernel $(DEBUG_KDIR)/arch/x86/boot/bzImage --module $(CURDIR)/$(DEBUG_OUT)/lite.ko --unload" \
 	tools/check.sh guest
 

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <sstream>
 
+#include <lite/session.hpp>
+#include <vector>
+
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -37,7 +40,9 @@ std::string peer_addr(int index)
 }
 
 // Guest 0: node 1 (manager); later node 3 too. Guest 1: node 2.
-// The membership changes themselves order the steps across the guests.
+// Membership changes and node 2's LMR counter order the steps across the
+// guests: guest 1 leaves only once node 3 has pinged it and put an LMR in
+// its memory; guest 0 waits for that leave.
 TEST(MultiGuest, FormPingLeave)
 {
     ASSERT_GE(std::stoi(env("LITE_GUESTS", "1")), 2) << "run under lite-vm --guests 2";
@@ -62,6 +67,21 @@ TEST(MultiGuest, FormPingLeave)
         rtt = dev.ping(third.instance, 2);
         EXPECT_GT(rtt.count(), 0);
         std::printf("guest 0: node 3 -> node 2: rtt %.1f us\n", us(rtt));
+
+        // Memory in the other guest, written and read across the network;
+        // a second LMR there then tells guest 1 (its counters) we are done.
+        auto s = lite::Session::open(third.instance);
+        auto remote = s.alloc(64 * 1024 + 5, 2); // the guests' link is slow
+        std::vector<uint8_t> out(remote.size()), in(remote.size());
+        for (size_t i = 0; i < out.size(); i++)
+            out[i] = static_cast<uint8_t>(i * 131 + 7);
+        remote.write(0, std::span<const uint8_t>(out));
+        remote.read(0, std::span<uint8_t>(in));
+        EXPECT_EQ(in, out) << "LMR on node 2 in the other guest";
+        uint64_t word = 0;
+        std::memcpy(&word, out.data() + 8, sizeof(word));
+        EXPECT_EQ(remote.fetch_add(8, 5), word) << "atomic on the other guest's memory";
+        auto done = s.alloc(64, 2);
 
         for (auto i : {mgr.instance, third.instance}) {
             ASSERT_TRUE(wait_until([&] { return member_ids(dev, i) == one_three; }, 120s)) << "guest 1 never left";
@@ -103,6 +123,10 @@ TEST(MultiGuest, FormPingLeave)
     rtt = dev.ping(me.instance, 3);
     EXPECT_GT(rtt.count(), 0);
     std::printf("guest 1: node 2 -> node 3: rtt %.1f us\n", us(rtt));
+    // Node 3 is done with us once its second LMR sits in our memory.
+    ASSERT_TRUE(wait_until([&] { return dev.status(me.instance).counters.mem_lmrs == 2; }, 120s))
+        << "node 3 never allocated its LMRs here";
+    EXPECT_EQ(dev.status(me.instance).counters.mem_bytes, 64u * 1024 + 5 + 64);
     dev.down(me.instance);
 }
 
