@@ -92,10 +92,11 @@ struct Stats {
     double median_us = 0;
     double p99_us = 0;
     double min_us = 0;
+    double mean_us = 0;
 };
 
 // Median (mean of the two middle samples for an even count), p99 by nearest
-// rank, and minimum of the samples (nanoseconds), in microseconds.
+// rank, minimum and mean of the samples (nanoseconds), in microseconds.
 inline Stats summarize(std::vector<int64_t> ns)
 {
     if (ns.empty())
@@ -107,6 +108,10 @@ inline Stats summarize(std::vector<int64_t> ns)
     s.median_us = static_cast<double>(ns[(n - 1) / 2] + ns[n / 2]) / 2000.0;
     s.p99_us = static_cast<double>(ns[p99_rank - 1]) / 1000.0;
     s.min_us = static_cast<double>(ns.front()) / 1000.0;
+    double sum = 0;
+    for (int64_t v : ns)
+        sum += static_cast<double>(v);
+    s.mean_us = sum / static_cast<double>(n) / 1000.0;
     return s;
 }
 

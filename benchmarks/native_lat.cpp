@@ -17,6 +17,7 @@
 //
 // Prints CSV on stdout (format in lat.hpp); exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
+#include "verbs.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -40,9 +41,10 @@
 namespace
 {
 
+using namespace bench::verbs;
+
 constexpr const char* kProg = "native-lat";
 constexpr size_t kMaxSize = size_t{1} << 20;
-constexpr int kCmTimeoutMs = 5000; // each rdma_cm step
 constexpr auto kCompletionTimeout = std::chrono::seconds(5);
 constexpr uint32_t kSendDepth = 16; // send queue and CQ size; 1 in flight
 
@@ -54,72 +56,6 @@ IPV4 to itself, made with librdmacm; prints CSV on stdout.
   --addr IPV4    address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
   --port N       rdma_cm port to listen on (default 18600)
 )";
-
-// An error naming the verb that failed and the errno it gave.
-std::runtime_error verb_error(const std::string& verb, int err)
-{
-    return std::runtime_error(verb + " failed: " + std::strerror(err) + " (errno " + std::to_string(err) + ")");
-}
-
-// For the rdma_* calls: -1 with errno set on failure.
-void check_cm(int rc, const char* verb)
-{
-    if (rc != 0)
-        throw verb_error(verb, errno);
-}
-
-// Destructors cannot throw: a failing destroy verb (EBUSY from a leaked
-// child object, say) is reported instead of passing silently.
-void warn_destroy(int err, const char* verb) noexcept
-{
-    if (err != 0)
-        (void)std::fprintf(stderr, "%s: warning: %s failed: %s\n", kProg, verb, std::strerror(err));
-}
-
-// RAII for the rdma_cm and verbs objects, destroyed with the matching verb.
-struct ChannelDeleter {
-    void operator()(rdma_event_channel* c) const noexcept { rdma_destroy_event_channel(c); }
-};
-struct IdDeleter {
-    void operator()(rdma_cm_id* id) const noexcept
-    {
-        warn_destroy(rdma_destroy_id(id) != 0 ? errno : 0, "rdma_destroy_id");
-    }
-};
-struct EventDeleter {
-    void operator()(rdma_cm_event* e) const noexcept
-    {
-        warn_destroy(rdma_ack_cm_event(e) != 0 ? errno : 0, "rdma_ack_cm_event");
-    }
-};
-struct PdDeleter {
-    void operator()(ibv_pd* pd) const noexcept { warn_destroy(ibv_dealloc_pd(pd), "ibv_dealloc_pd"); }
-};
-struct CqDeleter {
-    void operator()(ibv_cq* cq) const noexcept { warn_destroy(ibv_destroy_cq(cq), "ibv_destroy_cq"); }
-};
-struct MrDeleter {
-    void operator()(ibv_mr* mr) const noexcept { warn_destroy(ibv_dereg_mr(mr), "ibv_dereg_mr"); }
-};
-// Holds the cm_id whose QP (made by rdma_create_qp) it destroys.
-struct QpDeleter {
-    void operator()(rdma_cm_id* id) const noexcept { rdma_destroy_qp(id); }
-};
-
-using Channel = std::unique_ptr<rdma_event_channel, ChannelDeleter>;
-using CmId = std::unique_ptr<rdma_cm_id, IdDeleter>;
-using Event = std::unique_ptr<rdma_cm_event, EventDeleter>;
-using Pd = std::unique_ptr<ibv_pd, PdDeleter>;
-using Cq = std::unique_ptr<ibv_cq, CqDeleter>;
-using Mr = std::unique_ptr<ibv_mr, MrDeleter>;
-using Qp = std::unique_ptr<rdma_cm_id, QpDeleter>;
-
-// What the server tells the client in the accept's private data.
-struct RemoteBuffer {
-    uint64_t addr;
-    uint32_t rkey;
-    uint32_t len;
-};
 
 // One end of the connection. Members are destroyed in reverse order: the
 // QP before the MR, buffer and CQ it uses, those before the PD, the ids
@@ -146,56 +82,6 @@ struct Side {
             rdma_disconnect(id.get()); // best effort; the peer may be gone
     }
 };
-
-Channel make_channel()
-{
-    Channel ch(rdma_create_event_channel());
-    if (!ch)
-        throw verb_error("rdma_create_event_channel", errno);
-    return ch;
-}
-
-CmId make_id(rdma_event_channel* ch)
-{
-    rdma_cm_id* id = nullptr;
-    check_cm(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), "rdma_create_id");
-    return CmId(id);
-}
-
-// The next event on @ch, which must be of type @want; waits at most
-// kCmTimeoutMs.
-Event wait_event(rdma_event_channel* ch, rdma_cm_event_type want, const char* side)
-{
-    pollfd pfd{ch->fd, POLLIN, 0};
-    int n = 0;
-    do {
-        n = poll(&pfd, 1, kCmTimeoutMs);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0)
-        throw verb_error("poll on the rdma_cm event channel", errno);
-    if (n == 0) {
-        throw std::runtime_error(std::string(side) + ": no rdma_cm event within " + std::to_string(kCmTimeoutMs) +
-                                 " ms (waiting for " + rdma_event_str(want) + ")");
-    }
-    rdma_cm_event* raw = nullptr;
-    check_cm(rdma_get_cm_event(ch, &raw), "rdma_get_cm_event");
-    Event ev(raw);
-    if (ev->event != want) {
-        throw std::runtime_error(std::string(side) + ": waiting for " + rdma_event_str(want) + ", got " +
-                                 rdma_event_str(ev->event) + " (status " + std::to_string(ev->status) + ")");
-    }
-    return ev;
-}
-
-sockaddr_in parse_addr(const std::string& addr, uint16_t port)
-{
-    sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(port);
-    if (inet_pton(AF_INET, addr.c_str(), &sin.sin_addr) != 1)
-        throw bench::UsageError("--addr: '" + addr + "' is not an IPv4 address");
-    return sin;
-}
 
 // PD, CQ, an RC QP on @s.id, and @s.buf (@len bytes) registered with
 // @access.

@@ -135,6 +135,8 @@ static int lite_up_check(const struct lite_node_up *up)
 		return -EINVAL;
 	if (up->timeout_ms > LITE_MAX_TIMEOUT_MS)
 		return -EINVAL;
+	if (up->cq_mode > LITE_CQ_MODE_MAX)
+		return -EINVAL;
 	if (!up->secret_len)
 		return -ENOKEY;		/* no cluster without a secret */
 	if (up->secret_len < LITE_SECRET_MIN ||
@@ -163,7 +165,8 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 		return -ENXIO;
 
 	node = lite_node_create(ctx, ibdev, port, listen, secret,
-				up->secret_len);
+				up->secret_len,
+				up->cq_mode ?: LITE_CQ_MODE_BEST);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
 
@@ -317,6 +320,7 @@ static void lite_status_fill(struct lite_node *node,
 
 	strscpy(st->dev_name, node->dev_name, sizeof(st->dev_name));
 	st->port_num = node->port_num;
+	st->cq_mode = node->cq_mode;
 	lite_addr_to_user(&node->listen_addr, &st->listen);
 	c->joins = atomic64_read(&node->stats.joins);
 	c->leaves = atomic64_read(&node->stats.leaves);

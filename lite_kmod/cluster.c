@@ -592,6 +592,9 @@ void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg)
 	case LITE_MSG_INVALIDATE:
 		lite_share_handle(conn, msg);
 		break;
+	case LITE_MSG_RING:
+		lite_rpc_handle(conn, msg);
+		break;
 	default:	/* HELLO or AUTH again */
 		atomic64_inc(&conn->node->stats.bad_msgs);
 		lite_conn_close(conn);

@@ -14,6 +14,8 @@
 
 #include "internal.h"
 
+static void lite_conn_defer_work(struct work_struct *work);
+
 static void lite_conn_free_rx(struct lite_conn *conn)
 {
 	struct ib_device *dev = conn->node->ibdev->dev;
@@ -35,6 +37,7 @@ static void lite_conn_release(struct kref *ref)
 	struct lite_node *node = conn->node;
 
 	WARN_ON(conn->state != LITE_CONN_CLOSING);
+	lite_rpc_conn_release(conn);
 	lite_conn_free_rx(conn);
 
 	mutex_lock(&node->lock);
@@ -78,13 +81,13 @@ int lite_conn_set_ready(struct lite_conn *conn, u16 peer_id)
 {
 	int ret = -ECONNRESET;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	if (conn->state == LITE_CONN_HANDSHAKE) {
 		lite_conn_set_state(conn, LITE_CONN_READY);
 		conn->peer_id = peer_id;
 		ret = 0;
 	}
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	return ret;
 }
 
@@ -140,6 +143,12 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_WORK(&conn->close_work, lite_conn_close_work);
 	INIT_WORK(&conn->event_work, lite_conn_event_work);
 	INIT_DELAYED_WORK(&conn->handshake_timer, lite_conn_handshake_timeout);
+	INIT_LIST_HEAD(&conn->poll_entry);
+	INIT_LIST_HEAD(&conn->rx_deferred);
+	INIT_WORK(&conn->defer_work, lite_conn_defer_work);
+	mutex_init(&conn->tx_ring.lock);
+	INIT_LIST_HEAD(&conn->rpc_errs);
+	INIT_WORK(&conn->rpc_work, lite_rpc_work);
 
 	mutex_lock(&node->lock);
 	if (node->dying)
@@ -175,6 +184,26 @@ static int lite_rx_post(struct lite_conn *conn, struct lite_rx *rx)
 	return ib_post_recv(conn->cm_id->qp, &wr, NULL);
 }
 
+/* Control messages taken off a softirq or busy-polled CQ, in order. */
+static void lite_conn_defer_work(struct work_struct *work)
+{
+	struct lite_conn *conn = container_of(work, struct lite_conn,
+					      defer_work);
+	struct lite_rx *rx;
+
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		rx = list_first_entry_or_null(&conn->rx_deferred,
+					      struct lite_rx, defer_entry);
+		if (rx)
+			list_del(&rx->defer_entry);
+		spin_unlock_bh(&conn->lock);
+		if (!rx)
+			return;
+		lite_msg_received(rx);
+	}
+}
+
 static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct lite_rx *rx = container_of(wc->wr_cqe, struct lite_rx, cqe);
@@ -188,10 +217,24 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		lite_conn_close(conn);
 		return;
 	}
+	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
+		/* An RPC entry or reply was written; the buffer is unused. */
+		lite_rpc_arrived(conn, be32_to_cpu(wc->ex.imm_data));
+		lite_conn_repost(rx);
+		return;
+	}
 	rx->byte_len = wc->byte_len;
 	ib_dma_sync_single_for_cpu(conn->node->ibdev->dev, rx->dma,
 				   LITE_MSG_MAX, DMA_FROM_DEVICE);
-	lite_msg_received(rx);
+	if (cq->poll_ctx == IB_POLL_WORKQUEUE) {
+		lite_msg_received(rx);
+		return;
+	}
+	/* Control handlers may sleep: run them in process context. */
+	spin_lock_bh(&conn->lock);
+	list_add_tail(&rx->defer_entry, &conn->rx_deferred);
+	spin_unlock_bh(&conn->lock);
+	queue_work(conn->node->cq_wq, &conn->defer_work);
 }
 
 /* Give a processed receive buffer back to the QP and return its credit. */
@@ -201,7 +244,7 @@ void lite_conn_repost(struct lite_rx *rx)
 	bool update = false;
 	int ret = 0;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	if (conn->state != LITE_CONN_CLOSING) {
 		ib_dma_sync_single_for_device(conn->node->ibdev->dev, rx->dma,
 					      LITE_MSG_MAX, DMA_FROM_DEVICE);
@@ -211,7 +254,7 @@ void lite_conn_repost(struct lite_rx *rx)
 			update = lite_credits_update_due(&conn->credits);
 		}
 	}
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 
 	if (ret)
 		lite_conn_close(conn);
@@ -288,10 +331,11 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 
 	cq = ib_alloc_cq(id->device, conn,
 			 LITE_RX_DEPTH + LITE_TX_DEPTH + LITE_DATA_WRS + 2, 0,
-			 IB_POLL_WORKQUEUE);
+			 lite_cq_poll_ctx(conn->node));
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
 	conn->cq = cq;
+	lite_poll_add(conn);
 
 	attr.event_handler = lite_qp_event;
 	attr.qp_context = conn;
@@ -388,10 +432,10 @@ static void lite_conn_established(struct lite_conn *conn,
 		lite_conn_fail(conn, ret);
 		return;
 	}
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	if (conn->state == LITE_CONN_CONNECTING)
 		lite_conn_set_state(conn, LITE_CONN_HANDSHAKE);
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	complete_all(&conn->cm_done);
 }
 
@@ -452,9 +496,9 @@ static int lite_conn_do_accept(struct lite_conn *conn, struct rdma_cm_id *id,
 	struct rdma_conn_param param;
 	struct lite_cm_pdata pd;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	lite_conn_set_state(conn, LITE_CONN_HANDSHAKE);
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	lite_conn_param(conn, &param, &pd);
 	/* Never more RDMA READ depth than the requester can use. */
 	param.responder_resources = min(param.responder_resources,
@@ -643,7 +687,7 @@ static void lite_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 					    ib_wc_status_msg(wc->status));
 		close = true;
 	}
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	conn->tx_inflight--;
 	conn->sq_avail++;
 	if (!close && conn->state != LITE_CONN_CLOSING)
@@ -651,7 +695,7 @@ static void lite_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (conn->close_when_sent && !conn->tx_inflight &&
 	    list_empty(&conn->backlog))
 		close = true;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	wake_up(&conn->tx_wq);
 	if (close)
 		lite_conn_close(conn);
@@ -664,11 +708,12 @@ int lite_conn_grant(struct lite_conn *conn, u16 n)
 {
 	int ret;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	ret = lite_credits_grant(&conn->credits, n);
 	if (!ret && conn->state != LITE_CONN_CLOSING)
 		ret = lite_conn_flush_locked(conn);
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
+	wake_up(&conn->tx_wq);	/* writers with immediate wait for credits */
 	if (ret)
 		lite_conn_close(conn);
 	return ret;
@@ -681,8 +726,9 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
 	struct lite_tx *tx;
 	size_t hdr;
 
+	/* CREDIT messages are sent from completion handlers. */
 	tx = kmalloc(struct_size(tx, buf, sizeof(struct lite_wire_hdr) + len),
-		     GFP_KERNEL);
+		     type == LITE_MSG_CREDIT ? GFP_ATOMIC : GFP_KERNEL);
 	if (!tx)
 		return NULL;
 	hdr = lite_wire_put_hdr(tx->buf, type, reply,
@@ -716,7 +762,7 @@ int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 	if (!tx)
 		return -ENOMEM;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	if (conn->state == LITE_CONN_CLOSING ||
 	    conn->state == LITE_CONN_CONNECTING) {
 		ret = -ENOTCONN;
@@ -736,7 +782,7 @@ int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 		if (!ret)
 			tx = NULL;
 	}
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	kfree(tx);
 	if (ret && ret != -ENOTCONN)
 		lite_conn_close(conn);
@@ -747,10 +793,10 @@ static bool lite_conn_sent(struct lite_conn *conn)
 {
 	bool done;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	done = conn->state == LITE_CONN_CLOSING ||
 	       (!conn->tx_inflight && list_empty(&conn->backlog));
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	return done;
 }
 
@@ -770,10 +816,10 @@ void lite_conn_close_when_sent(struct lite_conn *conn)
 {
 	bool now;
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	conn->close_when_sent = true;
 	now = !conn->tx_inflight && list_empty(&conn->backlog);
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	if (now)
 		lite_conn_close(conn);
 }
@@ -789,15 +835,15 @@ void lite_conn_close(struct lite_conn *conn)
 	struct lite_tx *tx, *tmp;
 	LIST_HEAD(backlog);
 
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	if (conn->state == LITE_CONN_CLOSING) {
-		spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
 		return;
 	}
 	lite_conn_set_state(conn, LITE_CONN_CLOSING);
 	list_splice_init(&conn->backlog, &backlog);
 	conn->n_backlog = 0;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	wake_up(&conn->tx_wq);
 
 	list_for_each_entry_safe(tx, tmp, &backlog, entry)
@@ -807,6 +853,7 @@ void lite_conn_close(struct lite_conn *conn)
 		complete_all(&conn->cm_done);
 	}
 	lite_calls_fail(conn->node, conn, -ECONNRESET);
+	lite_rpc_conn_failed(conn);
 	/* close_work inherits the existence reference. */
 	queue_work(conn->node->close_wq, &conn->close_work);
 }
@@ -826,6 +873,7 @@ static void lite_conn_close_work(struct work_struct *work)
 		rdma_unlock_handler(id);
 		rdma_disconnect(id);
 		if (conn->has_qp) {
+			lite_poll_del(conn);	/* the drain polls it now */
 			ib_drain_qp(id->qp);
 			rdma_destroy_qp(id);
 			conn->has_qp = false;
@@ -836,6 +884,8 @@ static void lite_conn_close_work(struct work_struct *work)
 	/* No handler, QP event or CQ callback can queue these any more. */
 	cancel_delayed_work_sync(&conn->handshake_timer);
 	cancel_work_sync(&conn->event_work);
+	lite_poll_del(conn);
+	flush_work(&conn->defer_work);	/* what the CQ handed over */
 	if (conn->cq)
 		ib_free_cq(conn->cq);
 	conn->cq = NULL;
@@ -843,6 +893,8 @@ static void lite_conn_close_work(struct work_struct *work)
 	conn->qp_gone = true;	/* the peer cannot reach our memory now */
 	mutex_unlock(&conn->node->lock);
 	complete_all(&conn->closed);
+	lite_rpc_conn_closed(conn);
+	lite_sync_conn_closed(conn);
 	lite_cluster_conn_closed(conn);
 	if (conn->peer_id)	/* exports it held may be reapable now */
 		mod_delayed_work(conn->node->close_wq, &conn->node->reap_work, 0);

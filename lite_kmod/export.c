@@ -19,6 +19,9 @@ static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 	struct ib_device *dev = node->ibdev->dev;
 	u32 i;
 
+	if (ex->id)	/* it was published: waiters on its words fail */
+		lite_sync_drop_export(node, (u64)node->nonce << 32 | ex->id);
+
 	for (i = 0; i < ex->n_chunks; i++) {
 		if (!ex->chunks[i].page)
 			break;
@@ -282,6 +285,30 @@ static struct lite_export_chunk *lite_export_at(struct lite_export *ex,
 	}
 	*off -= ex->chunks[lo].start;
 	return &ex->chunks[lo];
+}
+
+/*
+ * The 8-byte word at @off of the export wire id @mr_id names, for locks and
+ * barriers (sync.c); node->lock held. Return: the word, or NULL with *@err.
+ */
+atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
+			     int *err)
+{
+	struct lite_export_chunk *c;
+	struct lite_export *ex;
+
+	lockdep_assert_held(&node->lock);
+	ex = lite_export_find(node, mr_id);
+	if (!ex) {
+		*err = -EKEYREVOKED;
+		return NULL;
+	}
+	if (off >= ex->size || ex->size - off < 8) {
+		*err = -ERANGE;
+		return NULL;
+	}
+	c = lite_export_at(ex, &off);
+	return page_address(c->page) + off;
 }
 
 /*

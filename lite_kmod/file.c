@@ -35,6 +35,8 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file)
 	lf->ctx = ctx;
 	mutex_init(&lf->lock);
 	INIT_LIST_HEAD(&lf->pubs);
+	INIT_LIST_HEAD(&lf->services);
+	INIT_LIST_HEAD(&lf->locks);
 	xa_init_flags(&lf->handles, XA_FLAGS_ALLOC1);
 	file->private_data = lf;
 	return 0;
@@ -451,6 +453,160 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
+static long lite_ioc_rpc_port(struct lite_file *lf, void __user *argp,
+			      bool reg)
+{
+	struct lite_rpc_port rp;
+	struct lite_node *node;
+	long ret;
+
+	if (copy_from_user(&rp, argp, sizeof(rp)))
+		return -EFAULT;
+	if (!rp.port || rp.flags || !lite_zero(rp.reserved, sizeof(rp.reserved)))
+		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	ret = reg ? lite_rpc_register(lf, node, rp.port) :
+		    lite_rpc_unregister(lf, rp.port);
+	lite_node_put(node);
+	return ret;
+}
+
+static long lite_ioc_rpc_call(struct lite_file *lf, void __user *argp)
+{
+	struct lite_rpc_call rc;
+	struct lite_node *node;
+	long ret;
+
+	if (copy_from_user(&rc, argp, sizeof(rc)))
+		return -EFAULT;
+	if (!rc.port || rc.flags || rc.reply_len ||
+	    !lite_zero(rc.reserved, sizeof(rc.reserved)) ||
+	    rc.node_id > LITE_MAX_NODES || rc.timeout_ms > LITE_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	if (rc.req_len > LITE_RPC_MAX || rc.reply_cap > LITE_RPC_MAX)
+		return -EMSGSIZE;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	ret = lite_rpc_call(node, &rc);
+	lite_node_put(node);
+	if (ret && ret != -EMSGSIZE)
+		return ret;
+	if (copy_to_user(argp, &rc, sizeof(rc)))
+		return -EFAULT;
+	return ret;
+}
+
+static long lite_ioc_rpc_recv(struct lite_file *lf, void __user *argp)
+{
+	struct lite_rpc_recv rr;
+	struct lite_node *node;
+	long ret;
+
+	if (copy_from_user(&rr, argp, sizeof(rr)))
+		return -EFAULT;
+	if (!rr.port || rr.flags || rr.len || rr.token || rr.src_node ||
+	    !lite_zero(rr.reserved, sizeof(rr.reserved)))
+		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	ret = lite_rpc_recv(lf, node, &rr);
+	lite_node_put(node);
+	if (ret && ret != -EMSGSIZE)
+		return ret;
+	if (copy_to_user(argp, &rr, sizeof(rr)))
+		return -EFAULT;	/* a call taken stays with this file */
+	return ret;
+}
+
+static long lite_ioc_rpc_reply(struct lite_file *lf, void __user *argp)
+{
+	struct lite_rpc_reply rp;
+	struct lite_node *node;
+	long ret;
+
+	if (copy_from_user(&rp, argp, sizeof(rp)))
+		return -EFAULT;
+	if (rp.flags || !lite_zero(rp.reserved, sizeof(rp.reserved)))
+		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	ret = lite_rpc_reply(lf, node, &rp);
+	lite_node_put(node);
+	return ret;
+}
+
+static long lite_ioc_msg_send(struct lite_file *lf, void __user *argp)
+{
+	struct lite_msg_send ms;
+	struct lite_node *node;
+	long ret;
+
+	if (copy_from_user(&ms, argp, sizeof(ms)))
+		return -EFAULT;
+	if (!ms.port || ms.flags || !lite_zero(ms.reserved, sizeof(ms.reserved)) ||
+	    ms.node_id > LITE_MAX_NODES || ms.timeout_ms > LITE_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	if (ms.len > LITE_RPC_MAX)
+		return -EMSGSIZE;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	ret = lite_rpc_send_msg(node, &ms);
+	lite_node_put(node);
+	return ret;
+}
+
+static long lite_ioc_lock(struct lite_file *lf, void __user *argp, bool lock)
+{
+	struct lite_lmr *lmr;
+	struct lite_lock lk;
+	long ret;
+
+	if (copy_from_user(&lk, argp, sizeof(lk)))
+		return -EFAULT;
+	if (lk.flags & ~(lock ? LITE_LOCK_FLAGS_ALL : 0) ||
+	    !lite_zero(lk.reserved, sizeof(lk.reserved)) ||
+	    lk.timeout_ms > LITE_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	ret = lite_file_access(lf, lk.handle, LITE_LMR_ATOMIC, lk.offset, 8,
+			       &lmr);
+	if (ret)
+		return ret;
+	if (lock)
+		ret = lite_sync_lock(lf, lmr, lk.offset,
+				     lk.flags & LITE_LOCK_TRY, lk.timeout_ms);
+	else
+		ret = lite_sync_unlock(lf, lmr, lk.offset);
+	lite_file_done(lmr);
+	return ret;
+}
+
+static long lite_ioc_barrier(struct lite_file *lf, void __user *argp)
+{
+	struct lite_barrier br;
+	struct lite_lmr *lmr;
+	long ret;
+
+	if (copy_from_user(&br, argp, sizeof(br)))
+		return -EFAULT;
+	if (br.flags || !lite_zero(br.reserved, sizeof(br.reserved)) ||
+	    !br.count || br.count > U16_MAX ||
+	    br.timeout_ms > LITE_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	ret = lite_file_access(lf, br.handle, LITE_LMR_ATOMIC, br.offset, 8,
+			       &lmr);
+	if (ret)
+		return ret;
+	ret = lite_sync_barrier(lmr, br.offset, br.count, br.timeout_ms);
+	lite_file_done(lmr);
+	return ret;
+}
+
 long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		     void __user *argp)
 {
@@ -479,6 +635,24 @@ long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		return lite_ioc_map(lf, argp);
 	case LITE_IOC_REVOKE:
 		return lite_ioc_revoke(lf, argp);
+	case LITE_IOC_RPC_REGISTER:
+		return lite_ioc_rpc_port(lf, argp, true);
+	case LITE_IOC_RPC_UNREGISTER:
+		return lite_ioc_rpc_port(lf, argp, false);
+	case LITE_IOC_RPC_CALL:
+		return lite_ioc_rpc_call(lf, argp);
+	case LITE_IOC_RPC_RECV:
+		return lite_ioc_rpc_recv(lf, argp);
+	case LITE_IOC_RPC_REPLY:
+		return lite_ioc_rpc_reply(lf, argp);
+	case LITE_IOC_MSG_SEND:
+		return lite_ioc_msg_send(lf, argp);
+	case LITE_IOC_LOCK:
+		return lite_ioc_lock(lf, argp, true);
+	case LITE_IOC_UNLOCK:
+		return lite_ioc_lock(lf, argp, false);
+	case LITE_IOC_BARRIER:
+		return lite_ioc_barrier(lf, argp);
 	}
 	return -ENOTTY;
 }
@@ -489,6 +663,8 @@ void lite_file_release(struct lite_file *lf)
 	struct lite_handle *h;
 	unsigned long id;
 
+	lite_rpc_file_release(lf);
+	lite_sync_file_release(lf);
 	lite_file_unpublish(lf, lf->node, 0);
 	xa_for_each(&lf->handles, id, h) {
 		xa_erase(&lf->handles, id);

@@ -35,7 +35,7 @@
 #include "core/auth.h"
 #include "core/lmr.h"
 
-#define LITE_RX_DEPTH		16	/* receive buffers per connection */
+#define LITE_RX_DEPTH		32	/* receive buffers per connection */
 #define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)	/* control sends */
 #define LITE_DATA_WRS		64	/* one-sided WRs in flight per conn */
 #define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
@@ -54,6 +54,11 @@
 #define LITE_MAX_UNAUTH		16	/* connections still in the handshake */
 #define LITE_LISTEN_BACKLOG	64
 #define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
+#define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
+#define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
+#define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
+#define LITE_CQ_MODE_BEST	LITE_CQ_ADAPTIVE	/* measured: see
+					 * docs/benchmarks.md */
 
 /* rdma_cm private data of a connect request and its accept. */
 struct lite_cm_pdata {
@@ -146,6 +151,104 @@ struct lite_node {
 	u64 next_share_id;		/* node lock */
 	atomic64_t mem_bytes;		/* held in exports */
 	atomic64_t mem_lmrs;
+
+	/* Completion delivery (poll.c). */
+	u32 cq_mode;			/* immutable: LITE_CQ_*, never DEFAULT */
+	struct workqueue_struct *cq_wq;	/* control messages taken off the CQ */
+	struct task_struct *poller;	/* immutable: LITE_CQ_BUSY's thread */
+	spinlock_t poll_lock;		/* serialises changes to poll_conns */
+	struct list_head poll_conns;	/* RCU; conns the poller polls */
+
+	/* RPC (rpc.c) and synchronisation (sync.c). */
+	struct xarray services;		/* port -> lite_service; xa lock */
+	struct xarray rpc_calls;	/* id -> lite_rcall; xa lock (bh) */
+	u32 next_call_id;		/* xa lock of rpc_calls */
+	struct xarray rpc_held;		/* token -> lite_rpc_in; xa lock (bh) */
+	u32 next_token;			/* xa lock of rpc_held */
+	bool rpc_down;			/* rpc_held lock: no more tokens */
+	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
+};
+
+/* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
+struct lite_kbuf {
+	struct ib_device *dev;
+	u64 size;
+	u32 n_chunks;
+	struct page **pages;		/* one per chunk */
+	u8 *orders;
+	struct lite_chunk *chunks;	/* DMA addresses, as a layout */
+	struct lite_layout layout;
+};
+
+/* The inbound RPC ring a node keeps for one peer (on that connection). */
+struct lite_ring_rx {
+	struct lite_kbuf buf;
+	spinlock_t lock;		/* protects the fields below */
+	u64 head;			/* where the next entry must start */
+	u64 tail;			/* everything before is consumed */
+	u64 acked;			/* tail the peer was last told */
+	struct list_head ents;		/* lite_ring_ent, in ring order */
+};
+
+struct lite_ring_ent {
+	struct list_head entry;		/* lite_ring_rx.ents; ring lock */
+	u64 pos;
+	u32 size;
+	bool consumed;			/* ring lock */
+};
+
+/* The peer's ring, as this node writes into it. */
+struct lite_ring_tx {
+	struct mutex lock;		/* one writer at a time: ring order is
+					 * posting order; protects the fields
+					 * below except @tail */
+	bool ready;
+	u64 size;
+	u32 rkey;
+	struct lite_chunk *chunks;
+	struct lite_layout layout;
+	u64 head;			/* next entry position */
+	u64 tail;			/* conn lock: consumed, per the peer */
+};
+
+/* A call or message that arrived, until it is consumed (and answered). */
+struct lite_rpc_in {
+	struct list_head entry;		/* service queue, or conn->rpc_errs */
+	struct lite_conn *conn;		/* holds a reference */
+	struct lite_ring_ent *ent;	/* its ring space until consumed */
+	struct lite_rpc_entry e;	/* the checked header */
+	u64 pos;			/* ring position of the entry */
+	struct lite_file *owner;	/* held: the file that took it */
+	int err;			/* rpc_errs: the status to reply */
+	struct lite_chunk segs[];	/* CALL: the caller's reply buffer */
+};
+
+/* A registered port. */
+struct lite_service {
+	struct kref ref;		/* atomic; freed after an RCU grace */
+	u32 port;			/* immutable */
+	struct lite_node *node;		/* immutable */
+	struct lite_file *owner;	/* immutable */
+	spinlock_t lock;		/* protects the fields below */
+	struct list_head queue;		/* lite_rpc_in waiting for RECV */
+	bool dead;			/* unregistered: no more arrivals */
+	wait_queue_head_t wq;		/* receivers */
+	struct list_head file_entry;	/* lite_file.services; file lock */
+	struct rcu_head rcu;
+};
+
+/* A call this node made, until its reply buffer can be freed. */
+struct lite_rcall {
+	u32 id;				/* immutable: key in node->rpc_calls */
+	struct lite_conn *conn;		/* holds a reference */
+	struct lite_kbuf buf;		/* the reply lands here */
+	u64 cap;			/* immutable: payload bytes wanted */
+	struct completion done;
+	/* Written before @done completes, under the rpc_calls lock: */
+	int status;
+	u32 len;
+	bool abandoned;			/* the caller left; free on reply */
+	bool conn_failed;		/* failed by close: wait for the QP */
 };
 
 /* Memory this node holds for an LMR (the memory node's side). */
@@ -220,6 +323,16 @@ struct lite_file {
 	struct list_head pubs;
 	struct xarray handles;		/* id -> lite_handle; xa lock */
 	u32 next_handle;		/* xa lock */
+	struct list_head services;	/* lite_service it registered; @lock */
+	struct list_head locks;		/* lite_held_lock; @lock */
+};
+
+/* A lock this file holds. */
+struct lite_held_lock {
+	struct list_head entry;		/* lite_file.locks; file lock */
+	struct lite_lmr *lmr;		/* holds a reference */
+	u64 offset;
+	u32 ticket;
 };
 
 struct lite_rx {
@@ -231,6 +344,7 @@ struct lite_rx {
 	u32 byte_len;			/* set by the completion */
 	struct lite_msg msg;		/* parsed view of @buf, same owner */
 	struct work_struct work;	/* runs requests on node->wq */
+	struct list_head defer_entry;	/* conn->rx_deferred; conn lock */
 };
 
 struct lite_tx {
@@ -296,6 +410,15 @@ struct lite_conn {
 	atomic64_t tx_bytes;
 	atomic64_t rx_bytes;
 	atomic64_t last_rtt_ns;
+
+	struct list_head poll_entry;	/* node->poll_conns; node poll_lock */
+	struct list_head rx_deferred;	/* lite_rx for defer_work; conn lock */
+	struct work_struct defer_work;	/* on node->cq_wq */
+	struct lite_ring_rx *ring;	/* inbound ring; set once, node lock */
+	struct lite_ring_tx tx_ring;	/* the peer's ring */
+	struct list_head rpc_errs;	/* lite_rpc_in to fail; conn lock */
+	bool ack_due;			/* conn lock: send a RING_ACK */
+	struct work_struct rpc_work;	/* sends error replies and acks */
 };
 
 /* A request waiting for its reply; lives on the requester's stack. Until
@@ -317,6 +440,55 @@ struct lite_call {
 	u32 reply_len;
 };
 
+/* poll.c: completion delivery */
+enum ib_poll_context lite_cq_poll_ctx(const struct lite_node *node);
+int lite_poller_start(struct lite_node *node);
+void lite_poller_stop(struct lite_node *node);
+void lite_poll_add(struct lite_conn *conn);
+void lite_poll_del(struct lite_conn *conn);
+bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
+	       unsigned long deadline);
+long lite_wait_done(const struct lite_node *node, struct completion *c,
+		    long timeout, bool killable);
+
+/* buf.c: kernel buffers peers write into */
+int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
+		    u32 max_chunks);
+void lite_kbuf_free(struct lite_kbuf *b);
+void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len);
+int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
+		      u64 len);
+
+/* rpc.c */
+void lite_rpc_arrived(struct lite_conn *conn, u32 imm);
+void lite_rpc_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_rpc_conn_failed(struct lite_conn *conn);
+void lite_rpc_conn_closed(struct lite_conn *conn);
+void lite_rpc_conn_release(struct lite_conn *conn);
+void lite_rpc_work(struct work_struct *work);
+void lite_rpc_node_down(struct lite_node *node);
+int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port);
+int lite_rpc_unregister(struct lite_file *lf, u32 port);
+int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a);
+int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
+		  struct lite_rpc_recv *r);
+int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
+		   const struct lite_rpc_reply *r);
+int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m);
+void lite_rpc_file_release(struct lite_file *lf);
+
+/* sync.c: locks and barriers */
+void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_sync_conn_closed(struct lite_conn *conn);
+void lite_sync_drop_export(struct lite_node *node, u64 mr_id);
+int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
+		   bool try, u32 timeout_ms);
+int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off);
+int lite_sync_barrier(struct lite_lmr *lmr, u64 off, u32 count,
+		      u32 timeout_ms);
+void lite_sync_file_release(struct lite_file *lf);
+
 /* main.c */
 struct lite_ibdev *lite_find_ibdev(struct lite_ctx *ctx, const char *name);
 
@@ -328,7 +500,8 @@ void lite_chardev_unregister(struct lite_ctx *ctx);
 struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   struct lite_ibdev *ibdev, u32 port_num,
 				   const struct sockaddr_storage *listen,
-				   const u8 *secret, u32 secret_len);
+				   const u8 *secret, u32 secret_len,
+				   u32 cq_mode);
 void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_get(struct lite_node *node);
@@ -379,6 +552,8 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_exports_drop_owner(struct lite_node *node, u16 owner);
 void lite_exports_free_all(struct lite_node *node);
 void lite_exports_reap(struct work_struct *work);
+atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
+			     int *err);
 void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);
 
 /* lmr.c: LMRs as their users see them */
@@ -407,6 +582,9 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 int lite_share_withdraw(struct lite_node *node, const char *name);
 
 /* rdma.c: one-sided operations */
+int lite_rdma_write_imm(struct lite_conn *conn,
+			const struct lite_layout *l, u32 rkey, u64 off,
+			u32 len, u64 dma, const u32 *imm);
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags);
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,

@@ -15,14 +15,14 @@ static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
 {
 	struct lite_call *call;
 
-	xa_lock(&node->calls);
+	xa_lock_bh(&node->calls);
 	call = xa_load(&node->calls, msg->req_id);
 	if (!call || call->conn != conn || call->type != msg->type) {
-		xa_unlock(&node->calls);
+		xa_unlock_bh(&node->calls);
 		return;		/* late reply to a call that timed out */
 	}
 	__xa_erase(&node->calls, msg->req_id);
-	xa_unlock(&node->calls);
+	xa_unlock_bh(&node->calls);
 
 	if (msg->status) {
 		call->status = msg->status;
@@ -54,17 +54,17 @@ void lite_msg_received(struct lite_rx *rx)
 		goto bad_msg;
 
 	/* Once authenticated, a peer must keep using its own id. */
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	bad = conn->state == LITE_CONN_READY && msg->src != conn->peer_id;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	if (bad)
 		goto bad_msg;
 
 	if (msg->type == LITE_MSG_LEAVE) {
 		/* Before the disconnect that follows can close us. */
-		spin_lock(&conn->lock);
+		spin_lock_bh(&conn->lock);
 		conn->peer_left = true;
-		spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
 	}
 	if (msg->type == LITE_MSG_CREDIT) {
 		lite_conn_repost(rx);
@@ -75,6 +75,14 @@ void lite_msg_received(struct lite_rx *rx)
 		   lite_conn_state(conn) == LITE_CONN_READY) {
 		/* Short and on the data path: no trip through the queue. */
 		lite_export_atomic(conn, msg);
+		lite_conn_repost(rx);
+	} else if (msg->type == LITE_MSG_SYNC &&
+		   lite_conn_state(conn) == LITE_CONN_READY) {
+		lite_sync_handle(conn, msg);
+		lite_conn_repost(rx);
+	} else if (msg->type == LITE_MSG_RING_ACK &&
+		   lite_conn_state(conn) == LITE_CONN_READY) {
+		lite_rpc_ack(conn, msg);
 		lite_conn_repost(rx);
 	} else {
 		lite_conn_get(conn);
@@ -124,13 +132,13 @@ int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 	call->reply_cap = reply_cap;
 	call->reply_len = 0;
 
-	ret = xa_alloc_cyclic(&node->calls, &call->req_id, call,
+	ret = xa_alloc_cyclic_bh(&node->calls, &call->req_id, call,
 			      XA_LIMIT(1, U32_MAX), &node->next_req_id,
 			      GFP_KERNEL);
 	if (ret < 0)
 		return ret;
 	ret = lite_conn_send(conn, type, false, call->req_id, 0, payload, len);
-	if (ret && xa_cmpxchg(&node->calls, call->req_id, call, NULL, 0) != call)
+	if (ret && xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call)
 		wait_for_completion(&call->done);	/* failed meanwhile */
 	return ret;
 }
@@ -145,11 +153,11 @@ int lite_call_wait(struct lite_call *call, unsigned long deadline)
 	struct lite_node *node = call->conn->node;
 	long left;
 
-	left = wait_for_completion_killable_timeout(&call->done,
-		max_t(long, (long)(deadline - jiffies), 1));
+	left = lite_wait_done(node, &call->done,
+			      max_t(long, (long)(deadline - jiffies), 1), true);
 	if (left > 0)
 		return call->status;
-	if (xa_cmpxchg(&node->calls, call->req_id, call, NULL, 0) == call) {
+	if (xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) == call) {
 		if (left < 0)
 			return -EINTR;
 		atomic64_inc(&node->stats.timeouts);
@@ -183,7 +191,7 @@ void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
 	struct lite_call *call;
 	unsigned long id;
 
-	xa_lock(&node->calls);
+	xa_lock_bh(&node->calls);
 	xa_for_each(&node->calls, id, call) {
 		if (call->conn != conn)
 			continue;
@@ -191,7 +199,7 @@ void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
 		call->status = err;
 		complete(&call->done);
 	}
-	xa_unlock(&node->calls);
+	xa_unlock_bh(&node->calls);
 }
 
 /* Answer request @req on @conn: a reply carries the request's type and id;

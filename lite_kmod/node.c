@@ -56,6 +56,10 @@ static void lite_node_release(struct kref *ref)
 
 	WARN_ON(!xa_empty(&node->calls));
 	xa_destroy(&node->calls);
+	WARN_ON(!xa_empty(&node->rpc_calls));
+	xa_destroy(&node->rpc_calls);
+	xa_destroy(&node->rpc_held);
+	xa_destroy(&node->services);
 	kfree_sensitive(node->secret);
 	kfree(node);
 }
@@ -147,11 +151,19 @@ static int lite_node_alloc_wqs(struct lite_node *node)
 		return -ENOMEM;
 	node->close_wq = alloc_workqueue("lite%u_close", WQ_UNBOUND, 0,
 					 node->instance);
-	if (!node->close_wq) {
-		destroy_workqueue(node->wq);
-		return -ENOMEM;
-	}
+	if (!node->close_wq)
+		goto err_wq;
+	node->cq_wq = alloc_workqueue("lite%u_cq", WQ_UNBOUND | WQ_HIGHPRI, 0,
+				      node->instance);
+	if (!node->cq_wq)
+		goto err_close_wq;
 	return 0;
+
+err_close_wq:
+	destroy_workqueue(node->close_wq);
+err_wq:
+	destroy_workqueue(node->wq);
+	return -ENOMEM;
 }
 
 /*
@@ -165,7 +177,8 @@ static int lite_node_alloc_wqs(struct lite_node *node)
 struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   struct lite_ibdev *ibdev, u32 port_num,
 				   const struct sockaddr_storage *listen,
-				   const u8 *secret, u32 secret_len)
+				   const u8 *secret, u32 secret_len,
+				   u32 cq_mode)
 {
 	struct lite_node *node;
 	u32 instance;
@@ -181,8 +194,15 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	INIT_LIST_HEAD(&node->conns);
 	INIT_LIST_HEAD(&node->dev_entry);
 	init_waitqueue_head(&node->conns_wq);
-	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1);
+	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1);
+	node->cq_mode = cq_mode;
+	spin_lock_init(&node->poll_lock);
+	INIT_LIST_HEAD(&node->poll_conns);
+	xa_init(&node->services);
+	xa_init_flags(&node->rpc_calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	INIT_LIST_HEAD(&node->sync_waits);
 	INIT_LIST_HEAD(&node->orphans);
 	INIT_LIST_HEAD(&node->lmrs);
 	node->nonce = get_random_u32();
@@ -222,15 +242,21 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	}
 	node->rkey = node->pd->unsafe_global_rkey;
 
-	ret = lite_node_listen(node);
+	ret = lite_poller_start(node);
 	if (ret)
 		goto err_pd;
+	ret = lite_node_listen(node);
+	if (ret)
+		goto err_poller;
 	list_add_tail(&node->dev_entry, &ibdev->nodes);
 	return node;
 
+err_poller:
+	lite_poller_stop(node);
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
+	destroy_workqueue(node->cq_wq);
 	destroy_workqueue(node->close_wq);
 	destroy_workqueue(node->wq);
 err_xa:
@@ -272,8 +298,11 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	lite_cluster_leave(node);	/* sets dying, tells the peers */
 	rdma_destroy_id(node->listen_id);
 	node->listen_id = NULL;
+	lite_rpc_node_down(node);	/* what it holds keeps conns alive */
 	lite_node_close_conns(node);
+	lite_poller_stop(node);
 
+	destroy_workqueue(node->cq_wq);
 	destroy_workqueue(node->wq);
 	cancel_delayed_work_sync(&node->reap_work);
 	destroy_workqueue(node->close_wq);

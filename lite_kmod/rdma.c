@@ -37,9 +37,9 @@ static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status != IB_WC_SUCCESS)
 		cmpxchg(&op->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
 			-ECONNRESET : -EIO);
-	spin_lock(&conn->lock);
+	spin_lock_bh(&conn->lock);
 	conn->data_avail++;
-	spin_unlock(&conn->lock);
+	spin_unlock_bh(&conn->lock);
 	wake_up(&conn->tx_wq);
 	if (atomic_dec_and_test(&op->pending))
 		complete(&op->done);
@@ -54,78 +54,96 @@ static void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn)
 	op->status = 0;
 }
 
-static bool lite_rdma_slot(struct lite_conn *conn)
+static bool lite_rdma_slot(struct lite_conn *conn, bool credit)
 {
 	bool ok;
 
-	spin_lock(&conn->lock);
-	ok = conn->data_avail || conn->state == LITE_CONN_CLOSING;
-	spin_unlock(&conn->lock);
+	spin_lock_bh(&conn->lock);
+	ok = conn->state == LITE_CONN_CLOSING ||
+	     (conn->data_avail && (!credit ||
+				   lite_credits_avail(&conn->credits)));
+	spin_unlock_bh(&conn->lock);
 	return ok;
 }
 
-/* Post one WR of @op, waiting for a free data slot if needed. */
+/*
+ * Post one WR of @op, waiting for a free data slot if needed. A write with
+ * immediate consumes a receive buffer of the peer's: it takes a credit too.
+ */
 static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 {
 	struct lite_conn *conn = op->conn;
+	bool credit = wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
 	int ret;
 
 	wr->wr_cqe = &op->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
-	if (!wait_event_timeout(conn->tx_wq, lite_rdma_slot(conn),
-				msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
-		return -ETIMEDOUT;
-	spin_lock(&conn->lock);
-	if (conn->state == LITE_CONN_CLOSING) {
-		ret = -ECONNRESET;
-	} else {
-		conn->data_avail--;
-		atomic_inc(&op->pending);
-		ret = ib_post_send(conn->cm_id->qp, wr, NULL);
-		if (ret) {
-			conn->data_avail++;
-			atomic_dec(&op->pending);
+	do {
+		if (!wait_event_timeout(conn->tx_wq,
+					lite_rdma_slot(conn, credit),
+					msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
+			return -ETIMEDOUT;
+		spin_lock_bh(&conn->lock);
+		if (conn->state == LITE_CONN_CLOSING) {
+			ret = -ECONNRESET;
+		} else if (credit && !lite_credits_take(&conn->credits, false)) {
+			ret = -EAGAIN;	/* another writer took it */
+		} else {
+			conn->data_avail--;
+			atomic_inc(&op->pending);
+			ret = ib_post_send(conn->cm_id->qp, wr, NULL);
+			if (ret) {
+				conn->data_avail++;
+				atomic_dec(&op->pending);
+				if (credit)
+					lite_credits_grant(&conn->credits, 1);
+			}
 		}
-	}
-	spin_unlock(&conn->lock);
+		spin_unlock_bh(&conn->lock);
+	} while (ret == -EAGAIN);
 	return ret;
 }
 
 /* Stop posting and wait for what was posted. */
 static int lite_rdma_wait(struct lite_rdma_op *op, int post_err)
 {
-	if (!atomic_dec_and_test(&op->pending) &&
-	    !wait_for_completion_timeout(&op->done,
-					 msecs_to_jiffies(LITE_DATA_TIMEOUT_MS))) {
-		/* The peer stopped answering: the drain flushes the rest. */
-		lite_conn_close(op->conn);
-		wait_for_completion(&op->done);
-		return -ETIMEDOUT;
+	long left = 1;
+
+	if (!atomic_dec_and_test(&op->pending)) {
+		left = lite_wait_done(op->conn->node, &op->done,
+				      msecs_to_jiffies(LITE_DATA_TIMEOUT_MS),
+				      false);
+		if (!left) {
+			/* The peer stopped answering: the drain flushes. */
+			lite_conn_close(op->conn);
+			wait_for_completion(&op->done);
+			return -ETIMEDOUT;
+		}
 	}
 	return post_err ?: op->status;
 }
 
 /*
- * Move @len bytes between the kernel buffer at DMA address @dma and the
- * LMR at @off, in as many work requests as the access has segments.
+ * Move @len bytes between the kernel buffer at DMA address @dma and
+ * @off of the remote layout @l, in as many work requests as the access has
+ * segments. With @imm the last one is a write with that immediate.
  */
-static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
-			  u64 off, u32 len, u64 dma, bool write)
+static int lite_rdma_xfer_layout(struct lite_conn *conn,
+				 const struct lite_layout *l, u32 rkey,
+				 u64 off, u32 len, u64 dma, bool write,
+				 const u32 *imm)
 {
 	struct lite_seg segs[LITE_MAX_SEGS];
 	struct lite_rdma_op op;
 	struct ib_rdma_wr wr;
 	struct ib_sge sge;
 	u64 done = 0, step;
-	int n, i, ret;
+	int n, i, ret = 0;
 
-	ret = lite_lmr_begin(lmr);
-	if (ret)
-		return ret;
 	lite_rdma_op_init(&op, conn);
 	while (!ret && done < len) {
-		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
-				      segs, LITE_MAX_SEGS, &step);
+		n = lite_lmr_segments(l, off + done, len - done, segs,
+				      LITE_MAX_SEGS, &step);
 		for (i = 0; !ret && i < n; i++) {
 			memset(&wr, 0, sizeof(wr));
 			sge.addr = dma + done + segs[i].off;
@@ -133,15 +151,43 @@ static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
 			sge.lkey = conn->node->pd->local_dma_lkey;
 			wr.wr.opcode = write ? IB_WR_RDMA_WRITE :
 					       IB_WR_RDMA_READ;
+			if (imm && i == n - 1 && done + step == len) {
+				wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+				wr.wr.ex.imm_data = cpu_to_be32(*imm);
+			}
 			wr.wr.sg_list = &sge;
 			wr.wr.num_sge = 1;
 			wr.remote_addr = segs[i].addr;
-			wr.rkey = lmr->rkey;
+			wr.rkey = rkey;
 			ret = lite_rdma_post(&op, &wr.wr);
 		}
 		done += step;
 	}
-	ret = lite_rdma_wait(&op, ret);
+	return lite_rdma_wait(&op, ret);
+}
+
+/*
+ * lite_rdma_write_imm - write @len bytes (@len > 0) from kernel DMA address
+ * @dma to @off of layout @l on @conn's peer; the last work request carries
+ * @imm (if given). Return: 0 once the peer's HCA has them, or an error.
+ */
+int lite_rdma_write_imm(struct lite_conn *conn,
+			const struct lite_layout *l, u32 rkey, u64 off,
+			u32 len, u64 dma, const u32 *imm)
+{
+	return lite_rdma_xfer_layout(conn, l, rkey, off, len, dma, true, imm);
+}
+
+static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
+			  u64 off, u32 len, u64 dma, bool write)
+{
+	int ret;
+
+	ret = lite_lmr_begin(lmr);
+	if (ret)
+		return ret;
+	ret = lite_rdma_xfer_layout(conn, &lmr->layout, lmr->rkey, off, len,
+				    dma, write, NULL);
 	lite_lmr_end(lmr);
 	return ret;
 }

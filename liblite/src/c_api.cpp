@@ -230,6 +230,115 @@ int LITE_revoke(lite_t* l, const char* name)
     return ret < 0 ? ret : do_ioctl(l, LITE_IOC_REVOKE, &r);
 }
 
+int LITE_rpc_register(lite_t* l, uint32_t port)
+{
+    lite_rpc_port p{};
+    p.port = port;
+    return do_ioctl(l, LITE_IOC_RPC_REGISTER, &p);
+}
+
+int LITE_rpc_unregister(lite_t* l, uint32_t port)
+{
+    lite_rpc_port p{};
+    p.port = port;
+    return do_ioctl(l, LITE_IOC_RPC_UNREGISTER, &p);
+}
+
+int LITE_rpc_call(lite_t* l, uint32_t node, uint32_t port, const void* req, size_t req_len, void* reply,
+                  size_t reply_cap, size_t* reply_len, uint32_t timeout_ms)
+{
+    lite_rpc_call c{};
+    c.node_id = node;
+    c.port = port;
+    c.req_ptr = reinterpret_cast<uintptr_t>(req);
+    c.req_len = req_len;
+    c.reply_ptr = reinterpret_cast<uintptr_t>(reply);
+    c.reply_cap = reply_cap;
+    c.timeout_ms = timeout_ms;
+    int ret = do_ioctl(l, LITE_IOC_RPC_CALL, &c);
+    if (reply_len != nullptr)
+        *reply_len = ret == 0 || ret == -EMSGSIZE ? static_cast<size_t>(c.reply_len) : 0;
+    return ret;
+}
+
+int LITE_rpc_recv(lite_t* l, uint32_t port, void* buf, size_t cap, uint32_t timeout_ms, lite_rpc_in_t* in)
+{
+    if (in == nullptr)
+        return -EINVAL;
+    lite_rpc_recv r{};
+    r.port = port;
+    r.timeout_ms = timeout_ms;
+    r.buf_ptr = reinterpret_cast<uintptr_t>(buf);
+    r.buf_cap = cap;
+    int ret = do_ioctl(l, LITE_IOC_RPC_RECV, &r);
+    *in = lite_rpc_in_t{};
+    if (ret == 0) {
+        in->token = r.token;
+        in->src_node = r.src_node;
+        in->len = r.len;
+    } else if (ret == -EMSGSIZE) {
+        in->src_node = r.src_node;
+        in->len = r.len;
+    }
+    return ret;
+}
+
+int LITE_rpc_reply(lite_t* l, uint64_t token, const void* buf, size_t len)
+{
+    lite_rpc_reply r{};
+    r.token = token;
+    r.buf_ptr = reinterpret_cast<uintptr_t>(buf);
+    r.len = len;
+    return do_ioctl(l, LITE_IOC_RPC_REPLY, &r);
+}
+
+int LITE_msg_send(lite_t* l, uint32_t node, uint32_t port, const void* buf, size_t len, uint32_t timeout_ms)
+{
+    lite_msg_send m{};
+    m.node_id = node;
+    m.port = port;
+    m.buf_ptr = reinterpret_cast<uintptr_t>(buf);
+    m.len = len;
+    m.timeout_ms = timeout_ms;
+    return do_ioctl(l, LITE_IOC_MSG_SEND, &m);
+}
+
+int LITE_lock(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint32_t timeout_ms)
+{
+    lite_lock k{};
+    k.handle = lmr;
+    k.offset = offset;
+    k.timeout_ms = timeout_ms;
+    return do_ioctl(l, LITE_IOC_LOCK, &k);
+}
+
+int LITE_trylock(lite_t* l, lite_lmr_t lmr, uint64_t offset)
+{
+    lite_lock k{};
+    k.handle = lmr;
+    k.offset = offset;
+    k.flags = LITE_LOCK_TRY;
+    return do_ioctl(l, LITE_IOC_LOCK, &k);
+}
+
+int LITE_unlock(lite_t* l, lite_lmr_t lmr, uint64_t offset)
+{
+    lite_lock k{};
+    k.handle = lmr;
+    k.offset = offset;
+    return do_ioctl(l, LITE_IOC_UNLOCK, &k);
+}
+
+int LITE_barrier(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint32_t count, uint32_t timeout_ms)
+{
+    lite_barrier b{};
+    b.handle = lmr;
+    b.offset = offset;
+    b.count = count;
+    b.timeout_ms = timeout_ms;
+    return do_ioctl(l, LITE_IOC_BARRIER, &b);
+}
+
 const char* LITE_strerror(int err)
 {
     switch (-err) {
@@ -251,6 +360,8 @@ const char* LITE_strerror(int err)
         return "no such node, or no manager to ask";
     case E2BIG:
         return "LMR larger than LITE_LMR_MAX";
+    case EMSGSIZE:
+        return "message larger than the buffer or LITE_RPC_MAX";
     default:
         return std::strerror(-err);
     }

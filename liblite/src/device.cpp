@@ -93,6 +93,7 @@ UpResult Device::up(const UpParams& params) const
     up.secret_ptr = reinterpret_cast<uintptr_t>(params.secret.data());
     up.secret_len = static_cast<uint32_t>(params.secret.size());
     up.timeout_ms = static_cast<uint32_t>(params.timeout.count());
+    up.cq_mode = params.cq_mode;
     ioctl_or_throw(LITE_IOC_NODE_UP, &up, params.join ? "join" : "up");
     return {up.instance, up.node_id};
 }
@@ -121,6 +122,7 @@ NodeStatus Device::status(uint32_t instance) const
     out.epoch = st.epoch;
     out.device = std::string(st.dev_name, strnlen(st.dev_name, sizeof(st.dev_name)));
     out.port = st.port_num;
+    out.cq_mode = st.cq_mode;
     out.listen.addr = st.listen;
     out.counters = st.counters;
     for (uint32_t i = 0; i < st.n_members && i < mi.size(); i++) {
@@ -164,6 +166,33 @@ const char* peer_state_name(lite_peer_state state) noexcept
         return "down";
     }
     return "unknown";
+}
+
+const char* cq_mode_name(uint32_t mode) noexcept
+{
+    switch (mode) {
+    case LITE_CQ_DEFAULT:
+        return "default";
+    case LITE_CQ_BUSY:
+        return "busy";
+    case LITE_CQ_SOFTIRQ:
+        return "softirq";
+    case LITE_CQ_WORKQUEUE:
+        return "workqueue";
+    case LITE_CQ_ADAPTIVE:
+        return "adaptive";
+    default:
+        return "unknown";
+    }
+}
+
+std::optional<uint32_t> parse_cq_mode(std::string_view name) noexcept
+{
+    for (uint32_t mode = LITE_CQ_DEFAULT + 1; mode <= LITE_CQ_MODE_MAX; mode++) {
+        if (name == cq_mode_name(mode))
+            return mode;
+    }
+    return std::nullopt;
 }
 
 std::vector<uint8_t> read_secret_file(const std::string& path)

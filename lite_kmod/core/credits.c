@@ -24,6 +24,12 @@ bool lite_credits_take(struct lite_credits *c, bool credit_msg)
 	return true;
 }
 
+/* Whether an ordinary message could take a credit now. */
+bool lite_credits_avail(const struct lite_credits *c)
+{
+	return c->send >= 2;
+}
+
 /* Credits the peer returned. Return: 0, or -EPROTO if it returns more
  * than it could ever owe us (a broken or hostile peer).
  */

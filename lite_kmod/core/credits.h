@@ -22,6 +22,7 @@ struct lite_credits {
 
 void lite_credits_init(struct lite_credits *c, u32 depth);
 bool lite_credits_take(struct lite_credits *c, bool credit_msg);
+bool lite_credits_avail(const struct lite_credits *c);
 int lite_credits_grant(struct lite_credits *c, u32 n);
 void lite_credits_reposted(struct lite_credits *c);
 u16 lite_credits_collect(struct lite_credits *c);

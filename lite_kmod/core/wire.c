@@ -23,6 +23,10 @@ static_assert(sizeof(struct lite_wire_lmr) == 40);
 static_assert(sizeof(struct lite_wire_share) == 104);
 static_assert(sizeof(struct lite_wire_invalidate) == 24);
 static_assert(sizeof(struct lite_wire_atomic) == 40);
+static_assert(sizeof(struct lite_wire_ring) == 32);
+static_assert(sizeof(struct lite_wire_sync) == 32);
+static_assert(sizeof(struct lite_wire_rpc) == LITE_RPC_ALIGN);
+static_assert(sizeof(struct lite_wire_rpc_reply) == 32);
 static_assert(32 + 40 + LITE_WIRE_MAX_CHUNKS * 16 <= LITE_MSG_MAX);
 static_assert(sizeof(struct lite_wire_accept) == 16);
 static_assert(sizeof(struct lite_wire_challenge) == LITE_NONCE_LEN);
@@ -144,6 +148,151 @@ static int check_chunks(const struct lite_wire_chunks *c, u32 len)
 	return 0;
 }
 
+static int check_ring(const struct lite_wire_ring *r, u32 len)
+{
+	const struct lite_wire_chunks *c = &r->chunks;
+	u64 size = le64_to_cpu(r->size), sum = 0;
+	u32 i;
+
+	if (len < sizeof(*r) || r->reserved || !size ||
+	    size % LITE_RPC_ALIGN || size > (1ULL << 36))
+		return -EBADMSG;
+	if (check_chunks(c, len - offsetof(struct lite_wire_ring, chunks)) ||
+	    c->start || c->count != c->total)
+		return -EBADMSG;
+	for (i = 0; i < le32_to_cpu(c->count); i++)
+		sum += le32_to_cpu(c->chunks[i].len);
+	return sum == size ? 0 : -EBADMSG;
+}
+
+/* RPC control payloads (rings, acks, locks and barriers). */
+static int check_rpc_payload(const struct lite_msg *m)
+{
+	const struct lite_wire_sync *sync = m->payload;
+	const struct lite_wire_sync_result *res = m->payload;
+
+	switch (m->type) {
+	case LITE_MSG_RING:
+		if (m->reply)
+			return check_ring(m->payload, m->len);
+		return m->len ? -EBADMSG : 0;
+	case LITE_MSG_RING_ACK:
+		return m->reply || m->req_id ||
+		       m->len != sizeof(struct lite_wire_ring_ack) ?
+		       -EBADMSG : 0;
+	case LITE_MSG_SYNC:
+		if (m->reply)
+			return m->len == sizeof(*res) && !res->reserved ?
+			       0 : -EBADMSG;
+		if (m->len != sizeof(*sync) || sync->reserved ||
+		    le64_to_cpu(sync->offset) & 7)
+			return -EBADMSG;
+		if (!sync->op || sync->op > LITE_SYNC_OP_MAX)
+			return -EBADMSG;
+		if (sync->op == LITE_SYNC_BARRIER && !sync->count)
+			return -EBADMSG;
+		if (sync->op != LITE_SYNC_BARRIER && sync->count)
+			return -EBADMSG;
+		if (sync->op == LITE_SYNC_CANCEL)
+			return sync->kind == LITE_SYNC_LOCK ||
+			       sync->kind == LITE_SYNC_BARRIER ? 0 : -EBADMSG;
+		return sync->kind ? -EBADMSG : 0;
+	}
+	return -EBADMSG;
+}
+
+/* Bytes a ring entry takes: header, segments, payload, aligned. */
+u32 lite_rpc_entry_size(u32 n_segs, u32 len)
+{
+	u64 n = sizeof(struct lite_wire_rpc) +
+		(u64)n_segs * sizeof(struct lite_wire_chunk) + len;
+
+	return (u32)((n + LITE_RPC_ALIGN - 1) & ~(u64)(LITE_RPC_ALIGN - 1));
+}
+
+/**
+ * lite_rpc_entry_parse - check the header of a ring entry that arrived
+ * @w: the header as read from the ring
+ * @pos: the ring position the receiver expected it at
+ * @src: the node id of the connection it came on
+ * @room: ring bytes from @pos to the end of what the sender may use
+ * @e: decoded fields on success
+ *
+ * Return: 0 or -EBADMSG (a misbehaving peer: drop its connection).
+ */
+int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
+			 u64 room, struct lite_rpc_entry *e)
+{
+	if (le32_to_cpu(w->magic) != LITE_RPC_MAGIC || w->reserved0 ||
+	    w->reserved1 || w->reserved[0] || w->reserved[1])
+		return -EBADMSG;
+	if (le64_to_cpu(w->pos) != pos || le16_to_cpu(w->src) != src)
+		return -EBADMSG;
+	e->kind = w->kind;
+	e->src = src;
+	e->port = le32_to_cpu(w->port);
+	e->call_id = le32_to_cpu(w->call_id);
+	e->len = le32_to_cpu(w->len);
+	e->n_segs = le32_to_cpu(w->n_segs);
+	e->rkey = le32_to_cpu(w->rkey);
+	e->reply_cap = le64_to_cpu(w->reply_cap);
+	if (!e->port || e->len > LITE_RPC_PAYLOAD_MAX)
+		return -EBADMSG;
+	if (e->kind == LITE_RPC_CALL) {
+		if (!e->call_id || e->call_id & LITE_IMM_REPLY ||
+		    !e->n_segs || e->n_segs > LITE_RPC_MAX_SEGS ||
+		    e->reply_cap > LITE_RPC_PAYLOAD_MAX)
+			return -EBADMSG;
+	} else if (e->kind == LITE_RPC_MSG) {
+		if (e->call_id || e->n_segs || e->rkey || e->reply_cap)
+			return -EBADMSG;
+	} else {
+		return -EBADMSG;
+	}
+	e->hdr_len = sizeof(*w) + e->n_segs * sizeof(struct lite_wire_chunk);
+	e->size = lite_rpc_entry_size(e->n_segs, e->len);
+	return e->size <= room ? 0 : -EBADMSG;
+}
+
+/*
+ * The reply buffer a caller described: @n segments that together hold at
+ * least the reply header and @cap payload bytes.
+ */
+int lite_rpc_segs_parse(const struct lite_wire_chunk *w, u32 n, u64 cap)
+{
+	u64 sum = 0;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		if (!le32_to_cpu(w[i].len) || w[i].reserved)
+			return -EBADMSG;
+		sum += le32_to_cpu(w[i].len);
+	}
+	return sum >= sizeof(struct lite_wire_rpc_reply) + cap ? 0 : -EBADMSG;
+}
+
+/* A reply header the caller found in its buffer. */
+int lite_rpc_reply_parse(const struct lite_wire_rpc_reply *w, u32 call_id,
+			 u64 cap, int *status, u32 *len)
+{
+	s32 st = (s32)le32_to_cpu(w->status);
+
+	if (le32_to_cpu(w->magic) != LITE_RPC_MAGIC ||
+	    le32_to_cpu(w->call_id) != call_id || w->reserved[0] ||
+	    w->reserved[1])
+		return -EBADMSG;
+	if (st > 0 || st < -4095)
+		return -EBADMSG;
+	*status = st;
+	*len = le32_to_cpu(w->len);
+	/* -EMSGSIZE tells the size that did not fit; success must fit. */
+	if (st == -EMSGSIZE)
+		return 0;
+	if (st ? *len != 0 : *len > cap)
+		return -EBADMSG;
+	return 0;
+}
+
 /* LMR protocol payloads; 0 if well formed. */
 static int check_lmr_payload(const struct lite_msg *m)
 {
@@ -222,7 +371,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 		       !inv->reserved && le16_to_cpu(inv->mem_node) <=
 		       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
 	}
-	return -EBADMSG;
+	return check_rpc_payload(m);
 }
 
 /* Payload rules per (type, direction); 0 if the payload is well formed. */

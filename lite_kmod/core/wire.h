@@ -36,6 +36,9 @@ enum lite_msg_type {
 	LITE_MSG_UNSHARE,	/* req to the manager: withdraw a name */
 	LITE_MSG_INVALIDATE,	/* req from the manager: a share is void */
 	LITE_MSG_ATOMIC,	/* req: an atomic on the receiver's memory */
+	LITE_MSG_RING,		/* req: where to write RPC entries for us */
+	LITE_MSG_RING_ACK,	/* one-way: ring bytes consumed so far */
+	LITE_MSG_SYNC,		/* req: lock/unlock/barrier on a word */
 	LITE_MSG_TYPE_END
 };
 
@@ -220,6 +223,115 @@ struct lite_wire_atomic {
 struct lite_wire_atomic_result {
 	__le64 value;
 };
+
+/* RING reply: the receiver's ring for the sender's RPC entries. */
+struct lite_wire_ring {
+	__le64 size;		/* bytes; a multiple of LITE_RPC_ALIGN */
+	__le32 rkey;
+	__le32 reserved;
+	struct lite_wire_chunks chunks;	/* all of them: start 0 */
+};
+
+/* RING_ACK: the receiver consumed the ring up to this position. */
+struct lite_wire_ring_ack {
+	__le64 tail;
+};
+
+enum lite_sync_op {
+	LITE_SYNC_LOCK = 1,	/* take a ticket; reply when it is served */
+	LITE_SYNC_TRYLOCK = 2,	/* the lock only if free now, else -EAGAIN */
+	LITE_SYNC_UNLOCK = 3,	/* serve the next ticket */
+	LITE_SYNC_BARRIER = 4,	/* arrive; reply when @count arrived */
+	LITE_SYNC_CANCEL = 5,	/* the requester of @ticket gave up */
+	LITE_SYNC_OP_MAX = LITE_SYNC_CANCEL,
+};
+
+/*
+ * SYNC request, executed by the memory node's CPU on an 8-byte word of an
+ * LMR. A lock word holds the next ticket (high half) and the ticket being
+ * served (low half); a barrier word the generation (high) and arrivals
+ * (low). The reply carries the ticket (locks) or generation (barriers).
+ */
+struct lite_wire_sync {
+	__le64 mr_id;
+	__le64 offset;		/* 8-byte aligned */
+	__le32 ticket;		/* UNLOCK, CANCEL: the requester's ticket */
+	__le16 count;		/* BARRIER: participants */
+	__u8 op;		/* enum lite_sync_op */
+	__u8 kind;		/* CANCEL: LITE_SYNC_LOCK or _BARRIER */
+	__le64 reserved;
+};
+
+struct lite_wire_sync_result {
+	__le32 ticket;
+	__le32 reserved;
+};
+
+/*
+ * RPC entries are not control messages: the sender RDMA-writes them into
+ * the receiver's ring (or, for replies, into the caller's reply buffer)
+ * and the write-with-immediate's immediate data tells the receiver. An
+ * immediate with LITE_IMM_REPLY set names a call (the caller's call id);
+ * otherwise its low 31 bits are the entry's ring position / LITE_RPC_ALIGN.
+ */
+#define LITE_RPC_MAGIC		0x43505254U	/* "TRPC" little-endian */
+#define LITE_RPC_ALIGN		64
+#define LITE_IMM_REPLY		(1U << 31)
+#define LITE_RPC_MAX_SEGS	128	/* reply buffer pieces per call */
+#define LITE_RPC_PAYLOAD_MAX	(4U << 20)	/* == LITE_RPC_MAX (uapi) */
+
+enum lite_rpc_kind {
+	LITE_RPC_CALL = 1,	/* expects a reply */
+	LITE_RPC_MSG = 2,	/* one-way */
+};
+
+/* A ring entry: this header, @n_segs segments, @len payload bytes. */
+struct lite_wire_rpc {
+	__le32 magic;
+	__u8 kind;		/* enum lite_rpc_kind */
+	__u8 reserved0;
+	__le16 src;		/* the sender's node id */
+	__le32 port;
+	__le32 call_id;		/* CALL: for the reply's immediate */
+	__le64 pos;		/* the entry's ring position */
+	__le32 len;		/* payload bytes */
+	__le32 n_segs;		/* CALL: reply buffer segments */
+	__le32 rkey;		/* CALL: the caller's key for them */
+	__le32 reserved1;
+	__le64 reply_cap;	/* CALL: payload bytes the caller takes */
+	__le64 reserved[2];
+	/* struct lite_wire_chunk segs[n_segs]; payload */
+};
+
+/* What a reply writes at the start of the caller's reply buffer. */
+struct lite_wire_rpc_reply {
+	__le32 magic;
+	__le32 call_id;
+	__le32 status;		/* 0 or a negative errno */
+	__le32 len;		/* payload bytes that follow */
+	__le64 reserved[2];
+};
+
+/* Checked view of a ring entry's header. */
+struct lite_rpc_entry {
+	u8 kind;
+	u16 src;
+	u32 port;
+	u32 call_id;
+	u32 len;
+	u32 n_segs;
+	u32 rkey;
+	u64 reply_cap;
+	u32 hdr_len;		/* header and segments */
+	u32 size;		/* whole entry, aligned */
+};
+
+u32 lite_rpc_entry_size(u32 n_segs, u32 len);
+int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
+			 u64 room, struct lite_rpc_entry *e);
+int lite_rpc_segs_parse(const struct lite_wire_chunk *w, u32 n, u64 cap);
+int lite_rpc_reply_parse(const struct lite_wire_rpc_reply *w, u32 call_id,
+			 u64 cap, int *status, u32 *len);
 
 /* Core-side view of an address (host byte order port). */
 struct lite_naddr {

@@ -175,8 +175,8 @@ TEST_F(Uapi, StatusRejections)
     EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "reserved";
     st = {};
     st.instance = u.instance;
-    st.reserved0 = 1;
-    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "padding";
+    st.cq_mode = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "output field not zero";
     st = {};
     st.instance = u.instance;
     st.members_cap = 4;
@@ -193,6 +193,31 @@ TEST_F(Uapi, StatusRejections)
     st.instance = u.instance;
     ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), 0) << "no buffer: counts only";
     EXPECT_EQ(st.n_members, 1u);
+}
+
+TEST_F(Uapi, CqModeIsCheckedAndReported)
+{
+    auto u = good_up();
+    u.cq_mode = LITE_CQ_MODE_MAX + 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "unknown completion mode";
+    EXPECT_TRUE(dev_->instances().empty());
+    for (uint32_t mode = LITE_CQ_DEFAULT; mode <= LITE_CQ_MODE_MAX; mode++) {
+        u = good_up();
+        u.cq_mode = mode;
+        ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0) << "mode " << mode;
+        lite_node_status st{};
+        st.instance = u.instance;
+        ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), 0);
+        if (mode == LITE_CQ_DEFAULT) {
+            EXPECT_GE(st.cq_mode, 1u) << "the default resolves to a real mode";
+            EXPECT_LE(st.cq_mode, static_cast<uint32_t>(LITE_CQ_MODE_MAX));
+        } else {
+            EXPECT_EQ(st.cq_mode, mode);
+        }
+        lite_node_down d{};
+        d.instance = u.instance;
+        ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_DOWN, &d), 0);
+    }
 }
 
 TEST_F(Uapi, PingAndInfoRejections)

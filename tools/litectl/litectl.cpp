@@ -36,10 +36,11 @@ constexpr const char* kUsageText = R"(usage: litectl <command> [options]
 
 commands:
   up --dev DEV --listen ADDR:PORT --secret-file FILE [--join ADDR:PORT]
-     [--port N] [--timeout MS]
+     [--port N] [--timeout MS] [--cq busy|softirq|workqueue|adaptive]
         create a node on RDMA device DEV; without --join it becomes the
         manager (node 1) of a new cluster, with --join it joins the cluster
-        whose manager listens at ADDR:PORT
+        whose manager listens at ADDR:PORT; --cq picks how the node takes
+        completions (default: the measured best)
   down [-i INSTANCE]      leave the cluster and remove the node
   status [-i INSTANCE] [--json]
                           node id, members, per-peer connection state and
@@ -208,9 +209,18 @@ int cmd_up(Args& args)
     auto join = args.take("--join");
     auto port = args.take("--port");
     auto timeout = args.take("--timeout");
+    auto cq = args.take("--cq");
     args.rest();
     if (!dev_name || !listen)
         throw UsageError{"up needs --dev and --listen"};
+    if (cq) {
+        auto mode = lite::parse_cq_mode(*cq);
+        if (!mode) {
+            throw UsageError{"unknown completion mode '" + *cq +
+                             "' for --cq (use busy, softirq, workqueue or adaptive)"};
+        }
+        p.cq_mode = *mode;
+    }
     if (!secret) {
         std::cerr << "litectl up: a cluster secret is required (--secret-file)\n";
         return kAuth;
@@ -285,7 +295,8 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
         o << (n ? "," : "") << "\n"
           << R"(  {"instance": )" << s.instance << R"(, "node_id": )" << s.node_id << R"(, "manager_id": )"
           << s.manager_id << R"(, "epoch": )" << s.epoch << R"(, "device": ")" << json_escape(s.device)
-          << R"(", "port": )" << s.port << R"(, "listen": ")" << json_escape(s.listen.to_string()) << R"(",)"
+          << R"(", "port": )" << s.port << R"(, "listen": ")" << json_escape(s.listen.to_string())
+          << R"(", "cq_mode": ")" << lite::cq_mode_name(s.cq_mode) << R"(",)"
           << "\n"
           << R"(   "counters": {"joins": )" << c.joins << R"(, "leaves": )" << c.leaves << R"(, "losses": )" << c.losses
           << R"(, "auth_failures": )" << c.auth_failures << R"(, "bad_msgs": )" << c.bad_msgs << R"(, "timeouts": )"
@@ -313,6 +324,7 @@ void print_text(const lite::NodeStatus& s)
                 s.node_id && s.node_id == s.manager_id ? " (manager)" : "", s.device.c_str(), s.port,
                 s.listen.to_string().c_str());
     std::printf("  cluster: %zu members, manager %u, epoch %u\n", s.members.size(), s.manager_id, s.epoch);
+    std::printf("  completion mode: %s\n", lite::cq_mode_name(s.cq_mode));
     std::printf("  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS", "TX MSGS", "RX MSGS", "LAST RTT",
                 "CREDITS");
     for (const auto& m : s.members) {

@@ -68,6 +68,65 @@ int LITE_map(lite_t *lite, const char *name, uint32_t perms,
 /* Withdraw a name this lite_t published: every mapping of it fails. */
 int LITE_revoke(lite_t *lite, const char *name);
 
+/*
+ * RPC and messages. A server registers a port (not 0) on its node and
+ * takes calls and one-way messages for it with LITE_rpc_recv, from any
+ * number of threads sharing this lite_t; it answers a call with
+ * LITE_rpc_reply. Requests, replies and messages are at most LITE_RPC_MAX
+ * bytes (-EMSGSIZE above).
+ */
+int LITE_rpc_register(lite_t *lite, uint32_t port);
+int LITE_rpc_unregister(lite_t *lite, uint32_t port);
+/*
+ * Call @port on @node (0 = this node). *@reply_len gets the reply's length,
+ * also on -EMSGSIZE (reply longer than @reply_cap). @timeout_ms 0 = the
+ * default (LITE_RPC_TIMEOUT_MS). @reply_len may be NULL.
+ */
+int LITE_rpc_call(lite_t *lite, uint32_t node, uint32_t port,
+		  const void *req, size_t req_len, void *reply,
+		  size_t reply_cap, size_t *reply_len, uint32_t timeout_ms);
+
+typedef struct lite_rpc_in {
+	uint64_t token;		/* for LITE_rpc_reply; 0 for one-way messages */
+	uint32_t src_node;	/* the sender's node id */
+	uint32_t reserved;
+	uint64_t len;		/* bytes received (or needed, on -EMSGSIZE) */
+} lite_rpc_in_t;
+
+/*
+ * The next call or message for @port, which this lite_t registered, into
+ * @buf. On -EMSGSIZE @in->len is the size needed and the request stays
+ * queued. @timeout_ms 0 = wait until a signal (-ETIMEDOUT when it expires).
+ */
+int LITE_rpc_recv(lite_t *lite, uint32_t port, void *buf, size_t cap,
+		  uint32_t timeout_ms, lite_rpc_in_t *in);
+/* Answer the call @token with @len bytes (at most the caller's capacity). */
+int LITE_rpc_reply(lite_t *lite, uint64_t token, const void *buf, size_t len);
+/*
+ * One-way message to @port on @node (0 = this node). @timeout_ms bounds the
+ * wait for ring space (0 = LITE_RPC_TIMEOUT_MS).
+ */
+int LITE_msg_send(lite_t *lite, uint32_t node, uint32_t port,
+		  const void *buf, size_t len, uint32_t timeout_ms);
+
+/*
+ * A fair (FIFO) lock in the 8-byte aligned word at @offset of an LMR (zero
+ * = free; the handle needs LITE_PERM_ATOMIC). The lock is held by this
+ * lite_t (its open file) and released if it is closed. @timeout_ms 0 =
+ * LITE_RPC_TIMEOUT_MS.
+ */
+int LITE_lock(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
+	      uint32_t timeout_ms);
+/* -EAGAIN if the lock is held. */
+int LITE_trylock(lite_t *lite, lite_lmr_t lmr, uint64_t offset);
+int LITE_unlock(lite_t *lite, lite_lmr_t lmr, uint64_t offset);
+/*
+ * Wait until @count (1..65535) participants, on any nodes, arrived at the
+ * barrier in the 8-byte aligned word at @offset of an LMR.
+ */
+int LITE_barrier(lite_t *lite, lite_lmr_t lmr, uint64_t offset,
+		 uint32_t count, uint32_t timeout_ms);
+
 const char *LITE_strerror(int err);
 
 #ifdef __cplusplus

@@ -45,6 +45,7 @@ struct UpParams {
     std::optional<Endpoint> join;         // manager to join; none = new cluster
     std::vector<uint8_t> secret;          // LITE_SECRET_MIN..LITE_SECRET_MAX bytes
     std::chrono::milliseconds timeout{0}; // 0 = kernel default
+    uint32_t cq_mode = LITE_CQ_DEFAULT;   // LITE_CQ_*: completion delivery
 };
 
 struct UpResult {
@@ -72,12 +73,19 @@ struct NodeStatus {
     uint32_t epoch = 0;
     std::string device;
     uint32_t port = 0;
+    uint32_t cq_mode = LITE_CQ_DEFAULT; // LITE_CQ_* in effect
     Endpoint listen;
     lite_node_counters counters{};
     std::vector<Member> members;
 };
 
 const char* peer_state_name(lite_peer_state state) noexcept;
+
+// LITE_CQ_* by name: "default", "busy", "softirq", "workqueue", "adaptive"
+// ("unknown" for anything else).
+const char* cq_mode_name(uint32_t mode) noexcept;
+// The LITE_CQ_* a name (other than "default") stands for, if any.
+std::optional<uint32_t> parse_cq_mode(std::string_view name) noexcept;
 
 // Read a secret file: its bytes, without one trailing newline.
 // Throws Error naming the file and the problem.

@@ -40,6 +40,24 @@ struct lite_info {
 	__u32 reserved[3];
 };
 
+/*
+ * Completion delivery: how a node learns that work requests completed, and
+ * how a thread waiting for one waits. docs/benchmarks.md has the measured
+ * comparison; LITE_CQ_DEFAULT picks the best of it.
+ */
+#define LITE_CQ_DEFAULT		0	/* the measured best */
+#define LITE_CQ_BUSY		1	/* a kernel thread per node polls all
+					 * completion queues; waiters spin */
+#define LITE_CQ_SOFTIRQ		2	/* interrupt-driven, handled in softirq;
+					 * waiters sleep */
+#define LITE_CQ_WORKQUEUE	3	/* interrupt-driven, handled in a
+					 * workqueue (process context); waiters
+					 * sleep */
+#define LITE_CQ_ADAPTIVE	4	/* softirq delivery; waiters spin up to
+					 * LITE_CQ_SPIN_US, then sleep */
+#define LITE_CQ_MODE_MAX	LITE_CQ_ADAPTIVE
+#define LITE_CQ_SPIN_US		50
+
 /* LITE_IOC_NODE_UP flags */
 #define LITE_UP_JOIN		(1U << 0)	/* join the cluster at @join */
 #define LITE_UP_FLAGS_ALL	LITE_UP_JOIN
@@ -61,7 +79,8 @@ struct lite_node_up {
 	__u32 timeout_ms;			/* in: join timeout, 0 = default */
 	__u32 instance;				/* out */
 	__u32 node_id;				/* out */
-	__u32 reserved[4];
+	__u32 cq_mode;				/* in: LITE_CQ_*, 0 = default */
+	__u32 reserved[3];
 };
 
 /* LITE_IOC_NODE_DOWN: leave the cluster and destroy the instance. */
@@ -114,7 +133,7 @@ struct lite_node_status {
 	__u32 epoch;		/* out: membership epoch */
 	char dev_name[LITE_DEVNAME_MAX];	/* out */
 	__u32 port_num;		/* out */
-	__u32 reserved0;
+	__u32 cq_mode;		/* out: LITE_CQ_* in effect (never DEFAULT) */
 	struct lite_addr listen;		/* out */
 	struct lite_node_counters counters;	/* out */
 	__u32 reserved[4];
@@ -248,6 +267,107 @@ struct lite_revoke {
 	__u32 reserved[3];
 };
 
+/*
+ * RPC and messaging. A server registers a port on its node and takes calls
+ * and one-way messages for it with LITE_IOC_RPC_RECV (from any number of
+ * threads); a call is answered with LITE_IOC_RPC_REPLY. Requests and
+ * messages travel by RDMA write-with-immediate into a ring the server's
+ * node keeps for the caller's node, replies the same way into a buffer the
+ * caller's node set aside for that call. Messages from one sender node to
+ * one port are received in the order they were sent.
+ */
+#define LITE_RPC_MAX		(4U << 20)	/* request, reply, message bytes */
+#define LITE_RPC_TIMEOUT_MS	10000		/* default call timeout */
+
+/* LITE_IOC_RPC_REGISTER, LITE_IOC_RPC_UNREGISTER: serve @port (not 0). */
+struct lite_rpc_port {
+	__u32 port;		/* in */
+	__u32 flags;		/* in: none defined */
+	__u64 reserved[2];
+};
+
+/* LITE_IOC_RPC_CALL: call @port on @node_id and wait for the reply. */
+struct lite_rpc_call {
+	__u32 node_id;		/* in: 0 = this node */
+	__u32 port;		/* in */
+	__u64 req_ptr;		/* in: request bytes */
+	__u64 req_len;		/* in: 0 .. LITE_RPC_MAX */
+	__u64 reply_ptr;	/* in: reply buffer */
+	__u64 reply_cap;	/* in: 0 .. LITE_RPC_MAX */
+	__u64 reply_len;	/* out: reply bytes (also on -EMSGSIZE) */
+	__u32 timeout_ms;	/* in: 0 = LITE_RPC_TIMEOUT_MS */
+	__u32 flags;		/* in: none defined */
+	__u64 reserved[2];
+};
+
+/*
+ * LITE_IOC_RPC_RECV: take the next call or message for @port, which this
+ * file registered. @token is non-zero for a call (pass it to RPC_REPLY)
+ * and 0 for a one-way message. If @buf_cap is too small the ioctl fails
+ * with -EMSGSIZE, sets @len and leaves the request queued.
+ */
+struct lite_rpc_recv {
+	__u32 port;		/* in */
+	__u32 timeout_ms;	/* in: 0 = wait until a signal */
+	__u64 buf_ptr;		/* in */
+	__u64 buf_cap;		/* in */
+	__u64 len;		/* out */
+	__u64 token;		/* out */
+	__u32 src_node;		/* out: the sender's node id */
+	__u32 flags;		/* in: none defined */
+	__u64 reserved[2];
+};
+
+/* LITE_IOC_RPC_REPLY: answer the call @token with @len bytes. */
+struct lite_rpc_reply {
+	__u64 token;		/* in */
+	__u64 buf_ptr;		/* in */
+	__u64 len;		/* in: at most the caller's reply_cap */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved[3];
+};
+
+/* LITE_IOC_MSG_SEND: one-way message to @port on @node_id. */
+struct lite_msg_send {
+	__u32 node_id;		/* in: 0 = this node */
+	__u32 port;		/* in */
+	__u64 buf_ptr;		/* in */
+	__u64 len;		/* in: 0 .. LITE_RPC_MAX */
+	__u32 timeout_ms;	/* in: for ring space; 0 = LITE_RPC_TIMEOUT_MS */
+	__u32 flags;		/* in: none defined */
+	__u64 reserved[2];
+};
+
+/*
+ * LITE_IOC_LOCK, LITE_IOC_UNLOCK: a fair (FIFO) lock kept in the 8-byte
+ * word at @offset of an LMR (zero = free; needs LITE_PERM_ATOMIC). Waiters
+ * sleep on their own node until the memory node hands them the lock. A
+ * lock is held by the open file that took it and released if it closes.
+ */
+#define LITE_LOCK_TRY		(1U << 0)	/* -EAGAIN instead of waiting */
+#define LITE_LOCK_FLAGS_ALL	LITE_LOCK_TRY
+
+struct lite_lock {
+	__u64 handle;		/* in */
+	__u64 offset;		/* in: 8-byte aligned */
+	__u32 timeout_ms;	/* in: 0 = LITE_RPC_TIMEOUT_MS */
+	__u32 flags;		/* in: LITE_LOCK_* (LOCK only) */
+	__u64 reserved[2];
+};
+
+/*
+ * LITE_IOC_BARRIER: wait until @count participants (on any nodes) arrived
+ * at the barrier kept in the 8-byte word at @offset of an LMR.
+ */
+struct lite_barrier {
+	__u64 handle;		/* in */
+	__u64 offset;		/* in: 8-byte aligned */
+	__u32 count;		/* in: 1 .. 65535 */
+	__u32 timeout_ms;	/* in: 0 = LITE_RPC_TIMEOUT_MS */
+	__u32 flags;		/* in: none defined */
+	__u32 reserved[3];
+};
+
 #define LITE_IOC_MAGIC		0xE1
 #define LITE_IOC_GET_INFO	_IOWR(LITE_IOC_MAGIC, 0x00, struct lite_info)
 #define LITE_IOC_NODE_UP	_IOWR(LITE_IOC_MAGIC, 0x01, struct lite_node_up)
@@ -266,5 +386,14 @@ struct lite_revoke {
 #define LITE_IOC_SHARE		_IOWR(LITE_IOC_MAGIC, 0x19, struct lite_share)
 #define LITE_IOC_MAP		_IOWR(LITE_IOC_MAGIC, 0x1a, struct lite_map)
 #define LITE_IOC_REVOKE		_IOWR(LITE_IOC_MAGIC, 0x1b, struct lite_revoke)
+#define LITE_IOC_RPC_REGISTER	_IOWR(LITE_IOC_MAGIC, 0x20, struct lite_rpc_port)
+#define LITE_IOC_RPC_UNREGISTER	_IOWR(LITE_IOC_MAGIC, 0x21, struct lite_rpc_port)
+#define LITE_IOC_RPC_CALL	_IOWR(LITE_IOC_MAGIC, 0x22, struct lite_rpc_call)
+#define LITE_IOC_RPC_RECV	_IOWR(LITE_IOC_MAGIC, 0x23, struct lite_rpc_recv)
+#define LITE_IOC_RPC_REPLY	_IOWR(LITE_IOC_MAGIC, 0x24, struct lite_rpc_reply)
+#define LITE_IOC_MSG_SEND	_IOWR(LITE_IOC_MAGIC, 0x25, struct lite_msg_send)
+#define LITE_IOC_LOCK		_IOWR(LITE_IOC_MAGIC, 0x26, struct lite_lock)
+#define LITE_IOC_UNLOCK		_IOWR(LITE_IOC_MAGIC, 0x27, struct lite_lock)
+#define LITE_IOC_BARRIER	_IOWR(LITE_IOC_MAGIC, 0x28, struct lite_barrier)
 
 #endif /* _UAPI_LINUX_LITE_H */

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel buffers that peers write into with RDMA: RPC rings and reply
+ * buffers. Zeroed pages in physically contiguous, DMA-mapped chunks as
+ * large as the buddy allocator gives (smaller when memory is fragmented),
+ * described as a lite_layout so writers can split accesses by chunk.
+ */
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/gfp.h>
+#include <linux/uaccess.h>
+
+#include "internal.h"
+
+#define LITE_KBUF_ORDER_MAX	(MAX_ORDER - 1)
+
+void lite_kbuf_free(struct lite_kbuf *b)
+{
+	u32 i;
+
+	for (i = 0; i < b->n_chunks; i++) {
+		ib_dma_unmap_page(b->dev, b->chunks[i].addr,
+				  PAGE_SIZE << b->orders[i],
+				  DMA_BIDIRECTIONAL);
+		__free_pages(b->pages[i], b->orders[i]);
+	}
+	kfree(b->pages);
+	kfree(b->orders);
+	kfree(b->chunks);
+	memset(b, 0, sizeof(*b));
+}
+
+/* One chunk of up to @want bytes, at least 1 << @min_order pages. */
+static int lite_kbuf_chunk(struct lite_kbuf *b, u64 want,
+			   unsigned int min_order)
+{
+	unsigned int order = min_t(unsigned int, get_order(want),
+				   LITE_KBUF_ORDER_MAX);
+	struct lite_chunk *c = &b->chunks[b->n_chunks];
+	struct page *page;
+	u64 dma;
+
+	min_order = min(min_order, order);
+	for (;;) {
+		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
+				   (order > min_order ? __GFP_NORETRY : 0),
+				   order);
+		if (page)
+			break;
+		if (order == min_order)
+			return -ENOMEM;
+		order--;
+	}
+	dma = ib_dma_map_page(b->dev, page, 0, PAGE_SIZE << order,
+			      DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(b->dev, dma)) {
+		__free_pages(page, order);
+		return -ENOMEM;
+	}
+	b->pages[b->n_chunks] = page;
+	b->orders[b->n_chunks] = order;
+	c->addr = dma;
+	c->start = b->size - want;
+	c->len = min_t(u64, want, PAGE_SIZE << order);
+	b->n_chunks++;
+	return 0;
+}
+
+/*
+ * lite_kbuf_alloc - @size zeroed bytes in at most @max_chunks chunks
+ * Return: 0 or -ENOMEM.
+ */
+int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
+		    u32 max_chunks)
+{
+	unsigned int min_order;
+	u64 left = size;
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	b->dev = dev;
+	b->size = size;
+	/* The smallest chunk that still fits in @max_chunks of them. */
+	min_order = get_order(DIV_ROUND_UP(size, max_chunks));
+	b->pages = kcalloc(max_chunks, sizeof(*b->pages), GFP_KERNEL);
+	b->orders = kcalloc(max_chunks, sizeof(*b->orders), GFP_KERNEL);
+	b->chunks = kcalloc(max_chunks, sizeof(*b->chunks), GFP_KERNEL);
+	if (!b->pages || !b->orders || !b->chunks) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	while (left) {
+		ret = -ENOMEM;
+		if (b->n_chunks == max_chunks)
+			goto err;
+		ret = lite_kbuf_chunk(b, left, min_order);
+		if (ret)
+			goto err;
+		left -= b->chunks[b->n_chunks - 1].len;
+	}
+	b->layout.size = size;
+	b->layout.n_chunks = b->n_chunks;
+	b->layout.chunks = b->chunks;
+	return 0;
+err:
+	lite_kbuf_free(b);
+	return ret;
+}
+
+/* Where byte @off of @b is, and how many bytes follow it in its chunk. */
+static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u32 *avail)
+{
+	u32 i = lite_lmr_chunk_index(&b->layout, off);
+	u64 in = off - b->chunks[i].start;
+
+	*avail = b->chunks[i].len - in;
+	ib_dma_sync_single_for_cpu(b->dev, b->chunks[i].addr + in, *avail,
+				   DMA_BIDIRECTIONAL);
+	return page_address(b->pages[i]) + in;
+}
+
+/* Copy @len bytes at @off (modulo the size: rings wrap) to @dst. */
+void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
+{
+	u32 n, avail;
+	void *src;
+
+	while (len) {
+		off %= b->size;
+		src = lite_kbuf_at(b, off, &avail);
+		n = min(len, avail);
+		memcpy(dst, src, n);
+		dst += n;
+		off += n;
+		len -= n;
+	}
+}
+
+/* The same to user memory. Return: 0 or -EFAULT. */
+int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
+		      u64 len)
+{
+	u32 avail;
+	u64 n;
+	void *src;
+
+	while (len) {
+		off %= b->size;
+		src = lite_kbuf_at(b, off, &avail);
+		n = min_t(u64, len, avail);
+		if (copy_to_user(dst, src, n))
+			return -EFAULT;
+		dst += n;
+		off += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
+}

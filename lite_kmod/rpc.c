@@ -1,0 +1,1184 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RPC and one-way messages over RDMA write-with-immediate.
+ *
+ * Each node keeps, per peer, an inbound ring (LITE_RING_SIZE bytes of
+ * DMA-mapped pages) that only that peer writes: it asks for it once with a
+ * RING request and then writes entries - header, reply-buffer segments,
+ * payload - at increasing positions, the last work request of each entry
+ * a write with immediate naming the position. One writer at a time per
+ * ring keeps ring order equal to posting order, so the receiver checks
+ * every entry starts where the previous one ended. Entries wait in their
+ * port's queue (still in the ring) until a server thread takes one; the
+ * ring space is released in order and the peer learns of it by RING_ACK,
+ * so a sender never overwrites what was not consumed: it waits, up to its
+ * timeout, for room.
+ *
+ * A call's reply goes into a buffer the caller's node allocated for that
+ * call (its segments travel in the request): a reply header and the
+ * payload, the immediate naming the call. The buffer is freed only once
+ * nothing can be written to it any more - after the reply, or after the
+ * connection's QP is gone - so a late reply never lands in reused memory.
+ *
+ * Every request that arrived is answered exactly once: by its server, or
+ * with -ENOENT (nobody serves the port), or -ECONNRESET (the serving file
+ * unregistered or closed first); a reply that cannot be sent means the
+ * connection is closing, which fails the call on the caller's side too.
+ *
+ * Completion handlers (lite_rpc_arrived) never sleep; the rest runs in
+ * process context.
+ */
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/sched/signal.h>
+
+#include "internal.h"
+
+#define LITE_RING_CHUNKS	128	/* at least 64 KiB each */
+#define LITE_REPLY_HDR		sizeof(struct lite_wire_rpc_reply)
+
+static_assert(LITE_RPC_PAYLOAD_MAX == LITE_RPC_MAX);
+static_assert(LITE_RING_SIZE - LITE_RING_ACK_EVERY >=
+	      sizeof(struct lite_wire_rpc) +
+	      LITE_RPC_MAX_SEGS * sizeof(struct lite_wire_chunk) +
+	      LITE_RPC_MAX + LITE_RPC_ALIGN);
+static_assert(LITE_RING_CHUNKS <= LITE_WIRE_MAX_CHUNKS);
+
+/* Receiver: rings */
+
+static void lite_ring_free(struct lite_ring_rx *ring)
+{
+	struct lite_ring_ent *ent, *tmp;
+
+	list_for_each_entry_safe(ent, tmp, &ring->ents, entry)
+		kfree(ent);
+	lite_kbuf_free(&ring->buf);
+	kfree(ring);
+}
+
+static struct lite_ring_rx *lite_ring_alloc(struct lite_node *node)
+{
+	struct lite_ring_rx *ring;
+
+	ring = kzalloc(sizeof(*ring), GFP_KERNEL);
+	if (!ring)
+		return NULL;
+	spin_lock_init(&ring->lock);
+	INIT_LIST_HEAD(&ring->ents);
+	if (lite_kbuf_alloc(&ring->buf, node->ibdev->dev, LITE_RING_SIZE,
+			    LITE_RING_CHUNKS)) {
+		kfree(ring);
+		return NULL;
+	}
+	return ring;
+}
+
+/* RING request (node->wq): the ring for this peer, made on first use. */
+static void lite_rpc_handle_ring(struct lite_conn *conn,
+				 const struct lite_msg *msg)
+{
+	struct lite_ring_rx *ring = conn->ring;
+	struct lite_wire_ring *w;
+	u32 i, len;
+
+	if (!ring) {
+		ring = lite_ring_alloc(conn->node);
+		if (!ring) {
+			lite_reply(conn, msg, -ENOMEM, NULL, 0);
+			return;
+		}
+		/* Set once, here; the CQ handler reads it with acquire. */
+		smp_store_release(&conn->ring, ring);
+	}
+	len = sizeof(*w) + ring->buf.n_chunks * sizeof(w->chunks.chunks[0]);
+	w = kzalloc(len, GFP_KERNEL);
+	if (!w) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	w->size = cpu_to_le64(ring->buf.size);
+	w->rkey = cpu_to_le32(conn->node->rkey);
+	w->chunks.count = cpu_to_le32(ring->buf.n_chunks);
+	w->chunks.total = cpu_to_le32(ring->buf.n_chunks);
+	for (i = 0; i < ring->buf.n_chunks; i++) {
+		w->chunks.chunks[i].addr = cpu_to_le64(ring->buf.chunks[i].addr);
+		w->chunks.chunks[i].len = cpu_to_le32(ring->buf.chunks[i].len);
+	}
+	lite_reply(conn, msg, 0, w, len);
+	kfree(w);
+}
+
+void lite_rpc_handle(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	if (msg->type == LITE_MSG_RING)
+		lite_rpc_handle_ring(conn, msg);
+}
+
+/* Queue @conn's rpc_work (error replies, acks). Any context. */
+static void lite_rpc_kick(struct lite_conn *conn)
+{
+	lite_conn_get(conn);
+	if (!queue_work(conn->node->cq_wq, &conn->rpc_work))
+		lite_conn_put(conn);	/* never the last: the caller has one */
+}
+
+/* Release @in's ring space; the peer hears of it in batches. */
+static void lite_rpc_consume(struct lite_rpc_in *in)
+{
+	struct lite_conn *conn = in->conn;
+	struct lite_ring_rx *ring = conn->ring;
+	struct lite_ring_ent *ent, *tmp;
+	bool ack;
+
+	if (!in->ent)
+		return;
+	spin_lock_bh(&ring->lock);
+	in->ent->consumed = true;
+	in->ent = NULL;
+	list_for_each_entry_safe(ent, tmp, &ring->ents, entry) {
+		if (!ent->consumed)
+			break;
+		ring->tail = ent->pos + ent->size;
+		list_del(&ent->entry);
+		kfree(ent);
+	}
+	ack = ring->tail - ring->acked >= LITE_RING_ACK_EVERY;
+	spin_unlock_bh(&ring->lock);
+	if (ack) {
+		spin_lock_bh(&conn->lock);
+		conn->ack_due = true;
+		spin_unlock_bh(&conn->lock);
+		lite_rpc_kick(conn);
+	}
+}
+
+static void lite_rpc_in_free(struct lite_rpc_in *in)
+{
+	struct lite_conn *conn = in->conn;
+
+	lite_rpc_consume(in);
+	kfree(in);
+	lite_conn_put(conn);
+}
+
+/* Answer @in with @err (a call) or drop it (a message). Any context. */
+static void lite_rpc_fail_in(struct lite_rpc_in *in, int err)
+{
+	struct lite_conn *conn = in->conn;
+
+	lite_rpc_consume(in);
+	if (in->e.kind != LITE_RPC_CALL) {
+		lite_rpc_in_free(in);
+		return;
+	}
+	in->err = err;
+	spin_lock_bh(&conn->lock);
+	list_add_tail(&in->entry, &conn->rpc_errs);
+	spin_unlock_bh(&conn->lock);
+	lite_rpc_kick(conn);
+}
+
+/* Hand @in to its port's queue. Any context. */
+static void lite_rpc_deliver(struct lite_node *node, struct lite_rpc_in *in)
+{
+	struct lite_service *svc;
+	bool queued = false;
+
+	rcu_read_lock();
+	svc = xa_load(&node->services, in->e.port);
+	if (svc) {
+		spin_lock_bh(&svc->lock);
+		if (!svc->dead) {
+			list_add_tail(&in->entry, &svc->queue);
+			queued = true;
+		}
+		spin_unlock_bh(&svc->lock);
+		if (queued)
+			wake_up(&svc->wq);
+	}
+	rcu_read_unlock();
+	if (!queued)
+		lite_rpc_fail_in(in, -ENOENT);
+}
+
+/* Read the entry's reply-buffer segments into @in. Ring lock held. */
+static int lite_rpc_read_segs(struct lite_ring_rx *ring, u64 pos,
+			      struct lite_rpc_in *in)
+{
+	struct lite_wire_chunk w;
+	u64 start = 0;
+	u32 i;
+
+	for (i = 0; i < in->e.n_segs; i++) {
+		lite_kbuf_read(&ring->buf, pos + sizeof(struct lite_wire_rpc) +
+			       i * sizeof(w), &w, sizeof(w));
+		if (!le32_to_cpu(w.len) || w.reserved)
+			return -EBADMSG;
+		in->segs[i].addr = le64_to_cpu(w.addr);
+		in->segs[i].start = start;
+		in->segs[i].len = le32_to_cpu(w.len);
+		start += in->segs[i].len;
+	}
+	if (in->e.kind == LITE_RPC_CALL &&
+	    start < LITE_REPLY_HDR + in->e.reply_cap)
+		return -EBADMSG;
+	return 0;
+}
+
+/* An entry landed in @conn's ring (CQ context). */
+static void lite_rpc_entry_arrived(struct lite_conn *conn, u32 imm)
+{
+	struct lite_ring_rx *ring = smp_load_acquire(&conn->ring);
+	struct lite_ring_ent *ent = NULL;
+	struct lite_rpc_in *in = NULL;
+	struct lite_rpc_entry e;
+	struct lite_wire_rpc w;
+	u64 pos;
+	int ret = -EBADMSG;
+
+	if (!ring || lite_conn_state(conn) != LITE_CONN_READY)
+		goto bad;
+	spin_lock_bh(&ring->lock);
+	pos = ring->head;
+	if (((pos / LITE_RPC_ALIGN) & ~LITE_IMM_REPLY) != imm)
+		goto unlock;
+	lite_kbuf_read(&ring->buf, pos, &w, sizeof(w));
+	ret = lite_rpc_entry_parse(&w, pos, conn->peer_id,
+				   ring->buf.size - (pos - ring->tail), &e);
+	if (ret)
+		goto unlock;
+	ret = -ENOMEM;
+	in = kzalloc(struct_size(in, segs, e.n_segs), GFP_ATOMIC);
+	ent = kzalloc(sizeof(*ent), GFP_ATOMIC);
+	if (!in || !ent)
+		goto unlock;
+	in->e = e;
+	ret = lite_rpc_read_segs(ring, pos, in);
+	if (ret)
+		goto unlock;
+	ent->pos = pos;
+	ent->size = e.size;
+	list_add_tail(&ent->entry, &ring->ents);
+	ring->head = pos + e.size;
+	spin_unlock_bh(&ring->lock);
+
+	lite_conn_get(conn);
+	in->conn = conn;
+	in->ent = ent;
+	in->pos = pos;
+	lite_rpc_deliver(conn->node, in);
+	return;
+
+unlock:
+	spin_unlock_bh(&ring->lock);
+	kfree(ent);
+	kfree(in);
+bad:
+	if (ret == -EBADMSG)
+		atomic64_inc(&conn->node->stats.bad_msgs);
+	pr_info_ratelimited("lite%u: dropping connection after bad RPC entry (%d)\n",
+			    conn->node->instance, ret);
+	lite_conn_close(conn);
+}
+
+static void lite_rcall_free(struct lite_rcall *call)
+{
+	lite_kbuf_free(&call->buf);
+	lite_conn_put(call->conn);	/* see lite_rpc_reply_arrived() */
+	kfree(call);
+}
+
+/* A reply landed in the buffer of call @id (CQ context). */
+static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
+{
+	struct lite_node *node = conn->node;
+	struct lite_wire_rpc_reply w;
+	struct lite_rcall *call;
+	bool abandoned;
+	int status;
+	u32 len;
+
+	xa_lock_bh(&node->rpc_calls);
+	call = xa_load(&node->rpc_calls, id);
+	if (!call || call->conn != conn) {
+		xa_unlock_bh(&node->rpc_calls);
+		atomic64_inc(&node->stats.bad_msgs);
+		pr_info_ratelimited("lite%u: dropping connection after reply to no call\n",
+				    node->instance);
+		lite_conn_close(conn);
+		return;
+	}
+	__xa_erase(&node->rpc_calls, id);
+	abandoned = call->abandoned;
+	lite_kbuf_read(&call->buf, 0, &w, sizeof(w));
+	if (lite_rpc_reply_parse(&w, id, call->cap, &status, &len)) {
+		atomic64_inc(&node->stats.bad_msgs);
+		status = -EBADMSG;
+		len = 0;
+	}
+	call->status = status;
+	call->len = len;
+	xa_unlock_bh(&node->rpc_calls);
+	/*
+	 * The write is complete and no other reply comes: an abandoned call
+	 * can go now. Its conn reference is not the last (the CQ is alive).
+	 */
+	if (abandoned)
+		lite_rcall_free(call);
+	else
+		complete(&call->done);
+}
+
+void lite_rpc_arrived(struct lite_conn *conn, u32 imm)
+{
+	if (imm & LITE_IMM_REPLY)
+		lite_rpc_reply_arrived(conn, imm & ~LITE_IMM_REPLY);
+	else
+		lite_rpc_entry_arrived(conn, imm);
+}
+
+/* Sender: writing into the peer's ring or reply buffer */
+
+struct lite_rpc_out {
+	u8 kind;
+	u32 port;
+	u32 call_id;
+	u64 reply_cap;
+	const struct lite_kbuf *reply_buf;
+	const void __user *data;
+	u32 len;
+};
+
+struct lite_stage {
+	struct ib_device *dev;
+	void *buf;
+	u64 dma;
+	u32 size;
+};
+
+static int lite_stage_get(struct lite_stage *s, struct lite_node *node,
+			  u64 want)
+{
+	s->dev = node->ibdev->dev;
+	s->size = min_t(u64, want, LITE_BOUNCE_SIZE);
+	s->buf = kmalloc(s->size, GFP_KERNEL);
+	if (!s->buf)
+		return -ENOMEM;
+	s->dma = ib_dma_map_single(s->dev, s->buf, s->size, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(s->dev, s->dma)) {
+		kfree(s->buf);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void lite_stage_put(struct lite_stage *s)
+{
+	ib_dma_unmap_single(s->dev, s->dma, s->size, DMA_TO_DEVICE);
+	kfree(s->buf);
+}
+
+/*
+ * Write @hdr_len bytes of header (already in @s) and @len bytes from
+ * @data to @pos of layout @l (modulo @wrap), staging at most s->size at a
+ * time; the last work request carries @imm. Return: 0, -EFAULT (the
+ * immediate was not sent: what was written goes unnoticed), or a transport
+ * error (the caller closes the connection).
+ */
+static int lite_stage_write(struct lite_conn *conn, struct lite_stage *s,
+			    const struct lite_layout *l, u64 wrap, u32 rkey,
+			    u64 pos, u32 hdr_len, const void __user *data,
+			    u32 len, u32 imm)
+{
+	u64 total = (u64)hdr_len + len, done, off, first;
+	u32 n, skip, i;
+	int ret = 0;
+
+	for (done = 0; !ret && done < total; done += n) {
+		n = min_t(u64, total - done, s->size);
+		skip = done ? 0 : hdr_len;
+		if (n > skip && copy_from_user(s->buf + skip,
+					       data + done + skip - hdr_len,
+					       n - skip))
+			return -EFAULT;
+		ib_dma_sync_single_for_device(s->dev, s->dma, n,
+					      DMA_TO_DEVICE);
+		off = (pos + done) % wrap;
+		first = min_t(u64, n, wrap - off);
+		for (i = 0; !ret && i < 2; i++) {
+			bool last = done + n == total && (i || first == n);
+
+			if (i && first == n)
+				break;
+			ret = lite_rdma_write_imm(conn, l, rkey, i ? 0 : off,
+						  i ? n - first : first,
+						  s->dma + (i ? first : 0),
+						  last ? &imm : NULL);
+		}
+		cond_resched();
+	}
+	return ret;
+}
+
+/* Fill the entry header (and segments) of @o at @pos into @buf. */
+static u32 lite_rpc_put_hdr(struct lite_conn *conn,
+			    const struct lite_rpc_out *o, u64 pos, void *buf)
+{
+	struct lite_wire_rpc *w = buf;
+	struct lite_wire_chunk *seg = buf + sizeof(*w);
+	u32 n = o->reply_buf ? o->reply_buf->n_chunks : 0, i;
+
+	memset(w, 0, sizeof(*w));
+	w->magic = cpu_to_le32(LITE_RPC_MAGIC);
+	w->kind = o->kind;
+	w->src = cpu_to_le16(READ_ONCE(conn->node->self_id));
+	w->port = cpu_to_le32(o->port);
+	w->call_id = cpu_to_le32(o->call_id);
+	w->pos = cpu_to_le64(pos);
+	w->len = cpu_to_le32(o->len);
+	w->n_segs = cpu_to_le32(n);
+	if (o->reply_buf) {
+		w->rkey = cpu_to_le32(conn->node->rkey);
+		w->reply_cap = cpu_to_le64(o->reply_cap);
+	}
+	for (i = 0; i < n; i++) {
+		memset(&seg[i], 0, sizeof(seg[i]));
+		seg[i].addr = cpu_to_le64(o->reply_buf->chunks[i].addr);
+		seg[i].len = cpu_to_le32(o->reply_buf->chunks[i].len);
+	}
+	return sizeof(*w) + n * sizeof(*seg);
+}
+
+/* Learn where the peer's ring is; ring lock held. */
+static int lite_ring_setup(struct lite_conn *conn, unsigned long deadline)
+{
+	struct lite_ring_tx *t = &conn->tx_ring;
+	struct lite_wire_ring *w;
+	struct lite_chunk *chunks;
+	u32 len, n, i;
+	u64 start = 0;
+	int ret;
+
+	if (t->ready)
+		return 0;
+	w = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
+	if (!w)
+		return -ENOMEM;
+	ret = lite_call(conn, LITE_MSG_RING, NULL, 0, w, LITE_MSG_MAX, &len,
+			deadline);
+	if (ret)
+		goto out;
+	n = le32_to_cpu(w->chunks.count);	/* checked by the parser */
+	chunks = kcalloc(n, sizeof(*chunks), GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!chunks)
+		goto out;
+	for (i = 0; i < n; i++) {
+		chunks[i].addr = le64_to_cpu(w->chunks.chunks[i].addr);
+		chunks[i].start = start;
+		chunks[i].len = le32_to_cpu(w->chunks.chunks[i].len);
+		start += chunks[i].len;
+	}
+	t->chunks = chunks;
+	t->layout.size = le64_to_cpu(w->size);
+	t->layout.n_chunks = n;
+	t->layout.chunks = chunks;
+	t->size = t->layout.size;
+	t->rkey = le32_to_cpu(w->rkey);
+	t->ready = true;
+	ret = 0;
+out:
+	kfree(w);
+	return ret;
+}
+
+struct lite_room {
+	struct lite_conn *conn;
+	u64 need;
+};
+
+static bool lite_ring_room(void *arg)
+{
+	struct lite_room *r = arg;
+	struct lite_conn *conn = r->conn;
+	bool ok;
+
+	spin_lock_bh(&conn->lock);
+	ok = conn->state == LITE_CONN_CLOSING ||
+	     conn->tx_ring.head + r->need - conn->tx_ring.tail <=
+	     conn->tx_ring.size;
+	spin_unlock_bh(&conn->lock);
+	return ok;
+}
+
+/* Write one entry into @conn's peer's ring by @deadline. */
+static int lite_ring_write(struct lite_conn *conn,
+			   const struct lite_rpc_out *o,
+			   unsigned long deadline)
+{
+	struct lite_ring_tx *t = &conn->tx_ring;
+	u32 n_segs = o->reply_buf ? o->reply_buf->n_chunks : 0;
+	u32 size = lite_rpc_entry_size(n_segs, o->len), hdr_len, imm;
+	struct lite_room room = { .conn = conn, .need = size };
+	struct lite_stage s;
+	long left;
+	u64 pos;
+	int ret;
+
+	ret = lite_stage_get(&s, conn->node, size);
+	if (ret)
+		return ret;
+	if (mutex_lock_killable(&t->lock)) {
+		ret = -EINTR;
+		goto out;
+	}
+	ret = lite_ring_setup(conn, deadline);
+	if (ret)
+		goto unlock;
+	if (!lite_spin(conn->node, lite_ring_room, &room, deadline)) {
+		left = wait_event_killable_timeout(conn->tx_wq,
+			lite_ring_room(&room),
+			max_t(long, (long)(deadline - jiffies), 1));
+		if (left <= 0) {
+			/* The receiver does not consume fast enough. */
+			ret = left ? -EINTR : -ETIMEDOUT;
+			goto unlock;
+		}
+	}
+	if (lite_conn_state(conn) == LITE_CONN_CLOSING) {
+		ret = -ECONNRESET;
+		goto unlock;
+	}
+	pos = t->head;
+	hdr_len = lite_rpc_put_hdr(conn, o, pos, s.buf);
+	imm = (pos / LITE_RPC_ALIGN) & ~LITE_IMM_REPLY;
+	/* Before the immediate: the peer may consume and ack at once. */
+	WRITE_ONCE(t->head, pos + size);
+	ret = lite_stage_write(conn, &s, &t->layout, t->size, t->rkey, pos,
+			       hdr_len, o->data, o->len, imm);
+	if (ret == -EFAULT)
+		WRITE_ONCE(t->head, pos);	/* no immediate went out */
+	else if (ret)
+		lite_conn_close(conn);	/* the ring is out of step now */
+unlock:
+	mutex_unlock(&t->lock);
+out:
+	lite_stage_put(&s);
+	return ret;
+}
+
+/*
+ * Write a reply (or, with @status, just its header) into the reply buffer
+ * @in describes. Return: 0, -EMSGSIZE (the caller learns the size), or a
+ * transport error.
+ */
+static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
+				const void __user *data, u32 len)
+{
+	struct lite_conn *conn = in->conn;
+	struct lite_layout l = {
+		.n_chunks = in->e.n_segs,
+		.chunks = in->segs,
+	};
+	struct lite_wire_rpc_reply *h;
+	struct lite_stage s;
+	u32 send = len;
+	int ret;
+
+	if (!status && len > in->e.reply_cap)
+		status = -EMSGSIZE;
+	if (status)
+		send = 0;
+	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
+	ret = lite_stage_get(&s, conn->node, LITE_REPLY_HDR + send);
+	if (ret)
+		return ret;
+	h = s.buf;
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_le32(LITE_RPC_MAGIC);
+	h->call_id = cpu_to_le32(in->e.call_id);
+	h->status = cpu_to_le32((u32)status);
+	h->len = cpu_to_le32(status == -EMSGSIZE ? len : send);
+	ret = lite_stage_write(conn, &s, &l, l.size, in->e.rkey, 0,
+			       LITE_REPLY_HDR, data, send,
+			       LITE_IMM_REPLY | in->e.call_id);
+	if (ret && ret != -EFAULT)
+		lite_conn_close(conn);
+	lite_stage_put(&s);
+	if (ret)
+		return ret;
+	return status == -EMSGSIZE ? -EMSGSIZE : 0;
+}
+
+static void lite_rpc_send_ack(struct lite_conn *conn)
+{
+	struct lite_ring_rx *ring = conn->ring;
+	struct lite_wire_ring_ack ack;
+
+	spin_lock_bh(&ring->lock);
+	ring->acked = ring->tail;
+	ack.tail = cpu_to_le64(ring->tail);
+	spin_unlock_bh(&ring->lock);
+	lite_conn_send(conn, LITE_MSG_RING_ACK, false, 0, 0, &ack,
+		       sizeof(ack));
+}
+
+/* Error replies and ring acks of @conn, in process context. */
+void lite_rpc_work(struct work_struct *work)
+{
+	struct lite_conn *conn = container_of(work, struct lite_conn,
+					      rpc_work);
+	struct lite_rpc_in *in;
+	bool ack;
+
+	for (;;) {
+		spin_lock_bh(&conn->lock);
+		in = list_first_entry_or_null(&conn->rpc_errs,
+					      struct lite_rpc_in, entry);
+		if (in)
+			list_del(&in->entry);
+		ack = conn->ack_due;
+		conn->ack_due = false;
+		spin_unlock_bh(&conn->lock);
+		if (ack)
+			lite_rpc_send_ack(conn);
+		if (!in)
+			break;
+		if (lite_conn_state(conn) != LITE_CONN_CLOSING)
+			lite_rpc_write_reply(in, in->err, NULL, 0);
+		lite_rpc_in_free(in);
+	}
+	lite_conn_put(conn);	/* the kick's */
+}
+
+/* RING_ACK from the peer: room in its ring (CQ or process context). */
+void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_ring_ack *ack = msg->payload;
+	u64 tail = le64_to_cpu(ack->tail);
+	bool bad;
+
+	spin_lock_bh(&conn->lock);
+	bad = tail < conn->tx_ring.tail || tail > READ_ONCE(conn->tx_ring.head);
+	if (!bad)
+		conn->tx_ring.tail = tail;
+	spin_unlock_bh(&conn->lock);
+	if (bad) {
+		atomic64_inc(&conn->node->stats.bad_msgs);
+		pr_info_ratelimited("lite%u: dropping connection after bad ring ack\n",
+				    conn->node->instance);
+		lite_conn_close(conn);
+		return;
+	}
+	wake_up(&conn->tx_wq);
+}
+
+/* Teardown */
+
+/* @conn is closing (any context): its calls fail now. */
+void lite_rpc_conn_failed(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+	struct lite_rcall *call;
+	unsigned long id;
+
+	xa_lock_bh(&node->rpc_calls);
+	xa_for_each(&node->rpc_calls, id, call) {
+		if (call->conn != conn || call->abandoned)
+			continue;
+		__xa_erase(&node->rpc_calls, id);
+		call->status = -ECONNRESET;
+		call->conn_failed = true;
+		complete(&call->done);
+	}
+	xa_unlock_bh(&node->rpc_calls);
+}
+
+/* @conn's QP is gone (close_work): nothing can write our buffers now. */
+void lite_rpc_conn_closed(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+	struct lite_service *svc;
+	struct lite_rpc_in *in, *tmp;
+	struct lite_rcall *call;
+	unsigned long id;
+	LIST_HEAD(dead);
+
+	xa_lock_bh(&node->rpc_calls);
+	xa_for_each(&node->rpc_calls, id, call) {
+		if (call->conn != conn)
+			continue;
+		__xa_erase(&node->rpc_calls, id);
+		/* Abandoned; its conn reference is not the last. */
+		lite_rcall_free(call);
+	}
+	xa_unlock_bh(&node->rpc_calls);
+
+	/* Requests from this peer nobody took yet cannot be answered. */
+	rcu_read_lock();
+	xa_for_each(&node->services, id, svc) {
+		spin_lock_bh(&svc->lock);
+		list_for_each_entry_safe(in, tmp, &svc->queue, entry)
+			if (in->conn == conn)
+				list_move_tail(&in->entry, &dead);
+		spin_unlock_bh(&svc->lock);
+	}
+	rcu_read_unlock();
+	list_for_each_entry_safe(in, tmp, &dead, entry)
+		lite_rpc_in_free(in);
+}
+
+/* The last reference to @conn is gone: free what the rings hold. */
+void lite_rpc_conn_release(struct lite_conn *conn)
+{
+	if (conn->ring)
+		lite_ring_free(conn->ring);
+	conn->ring = NULL;
+	kfree(conn->tx_ring.chunks);
+	conn->tx_ring.chunks = NULL;
+}
+
+/* Services */
+
+static void lite_service_free(struct kref *ref)
+{
+	struct lite_service *svc = container_of(ref, struct lite_service, ref);
+
+	kfree_rcu(svc, rcu);
+}
+
+static void lite_service_put(struct lite_service *svc)
+{
+	kref_put(&svc->ref, lite_service_free);
+}
+
+/* No more arrivals for @svc; what waits in its queue fails. */
+static void lite_service_kill(struct lite_node *node, struct lite_service *svc,
+			      int err)
+{
+	struct lite_rpc_in *in, *tmp;
+	LIST_HEAD(queue);
+
+	xa_cmpxchg(&node->services, svc->port, svc, NULL, GFP_KERNEL);
+	spin_lock_bh(&svc->lock);
+	svc->dead = true;
+	list_splice_init(&svc->queue, &queue);
+	spin_unlock_bh(&svc->lock);
+	wake_up_all(&svc->wq);
+	list_for_each_entry_safe(in, tmp, &queue, entry) {
+		list_del(&in->entry);
+		if (err)
+			lite_rpc_fail_in(in, err);
+		else
+			lite_rpc_in_free(in);
+	}
+}
+
+int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port)
+{
+	struct lite_service *svc;
+	int ret;
+
+	svc = kzalloc(sizeof(*svc), GFP_KERNEL);
+	if (!svc)
+		return -ENOMEM;
+	kref_init(&svc->ref);
+	svc->port = port;
+	svc->node = node;
+	svc->owner = lf;
+	spin_lock_init(&svc->lock);
+	INIT_LIST_HEAD(&svc->queue);
+	init_waitqueue_head(&svc->wq);
+
+	mutex_lock(&lf->lock);
+	ret = xa_insert(&node->services, port, svc, GFP_KERNEL);
+	if (!ret)
+		list_add_tail(&svc->file_entry, &lf->services);
+	mutex_unlock(&lf->lock);
+	if (ret) {
+		kfree(svc);
+		return ret == -EBUSY ? -EADDRINUSE : ret;
+	}
+	return 0;
+}
+
+/* The service @lf registered for @port, referenced; or NULL. */
+static struct lite_service *lite_file_service(struct lite_file *lf, u32 port,
+					      bool remove)
+{
+	struct lite_service *svc;
+
+	mutex_lock(&lf->lock);
+	list_for_each_entry(svc, &lf->services, file_entry) {
+		if (svc->port != port)
+			continue;
+		if (remove)
+			list_del(&svc->file_entry);
+		else
+			kref_get(&svc->ref);
+		mutex_unlock(&lf->lock);
+		return svc;
+	}
+	mutex_unlock(&lf->lock);
+	return NULL;
+}
+
+int lite_rpc_unregister(struct lite_file *lf, u32 port)
+{
+	struct lite_service *svc = lite_file_service(lf, port, true);
+
+	if (!svc)
+		return -ENOENT;
+	lite_service_kill(svc->node, svc, -ECONNRESET);
+	lite_service_put(svc);
+	return 0;
+}
+
+static bool lite_service_ready(void *arg)
+{
+	struct lite_service *svc = arg;
+	bool ready;
+
+	spin_lock_bh(&svc->lock);
+	ready = svc->dead || !list_empty(&svc->queue);
+	spin_unlock_bh(&svc->lock);
+	return ready;
+}
+
+/* Wait for a request on @svc and take it off the queue. */
+static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
+			     u64 cap, u64 *len, struct lite_rpc_in **out)
+{
+	long timeout = timeout_ms ? (long)msecs_to_jiffies(timeout_ms) :
+				    MAX_SCHEDULE_TIMEOUT;
+	unsigned long deadline = jiffies + min_t(long, timeout, HZ);
+	struct lite_rpc_in *in;
+	long left;
+
+	for (;;) {
+		if (!lite_spin(svc->node, lite_service_ready, svc, deadline)) {
+			left = wait_event_interruptible_timeout(svc->wq,
+				lite_service_ready(svc), timeout);
+			if (!left)
+				return -ETIMEDOUT;
+			if (left < 0)
+				return -EINTR;
+			timeout = left;
+		}
+		spin_lock_bh(&svc->lock);
+		if (svc->dead) {
+			spin_unlock_bh(&svc->lock);
+			return -ENOENT;
+		}
+		in = list_first_entry_or_null(&svc->queue, struct lite_rpc_in,
+					      entry);
+		if (in && in->e.len > cap) {
+			*len = in->e.len;	/* stays queued */
+			spin_unlock_bh(&svc->lock);
+			return -EMSGSIZE;
+		}
+		if (in)
+			list_del(&in->entry);
+		spin_unlock_bh(&svc->lock);
+		if (in) {
+			*out = in;
+			return 0;
+		}
+		/* Another thread took it. */
+	}
+}
+
+/* Put @in back at the head of its queue (its copy-out failed). */
+static void lite_service_untake(struct lite_service *svc,
+				struct lite_rpc_in *in)
+{
+	bool dead;
+
+	spin_lock_bh(&svc->lock);
+	dead = svc->dead;
+	if (!dead)
+		list_add(&in->entry, &svc->queue);
+	spin_unlock_bh(&svc->lock);
+	if (dead)
+		lite_rpc_fail_in(in, -ECONNRESET);
+	else
+		wake_up(&svc->wq);
+}
+
+int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
+		  struct lite_rpc_recv *r)
+{
+	struct lite_service *svc = lite_file_service(lf, r->port, false);
+	struct lite_rpc_in *in;
+	u32 token;
+	int ret;
+
+	if (!svc)
+		return -ENOENT;
+	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in);
+	if (ret)
+		goto out;
+	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
+				u64_to_user_ptr(r->buf_ptr), in->e.len);
+	if (ret) {
+		lite_service_untake(svc, in);
+		goto out;
+	}
+	r->len = in->e.len;
+	r->src_node = in->e.src;
+	r->token = 0;
+	if (in->e.kind != LITE_RPC_CALL) {
+		lite_rpc_in_free(in);
+		goto out;
+	}
+	lite_rpc_consume(in);
+	in->owner = lf;
+	xa_lock_bh(&node->rpc_held);
+	ret = node->rpc_down ? -ESHUTDOWN :
+	      __xa_alloc_cyclic(&node->rpc_held, &token, in, xa_limit_32b,
+				&node->next_token, GFP_ATOMIC);
+	xa_unlock_bh(&node->rpc_held);
+	if (ret < 0) {
+		lite_rpc_fail_in(in, -ECONNRESET);
+		goto out;
+	}
+	ret = 0;
+	r->token = token;
+out:
+	lite_service_put(svc);
+	return ret;
+}
+
+/* The call @token names, if @lf took it; removed from the table. */
+static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
+					      struct lite_file *lf, u64 token)
+{
+	struct lite_rpc_in *in;
+
+	if (!token || token > U32_MAX)
+		return NULL;
+	xa_lock_bh(&node->rpc_held);
+	in = xa_load(&node->rpc_held, token);
+	if (in && in->owner == lf)
+		__xa_erase(&node->rpc_held, token);
+	else
+		in = NULL;
+	xa_unlock_bh(&node->rpc_held);
+	return in;
+}
+
+int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
+		   const struct lite_rpc_reply *r)
+{
+	struct lite_rpc_in *in = lite_rpc_take_held(node, lf, r->token);
+	int ret;
+
+	if (!in)
+		return -ENOENT;
+	if (r->len > LITE_RPC_MAX)
+		ret = lite_rpc_write_reply(in, -EMSGSIZE, NULL, r->len);
+	else
+		ret = lite_rpc_write_reply(in, 0, u64_to_user_ptr(r->buf_ptr),
+					   r->len);
+	if (ret == -EFAULT) {
+		/* The caller learns that its server failed, not how. */
+		if (lite_conn_state(in->conn) != LITE_CONN_CLOSING)
+			lite_rpc_write_reply(in, -EREMOTEIO, NULL, 0);
+	} else if (ret && ret != -EMSGSIZE) {
+		ret = -ECONNRESET;
+	}
+	lite_rpc_in_free(in);
+	return ret;
+}
+
+/* Callers */
+
+static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
+			    u64 cap, struct lite_rcall **out)
+{
+	struct lite_rcall *call;
+	int ret;
+
+	call = kzalloc(sizeof(*call), GFP_KERNEL);
+	if (!call)
+		return -ENOMEM;
+	init_completion(&call->done);
+	call->cap = cap;
+	ret = lite_kbuf_alloc(&call->buf, node->ibdev->dev,
+			      LITE_REPLY_HDR + cap, LITE_RPC_MAX_SEGS);
+	if (ret)
+		goto err;
+	call->conn = conn;
+	ret = xa_alloc_cyclic_bh(&node->rpc_calls, &call->id, call,
+				 XA_LIMIT(1, LITE_IMM_REPLY - 1),
+				 &node->next_call_id, GFP_KERNEL);
+	if (ret < 0)
+		goto err_buf;
+	*out = call;
+	return 0;
+err_buf:
+	lite_kbuf_free(&call->buf);
+err:
+	kfree(call);
+	return ret;
+}
+
+/*
+ * The caller is done with @call (the reply came, or it gave up first).
+ * Return: whether the caller still owns it; if not, the table does.
+ */
+static bool lite_rcall_leave(struct lite_node *node, struct lite_rcall *call,
+			     bool abandon)
+{
+	bool pending;
+
+	xa_lock_bh(&node->rpc_calls);
+	pending = xa_load(&node->rpc_calls, call->id) == call;
+	if (pending && abandon)
+		call->abandoned = true;
+	else if (pending)
+		__xa_erase(&node->rpc_calls, call->id);
+	xa_unlock_bh(&node->rpc_calls);
+	if (pending && abandon)
+		return false;
+	if (!pending)
+		wait_for_completion(&call->done);	/* completing now */
+	return true;
+}
+
+int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
+{
+	unsigned long deadline = jiffies +
+		msecs_to_jiffies(a->timeout_ms ?: LITE_RPC_TIMEOUT_MS);
+	struct lite_rpc_out o = {
+		.kind = LITE_RPC_CALL,
+		.port = a->port,
+		.reply_cap = a->reply_cap,
+		.data = u64_to_user_ptr(a->req_ptr),
+		.len = a->req_len,
+	};
+	struct lite_rcall *call;
+	struct lite_conn *conn;
+	long left;
+	int ret;
+
+	conn = lite_node_conn(node, a->node_id ?: READ_ONCE(node->self_id));
+	if (!conn)
+		return -ENOTCONN;
+	ret = lite_rcall_start(node, conn, a->reply_cap, &call);
+	if (ret) {
+		lite_conn_put(conn);
+		return ret;
+	}
+	o.call_id = call->id;
+	o.reply_buf = &call->buf;
+	ret = lite_ring_write(conn, &o, deadline);
+	if (ret) {
+		/* Not sent, or the connection is closing. */
+		lite_rcall_leave(node, call, false);
+		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
+			wait_for_completion(&conn->closed);
+		goto free;
+	}
+	left = lite_wait_done(node, &call->done,
+			      max_t(long, (long)(deadline - jiffies), 1), true);
+	if (left <= 0 && !lite_rcall_leave(node, call, true)) {
+		atomic64_inc(&node->stats.timeouts);
+		return left ? -EINTR : -ETIMEDOUT;
+	}
+	ret = call->status;
+	if (call->conn_failed)
+		wait_for_completion(&conn->closed);
+	if (!ret || ret == -EMSGSIZE)
+		a->reply_len = call->len;
+	if (!ret && call->len)
+		ret = lite_kbuf_to_user(&call->buf, LITE_REPLY_HDR,
+					u64_to_user_ptr(a->reply_ptr),
+					call->len);
+free:
+	lite_rcall_free(call);
+	return ret;
+}
+
+int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
+{
+	unsigned long deadline = jiffies +
+		msecs_to_jiffies(m->timeout_ms ?: LITE_RPC_TIMEOUT_MS);
+	struct lite_rpc_out o = {
+		.kind = LITE_RPC_MSG,
+		.port = m->port,
+		.data = u64_to_user_ptr(m->buf_ptr),
+		.len = m->len,
+	};
+	struct lite_conn *conn;
+	int ret;
+
+	conn = lite_node_conn(node, m->node_id ?: READ_ONCE(node->self_id));
+	if (!conn)
+		return -ENOTCONN;
+	ret = lite_ring_write(conn, &o, deadline);
+	lite_conn_put(conn);
+	return ret;
+}
+
+/* Take one entry of node->rpc_held that @lf owns (any, if @lf is NULL). */
+static struct lite_rpc_in *lite_rpc_take_any(struct lite_node *node,
+					     struct lite_file *lf)
+{
+	struct lite_rpc_in *in, *found = NULL;
+	unsigned long token;
+
+	xa_lock_bh(&node->rpc_held);
+	xa_for_each(&node->rpc_held, token, in) {
+		if (lf && in->owner != lf)
+			continue;
+		__xa_erase(&node->rpc_held, token);
+		found = in;
+		break;
+	}
+	xa_unlock_bh(&node->rpc_held);
+	return found;
+}
+
+/* Closing @lf: its ports close, the calls it took fail. */
+void lite_rpc_file_release(struct lite_file *lf)
+{
+	struct lite_node *node = lf->node;
+	struct lite_service *svc, *tmp;
+	struct lite_rpc_in *in;
+
+	list_for_each_entry_safe(svc, tmp, &lf->services, file_entry) {
+		list_del(&svc->file_entry);
+		lite_service_kill(node, svc, -ECONNRESET);
+		lite_service_put(svc);
+	}
+	if (!node)
+		return;
+	while ((in = lite_rpc_take_any(node, lf)))
+		lite_rpc_fail_in(in, -ECONNRESET);
+}
+
+/* The node goes down: no more tokens; what was queued or taken goes. */
+void lite_rpc_node_down(struct lite_node *node)
+{
+	struct lite_service *svc;
+	struct lite_rpc_in *in;
+	unsigned long id;
+
+	xa_lock_bh(&node->rpc_held);
+	node->rpc_down = true;
+	xa_unlock_bh(&node->rpc_held);
+	while ((in = lite_rpc_take_any(node, NULL)))
+		lite_rpc_in_free(in);
+	for (;;) {
+		rcu_read_lock();
+		xa_for_each(&node->services, id, svc)
+			if (kref_get_unless_zero(&svc->ref))
+				break;
+		rcu_read_unlock();
+		if (!svc)
+			break;
+		lite_service_kill(node, svc, 0);	/* erases it */
+		lite_service_put(svc);
+	}
+}

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Distributed locks and barriers on 8-byte LMR words.
+ *
+ * The word is the state: a lock word holds the next ticket (high half) and
+ * the ticket being served (low half), and is zero whenever the lock is free
+ * and nobody waits; a barrier word holds its generation (high) and the
+ * arrivals of this generation (low). Like every lite atomic, the
+ * operations run on the memory node's CPU (SYNC requests), because the
+ * global rkey carries no remote-atomic right. A waiter does not poll: its
+ * request stays parked at the memory node, which answers it when its
+ * ticket is served or the last participant arrives. Tickets are served in
+ * order, so the lock is fair (FIFO).
+ *
+ * The memory node remembers parked waiters and holders (lite_sync_wait):
+ * a requester that gives up (timeout, signal) sends CANCEL, a holder whose
+ * connection closes loses the lock, and either way the next ticket is
+ * served. Holders are open files on the requesting node (lite_held_lock);
+ * closing the file releases its locks.
+ */
+#include <linux/slab.h>
+
+#include "internal.h"
+
+#define LITE_SYNC_CANCEL_MS	3000
+
+enum lite_sync_state {
+	LITE_SYNC_PARKED,	/* waiting for its ticket or the last arrival */
+	LITE_SYNC_HELD,		/* holds the lock */
+	LITE_SYNC_ABANDONED,	/* gave up while parked: skip its ticket */
+};
+
+/* The memory node's record of one requester; node->sync_waits. */
+struct lite_sync_wait {
+	struct list_head entry;		/* node->sync_waits; node lock */
+	u64 mr_id;
+	u64 offset;
+	u8 kind;			/* LITE_SYNC_LOCK or LITE_SYNC_BARRIER */
+	enum lite_sync_state state;
+	u32 ticket;			/* lock ticket, or barrier generation */
+	u16 count;			/* barrier participants */
+	/*
+	 * Holds a reference (NULL once abandoned). Dropped under node->lock:
+	 * never the last one, because close_work removes every record of a
+	 * connection (lite_sync_conn_closed) before its final put.
+	 */
+	struct lite_conn *conn;
+	u32 req_id;
+};
+
+#define LITE_HALF(v)	((u32)(v))
+#define LITE_HIGH(v)	((u32)((v) >> 32))
+
+static void lite_sync_answer(struct lite_sync_wait *w, int status, u32 val)
+{
+	struct lite_wire_sync_result res = { .ticket = cpu_to_le32(val) };
+	struct lite_msg req = {
+		.type = LITE_MSG_SYNC,
+		.req_id = w->req_id,
+	};
+
+	lite_reply(w->conn, &req, status, &res, sizeof(res));
+}
+
+static void lite_sync_free(struct lite_sync_wait *w)
+{
+	list_del(&w->entry);
+	if (w->conn)
+		lite_conn_put(w->conn);
+	kfree(w);
+}
+
+static struct lite_sync_wait *lite_sync_find(struct lite_node *node,
+					     u64 mr_id, u64 off, u8 kind,
+					     u32 ticket)
+{
+	struct lite_sync_wait *w;
+
+	list_for_each_entry(w, &node->sync_waits, entry)
+		if (w->mr_id == mr_id && w->offset == off && w->kind == kind &&
+		    w->ticket == ticket)
+			return w;
+	return NULL;
+}
+
+/*
+ * Serve the next ticket after the holder of the current one left: hand
+ * the lock to the waiter holding it, skipping tickets whose waiters gave
+ * up. node->lock held.
+ */
+static void lite_sync_serve_next(struct lite_node *node, u64 mr_id, u64 off,
+				 atomic64_t *word)
+{
+	struct lite_sync_wait *w;
+	u64 v, nv;
+
+	for (;;) {
+		do {
+			v = atomic64_read(word);
+			nv = (v & ~0xffffffffULL) | (u32)(LITE_HALF(v) + 1);
+		} while (atomic64_cmpxchg(word, v, nv) != v);
+		if (LITE_HALF(nv) == LITE_HIGH(nv)) {
+			/* Nobody waits: back to zero, the free word. */
+			atomic64_cmpxchg(word, nv, 0);
+			return;
+		}
+		w = lite_sync_find(node, mr_id, off, LITE_SYNC_LOCK,
+				   LITE_HALF(nv));
+		if (!w)
+			return;		/* not ours: someone wrote the word */
+		if (w->state == LITE_SYNC_PARKED) {
+			w->state = LITE_SYNC_HELD;
+			lite_sync_answer(w, 0, w->ticket);
+			return;
+		}
+		lite_sync_free(w);	/* abandoned: next */
+	}
+}
+
+static struct lite_sync_wait *lite_sync_record(struct lite_conn *conn,
+					       const struct lite_msg *msg,
+					       u8 kind, u32 ticket)
+{
+	const struct lite_wire_sync *req = msg->payload;
+	struct lite_sync_wait *w;
+
+	w = kzalloc(sizeof(*w), GFP_KERNEL);
+	if (!w)
+		return NULL;
+	w->mr_id = le64_to_cpu(req->mr_id);
+	w->offset = le64_to_cpu(req->offset);
+	w->kind = kind;
+	w->ticket = ticket;
+	w->count = le16_to_cpu(req->count);
+	lite_conn_get(conn);
+	w->conn = conn;
+	w->req_id = msg->req_id;
+	list_add_tail(&w->entry, &conn->node->sync_waits);
+	return w;
+}
+
+static int lite_sync_lock_op(struct lite_conn *conn,
+			     const struct lite_msg *msg, atomic64_t *word,
+			     bool try, u32 *ticket)
+{
+	struct lite_sync_wait *w;
+	u64 v;
+
+	v = atomic64_read(word);
+	if (try && LITE_HALF(v) != LITE_HIGH(v))
+		return -EAGAIN;
+	/* The record first: nothing to undo once the ticket is taken. */
+	w = lite_sync_record(conn, msg, LITE_SYNC_LOCK, 0);
+	if (!w)
+		return -ENOMEM;
+	if (try) {
+		if (atomic64_cmpxchg(word, v, v + (1ULL << 32)) != v) {
+			lite_sync_free(w);
+			return -EAGAIN;
+		}
+	} else {
+		v = atomic64_fetch_add(1ULL << 32, word);
+	}
+	w->ticket = LITE_HIGH(v);
+	if (LITE_HIGH(v) != LITE_HALF(v))
+		return 1;		/* parked: answered when served */
+	w->state = LITE_SYNC_HELD;
+	*ticket = w->ticket;
+	return 0;
+}
+
+static int lite_sync_unlock_op(struct lite_conn *conn, u64 mr_id, u64 off,
+			       atomic64_t *word, u32 ticket)
+{
+	struct lite_sync_wait *w;
+
+	w = lite_sync_find(conn->node, mr_id, off, LITE_SYNC_LOCK, ticket);
+	if (!w || w->state != LITE_SYNC_HELD || w->conn != conn)
+		return -EPERM;
+	lite_sync_free(w);
+	lite_sync_serve_next(conn->node, mr_id, off, word);
+	return 0;
+}
+
+static int lite_sync_barrier_op(struct lite_conn *conn,
+				const struct lite_msg *msg, atomic64_t *word,
+				u32 *gen)
+{
+	const struct lite_wire_sync *req = msg->payload;
+	struct lite_node *node = conn->node;
+	u64 mr_id = le64_to_cpu(req->mr_id), off = le64_to_cpu(req->offset);
+	u16 count = le16_to_cpu(req->count);
+	struct lite_sync_wait *w, *tmp;
+	u64 v = atomic64_read(word);
+
+	list_for_each_entry(w, &node->sync_waits, entry)
+		if (w->mr_id == mr_id && w->offset == off &&
+		    w->kind == LITE_SYNC_BARRIER && w->count != count)
+			return -EINVAL;	/* participants disagree */
+	*gen = LITE_HIGH(v);
+	if (LITE_HALF(v) + 1 < count) {
+		w = lite_sync_record(conn, msg, LITE_SYNC_BARRIER, *gen);
+		if (!w)
+			return -ENOMEM;
+		atomic64_set(word, v + 1);
+		return 1;		/* parked */
+	}
+	/* The last one: release this generation, start the next. */
+	atomic64_set(word, (u64)(*gen + 1) << 32);
+	list_for_each_entry_safe(w, tmp, &node->sync_waits, entry) {
+		if (w->mr_id != mr_id || w->offset != off ||
+		    w->kind != LITE_SYNC_BARRIER || w->ticket != *gen)
+			continue;
+		lite_sync_answer(w, 0, *gen);
+		lite_sync_free(w);
+	}
+	return 0;
+}
+
+/* The requester of @req_id gave up; node->lock held. */
+static void lite_sync_cancel_op(struct lite_conn *conn, u64 mr_id, u64 off,
+				atomic64_t *word, u8 kind, u32 req_id)
+{
+	struct lite_sync_wait *w;
+
+	list_for_each_entry(w, &conn->node->sync_waits, entry) {
+		if (w->conn != conn || w->req_id != req_id ||
+		    w->mr_id != mr_id || w->offset != off || w->kind != kind)
+			continue;
+		if (kind == LITE_SYNC_BARRIER) {
+			atomic64_dec(word);	/* one arrival fewer */
+			lite_sync_free(w);
+		} else if (w->state == LITE_SYNC_HELD) {
+			lite_sync_free(w);	/* granted after all: release */
+			lite_sync_serve_next(conn->node, mr_id, off, word);
+		} else {
+			w->state = LITE_SYNC_ABANDONED;
+			lite_conn_put(w->conn);
+			w->conn = NULL;
+		}
+		return;
+	}
+}
+
+/* SYNC request on this node's memory; process context. */
+void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_sync *req = msg->payload;
+	struct lite_node *node = conn->node;
+	u64 mr_id = le64_to_cpu(req->mr_id), off = le64_to_cpu(req->offset);
+	struct lite_wire_sync_result res = {};
+	atomic64_t *word;
+	u32 val = 0;
+	int ret;
+
+	mutex_lock(&node->lock);
+	word = lite_export_word(node, mr_id, off, &ret);
+	if (word) {
+		switch (req->op) {
+		case LITE_SYNC_LOCK:
+		case LITE_SYNC_TRYLOCK:
+			ret = lite_sync_lock_op(conn, msg, word,
+						req->op == LITE_SYNC_TRYLOCK,
+						&val);
+			break;
+		case LITE_SYNC_UNLOCK:
+			ret = lite_sync_unlock_op(conn, mr_id, off, word,
+						  le32_to_cpu(req->ticket));
+			break;
+		case LITE_SYNC_BARRIER:
+			ret = lite_sync_barrier_op(conn, msg, word, &val);
+			break;
+		default:
+			lite_sync_cancel_op(conn, mr_id, off, word, req->kind,
+					    le32_to_cpu(req->ticket));
+			ret = 0;
+			break;
+		}
+	}
+	mutex_unlock(&node->lock);
+	if (ret > 0)
+		return;			/* parked: answered later */
+	res.ticket = cpu_to_le32(val);
+	lite_reply(conn, msg, ret, &res, sizeof(res));
+}
+
+/*
+ * @conn's requester is gone (close_work): its parked requests are
+ * abandoned, the locks it held are released, its barrier arrivals
+ * withdrawn.
+ */
+void lite_sync_conn_closed(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+	struct lite_sync_wait *w;
+	atomic64_t *word;
+	bool again = true;
+	int err;
+
+	mutex_lock(&node->lock);
+	while (again) {
+		again = false;
+		list_for_each_entry(w, &node->sync_waits, entry) {
+			if (w->conn != conn)
+				continue;
+			word = lite_export_word(node, w->mr_id, w->offset,
+						&err);
+			if (word)
+				lite_sync_cancel_op(conn, w->mr_id, w->offset,
+						    word, w->kind, w->req_id);
+			else
+				lite_sync_free(w);
+			again = true;	/* the list changed */
+			break;
+		}
+	}
+	mutex_unlock(&node->lock);
+}
+
+/* Export @mr_id is being freed: its waiters fail, its records go. */
+void lite_sync_drop_export(struct lite_node *node, u64 mr_id)
+{
+	struct lite_sync_wait *w, *tmp;
+
+	mutex_lock(&node->lock);
+	list_for_each_entry_safe(w, tmp, &node->sync_waits, entry) {
+		if (w->mr_id != mr_id)
+			continue;
+		if (w->state == LITE_SYNC_PARKED)
+			lite_sync_answer(w, -EKEYREVOKED, 0);
+		lite_sync_free(w);
+	}
+	mutex_unlock(&node->lock);
+}
+
+/* The requesting side. */
+
+static int lite_sync_call(struct lite_lmr *lmr, u8 op, u8 kind, u64 off,
+			  u32 ticket, u16 count, u32 timeout_ms, u32 *val)
+{
+	struct lite_wire_sync_result res;
+	struct lite_wire_sync req = {
+		.mr_id = cpu_to_le64(lmr->mr_id),
+		.offset = cpu_to_le64(off),
+		.ticket = cpu_to_le32(ticket),
+		.count = cpu_to_le16(count),
+		.op = op,
+		.kind = kind,
+	};
+	struct lite_call call = {};
+	struct lite_conn *conn;
+	unsigned long deadline;
+	int ret;
+
+	if (READ_ONCE(lmr->revoked))
+		return -EKEYREVOKED;
+	conn = lite_node_conn(lmr->node, lmr->mem_node);
+	if (!conn)
+		return -ENOTCONN;
+	deadline = jiffies + msecs_to_jiffies(timeout_ms ?: LITE_RPC_TIMEOUT_MS);
+	ret = lite_call_start(conn, &call, LITE_MSG_SYNC, &req, sizeof(req),
+			      &res, sizeof(res));
+	if (!ret)
+		ret = lite_call_wait(&call, deadline);
+	if ((ret == -ETIMEDOUT || ret == -EINTR) &&
+	    (op == LITE_SYNC_LOCK || op == LITE_SYNC_BARRIER)) {
+		/* Withdraw, so the ticket or arrival does not linger. */
+		memset(&req, 0, sizeof(req));
+		req.mr_id = cpu_to_le64(lmr->mr_id);
+		req.offset = cpu_to_le64(off);
+		req.op = LITE_SYNC_CANCEL;
+		req.kind = op;
+		req.ticket = cpu_to_le32(call.req_id);
+		lite_call(conn, LITE_MSG_SYNC, &req, sizeof(req), &res,
+			  sizeof(res), NULL,
+			  jiffies + msecs_to_jiffies(LITE_SYNC_CANCEL_MS));
+	}
+	if (!ret && val)
+		*val = le32_to_cpu(res.ticket);
+	lite_conn_put(conn);
+	return ret;
+}
+
+static bool lite_same_word(const struct lite_held_lock *h,
+			   const struct lite_lmr *lmr, u64 off)
+{
+	return h->lmr->mem_node == lmr->mem_node &&
+	       h->lmr->mr_id == lmr->mr_id && h->offset == off;
+}
+
+/* The lock on @lmr at @off this file holds, or NULL; file lock held. */
+static struct lite_held_lock *lite_held_find(struct lite_file *lf,
+					     const struct lite_lmr *lmr, u64 off)
+{
+	struct lite_held_lock *h;
+
+	list_for_each_entry(h, &lf->locks, entry)
+		if (lite_same_word(h, lmr, off))
+			return h;
+	return NULL;
+}
+
+int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
+		   bool try, u32 timeout_ms)
+{
+	struct lite_held_lock *h;
+	u32 ticket;
+	int ret;
+
+	mutex_lock(&lf->lock);
+	h = lite_held_find(lf, lmr, off);
+	mutex_unlock(&lf->lock);
+	if (h)
+		return -EDEADLK;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	ret = lite_sync_call(lmr, try ? LITE_SYNC_TRYLOCK : LITE_SYNC_LOCK, 0,
+			     off, 0, 0, timeout_ms, &ticket);
+	if (ret) {
+		kfree(h);
+		return ret;
+	}
+	lite_lmr_get(lmr);
+	h->lmr = lmr;
+	h->offset = off;
+	h->ticket = ticket;
+	mutex_lock(&lf->lock);
+	list_add_tail(&h->entry, &lf->locks);
+	mutex_unlock(&lf->lock);
+	return 0;
+}
+
+static int lite_held_release(struct lite_held_lock *h)
+{
+	int ret;
+
+	ret = lite_sync_call(h->lmr, LITE_SYNC_UNLOCK, 0, h->offset,
+			     h->ticket, 0, 0, NULL);
+	lite_lmr_put(h->lmr);
+	kfree(h);
+	return ret;
+}
+
+int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off)
+{
+	struct lite_held_lock *h;
+
+	mutex_lock(&lf->lock);
+	h = lite_held_find(lf, lmr, off);
+	if (h)
+		list_del(&h->entry);
+	mutex_unlock(&lf->lock);
+	if (!h)
+		return -EPERM;
+	return lite_held_release(h);
+}
+
+int lite_sync_barrier(struct lite_lmr *lmr, u64 off, u32 count,
+		      u32 timeout_ms)
+{
+	return lite_sync_call(lmr, LITE_SYNC_BARRIER, 0, off, 0, count,
+			      timeout_ms, NULL);
+}
+
+/* Closing the file: release its locks. */
+void lite_sync_file_release(struct lite_file *lf)
+{
+	struct lite_held_lock *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &lf->locks, entry) {
+		list_del(&h->entry);
+		lite_held_release(h);
+	}
+}
