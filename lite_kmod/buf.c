@@ -41,21 +41,21 @@ static int lite_kbuf_chunk(struct lite_kbuf *b, u64 want,
 	u64 dma;
 
 	min_order = min(min_order, order);
-	for (;;) {
+	for (;; order--) {
 		page = alloc_pages(GFP_KERNEL | __GFP_ZERO | __GFP_NOWARN |
 				   (order > min_order ? __GFP_NORETRY : 0),
 				   order);
-		if (page)
-			break;
+		if (page) {
+			/* A bounce-buffered DMA layer may map less at once. */
+			dma = ib_dma_map_page(b->dev, page, 0,
+					      PAGE_SIZE << order,
+					      DMA_BIDIRECTIONAL);
+			if (!ib_dma_mapping_error(b->dev, dma))
+				break;
+			__free_pages(page, order);
+		}
 		if (order == min_order)
 			return -ENOMEM;
-		order--;
-	}
-	dma = ib_dma_map_page(b->dev, page, 0, PAGE_SIZE << order,
-			      DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(b->dev, dma)) {
-		__free_pages(page, order);
-		return -ENOMEM;
 	}
 	b->pages[b->n_chunks] = page;
 	b->orders[b->n_chunks] = order;
@@ -107,14 +107,17 @@ err:
 	return ret;
 }
 
-/* Where byte @off of @b is, and how many bytes follow it in its chunk. */
-static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u32 *avail)
+/*
+ * Where byte @off of @b is; *@n becomes how many of the @want bytes from
+ * there are in the same chunk, synced for the CPU.
+ */
+static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u64 want, u32 *n)
 {
 	u32 i = lite_lmr_chunk_index(&b->layout, off);
 	u64 in = off - b->chunks[i].start;
 
-	*avail = b->chunks[i].len - in;
-	ib_dma_sync_single_for_cpu(b->dev, b->chunks[i].addr + in, *avail,
+	*n = min_t(u64, want, b->chunks[i].len - in);
+	ib_dma_sync_single_for_cpu(b->dev, b->chunks[i].addr + in, *n,
 				   DMA_BIDIRECTIONAL);
 	return page_address(b->pages[i]) + in;
 }
@@ -122,13 +125,12 @@ static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u32 *avail)
 /* Copy @len bytes at @off (modulo the size: rings wrap) to @dst. */
 void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
 {
-	u32 n, avail;
 	void *src;
+	u32 n;
 
 	while (len) {
 		off %= b->size;
-		src = lite_kbuf_at(b, off, &avail);
-		n = min(len, avail);
+		src = lite_kbuf_at(b, off, len, &n);
 		memcpy(dst, src, n);
 		dst += n;
 		off += n;
@@ -140,14 +142,12 @@ void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len)
 {
-	u32 avail;
-	u64 n;
 	void *src;
+	u32 n;
 
 	while (len) {
 		off %= b->size;
-		src = lite_kbuf_at(b, off, &avail);
-		n = min_t(u64, len, avail);
+		src = lite_kbuf_at(b, off, len, &n);
 		if (copy_to_user(dst, src, n))
 			return -EFAULT;
 		dst += n;

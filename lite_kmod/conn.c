@@ -146,7 +146,6 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_LIST_HEAD(&conn->poll_entry);
 	INIT_LIST_HEAD(&conn->rx_deferred);
 	INIT_WORK(&conn->defer_work, lite_conn_defer_work);
-	mutex_init(&conn->tx_ring.lock);
 	INIT_LIST_HEAD(&conn->rpc_errs);
 	INIT_WORK(&conn->rpc_work, lite_rpc_work);
 

@@ -565,6 +565,7 @@ static long lite_ioc_lock(struct lite_file *lf, void __user *argp, bool lock)
 {
 	struct lite_lmr *lmr;
 	struct lite_lock lk;
+	u32 perms;
 	long ret;
 
 	if (copy_from_user(&lk, argp, sizeof(lk)))
@@ -573,15 +574,20 @@ static long lite_ioc_lock(struct lite_file *lf, void __user *argp, bool lock)
 	    !lite_zero(lk.reserved, sizeof(lk.reserved)) ||
 	    lk.timeout_ms > LITE_MAX_TIMEOUT_MS)
 		return -EINVAL;
-	ret = lite_file_access(lf, lk.handle, LITE_LMR_ATOMIC, lk.offset, 8,
-			       &lmr);
-	if (ret)
-		return ret;
-	if (lock)
+	if (lock) {
+		ret = lite_file_access(lf, lk.handle, LITE_LMR_ATOMIC,
+				       lk.offset, 8, &lmr);
+		if (ret)
+			return ret;
 		ret = lite_sync_lock(lf, lmr, lk.offset,
 				     lk.flags & LITE_LOCK_TRY, lk.timeout_ms);
-	else
+	} else {
+		/* Releasing is no access: allowed on a revoked LMR too. */
+		ret = lite_file_lmr(lf, lk.handle, &lmr, &perms, NULL);
+		if (ret)
+			return ret;
 		ret = lite_sync_unlock(lf, lmr, lk.offset);
+	}
 	lite_file_done(lmr);
 	return ret;
 }

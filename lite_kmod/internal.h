@@ -167,6 +167,7 @@ struct lite_node {
 	u32 next_token;			/* xa lock of rpc_held */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
+	u32 next_owner;			/* node lock: lock owner tokens */
 };
 
 /* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
@@ -199,9 +200,10 @@ struct lite_ring_ent {
 
 /* The peer's ring, as this node writes into it. */
 struct lite_ring_tx {
-	struct mutex lock;		/* one writer at a time: ring order is
-					 * posting order; protects the fields
-					 * below except @tail */
+	unsigned long busy;		/* bit 0: the writer that owns the ring
+					 * (ring order is posting order); the
+					 * owner may use the fields below except
+					 * @tail; waiters sleep on conn->tx_wq */
 	bool ready;
 	u64 size;
 	u32 rkey;
@@ -333,6 +335,7 @@ struct lite_held_lock {
 	struct lite_lmr *lmr;		/* holds a reference */
 	u64 offset;
 	u32 ticket;
+	u32 owner;			/* the memory node's token for it */
 };
 
 struct lite_rx {
@@ -414,7 +417,8 @@ struct lite_conn {
 	struct list_head poll_entry;	/* node->poll_conns; node poll_lock */
 	struct list_head rx_deferred;	/* lite_rx for defer_work; conn lock */
 	struct work_struct defer_work;	/* on node->cq_wq */
-	struct lite_ring_rx *ring;	/* inbound ring; set once, node lock */
+	struct lite_ring_rx *ring;	/* inbound ring; set once by the RING
+					 * handler (node->wq), read with acquire */
 	struct lite_ring_tx tx_ring;	/* the peer's ring */
 	struct list_head rpc_errs;	/* lite_rpc_in to fail; conn lock */
 	bool ack_due;			/* conn lock: send a RING_ACK */

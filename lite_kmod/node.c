@@ -57,6 +57,7 @@ static void lite_node_release(struct kref *ref)
 	WARN_ON(!xa_empty(&node->calls));
 	xa_destroy(&node->calls);
 	WARN_ON(!xa_empty(&node->rpc_calls));
+	WARN_ON(!list_empty(&node->sync_waits));
 	xa_destroy(&node->rpc_calls);
 	xa_destroy(&node->rpc_held);
 	xa_destroy(&node->services);

@@ -236,6 +236,8 @@ static void lite_rpc_entry_arrived(struct lite_conn *conn, u32 imm)
 	u64 pos;
 	int ret = -EBADMSG;
 
+	if (lite_conn_state(conn) == LITE_CONN_CLOSING)
+		return;		/* in flight when it closed: nobody answers */
 	if (!ring || lite_conn_state(conn) != LITE_CONN_READY)
 		goto bad;
 	spin_lock_bh(&ring->lock);
@@ -302,6 +304,8 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 	call = xa_load(&node->rpc_calls, id);
 	if (!call || call->conn != conn) {
 		xa_unlock_bh(&node->rpc_calls);
+		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
+			return;	/* the close failed that call already */
 		atomic64_inc(&node->stats.bad_msgs);
 		pr_info_ratelimited("lite%u: dropping connection after reply to no call\n",
 				    node->instance);
@@ -449,7 +453,35 @@ static u32 lite_rpc_put_hdr(struct lite_conn *conn,
 	return sizeof(*w) + n * sizeof(*seg);
 }
 
-/* Learn where the peer's ring is; ring lock held. */
+static bool lite_ring_own(void *arg)
+{
+	struct lite_ring_tx *t = arg;
+
+	return !test_and_set_bit_lock(0, &t->busy);
+}
+
+/* Become the ring's one writer by @deadline. */
+static int lite_ring_lock(struct lite_conn *conn, unsigned long deadline)
+{
+	long left;
+
+	if (lite_ring_own(&conn->tx_ring))
+		return 0;
+	left = wait_event_killable_timeout(conn->tx_wq,
+					   lite_ring_own(&conn->tx_ring),
+		max_t(long, (long)(deadline - jiffies), 1));
+	if (left > 0)
+		return 0;
+	return left ? -EINTR : -ETIMEDOUT;
+}
+
+static void lite_ring_unlock(struct lite_conn *conn)
+{
+	clear_bit_unlock(0, &conn->tx_ring.busy);
+	wake_up(&conn->tx_wq);
+}
+
+/* Learn where the peer's ring is; the ring owned. */
 static int lite_ring_setup(struct lite_conn *conn, unsigned long deadline)
 {
 	struct lite_ring_tx *t = &conn->tx_ring;
@@ -505,7 +537,7 @@ static bool lite_ring_room(void *arg)
 
 	spin_lock_bh(&conn->lock);
 	ok = conn->state == LITE_CONN_CLOSING ||
-	     conn->tx_ring.head + r->need - conn->tx_ring.tail <=
+	     READ_ONCE(conn->tx_ring.head) + r->need - conn->tx_ring.tail <=
 	     conn->tx_ring.size;
 	spin_unlock_bh(&conn->lock);
 	return ok;
@@ -528,10 +560,9 @@ static int lite_ring_write(struct lite_conn *conn,
 	ret = lite_stage_get(&s, conn->node, size);
 	if (ret)
 		return ret;
-	if (mutex_lock_killable(&t->lock)) {
-		ret = -EINTR;
+	ret = lite_ring_lock(conn, deadline);
+	if (ret)
 		goto out;
-	}
 	ret = lite_ring_setup(conn, deadline);
 	if (ret)
 		goto unlock;
@@ -561,7 +592,7 @@ static int lite_ring_write(struct lite_conn *conn,
 	else if (ret)
 		lite_conn_close(conn);	/* the ring is out of step now */
 unlock:
-	mutex_unlock(&t->lock);
+	lite_ring_unlock(conn);
 out:
 	lite_stage_put(&s);
 	return ret;
@@ -615,12 +646,18 @@ static void lite_rpc_send_ack(struct lite_conn *conn)
 	struct lite_ring_rx *ring = conn->ring;
 	struct lite_wire_ring_ack ack;
 
+	u64 tail;
+
 	spin_lock_bh(&ring->lock);
-	ring->acked = ring->tail;
-	ack.tail = cpu_to_le64(ring->tail);
+	tail = ring->tail;
 	spin_unlock_bh(&ring->lock);
-	lite_conn_send(conn, LITE_MSG_RING_ACK, false, 0, 0, &ack,
-		       sizeof(ack));
+	ack.tail = cpu_to_le64(tail);
+	if (lite_conn_send(conn, LITE_MSG_RING_ACK, false, 0, 0, &ack,
+			   sizeof(ack)))
+		return;		/* closing, or retried with the next one */
+	spin_lock_bh(&ring->lock);
+	ring->acked = max(ring->acked, tail);
+	spin_unlock_bh(&ring->lock);
 }
 
 /* Error replies and ring acks of @conn, in process context. */
@@ -706,10 +743,11 @@ void lite_rpc_conn_closed(struct lite_conn *conn)
 
 	xa_lock_bh(&node->rpc_calls);
 	xa_for_each(&node->rpc_calls, id, call) {
-		if (call->conn != conn)
+		/* The others were failed by lite_rpc_conn_failed(). */
+		if (call->conn != conn || !call->abandoned)
 			continue;
 		__xa_erase(&node->rpc_calls, id);
-		/* Abandoned; its conn reference is not the last. */
+		/* Its conn reference is not the last: close_work has one. */
 		lite_rcall_free(call);
 	}
 	xa_unlock_bh(&node->rpc_calls);
@@ -724,8 +762,10 @@ void lite_rpc_conn_closed(struct lite_conn *conn)
 		spin_unlock_bh(&svc->lock);
 	}
 	rcu_read_unlock();
-	list_for_each_entry_safe(in, tmp, &dead, entry)
+	list_for_each_entry_safe(in, tmp, &dead, entry) {
+		list_del(&in->entry);
 		lite_rpc_in_free(in);
+	}
 }
 
 /* The last reference to @conn is gone: free what the rings hold. */
@@ -936,7 +976,7 @@ int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 	xa_lock_bh(&node->rpc_held);
 	ret = node->rpc_down ? -ESHUTDOWN :
 	      __xa_alloc_cyclic(&node->rpc_held, &token, in, xa_limit_32b,
-				&node->next_token, GFP_ATOMIC);
+				&node->next_token, GFP_KERNEL);
 	xa_unlock_bh(&node->rpc_held);
 	if (ret < 0) {
 		lite_rpc_fail_in(in, -ECONNRESET);
@@ -976,7 +1016,8 @@ int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 	if (!in)
 		return -ENOENT;
 	if (r->len > LITE_RPC_MAX)
-		ret = lite_rpc_write_reply(in, -EMSGSIZE, NULL, r->len);
+		ret = lite_rpc_write_reply(in, -EMSGSIZE, NULL,
+					   min_t(u64, r->len, U32_MAX));
 	else
 		ret = lite_rpc_write_reply(in, 0, u64_to_user_ptr(r->buf_ptr),
 					   r->len);
@@ -1009,9 +1050,17 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 	if (ret)
 		goto err;
 	call->conn = conn;
-	ret = xa_alloc_cyclic_bh(&node->rpc_calls, &call->id, call,
-				 XA_LIMIT(1, LITE_IMM_REPLY - 1),
-				 &node->next_call_id, GFP_KERNEL);
+	/*
+	 * lite_conn_close() marks the connection CLOSING before it fails the
+	 * calls under this lock: a call is either failed by it or never
+	 * entered.
+	 */
+	xa_lock_bh(&node->rpc_calls);
+	ret = lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET :
+	      __xa_alloc_cyclic(&node->rpc_calls, &call->id, call,
+				XA_LIMIT(1, LITE_IMM_REPLY - 1),
+				&node->next_call_id, GFP_KERNEL);
+	xa_unlock_bh(&node->rpc_calls);
 	if (ret < 0)
 		goto err_buf;
 	*out = call;

@@ -38,6 +38,7 @@ struct lite_sync_wait {
 	u8 kind;			/* LITE_SYNC_LOCK or LITE_SYNC_BARRIER */
 	enum lite_sync_state state;
 	u32 ticket;			/* lock ticket, or barrier generation */
+	u32 owner;			/* lock: token of this holding */
 	u16 count;			/* barrier participants */
 	/*
 	 * Holds a reference (NULL once abandoned). Dropped under node->lock:
@@ -53,7 +54,10 @@ struct lite_sync_wait {
 
 static void lite_sync_answer(struct lite_sync_wait *w, int status, u32 val)
 {
-	struct lite_wire_sync_result res = { .ticket = cpu_to_le32(val) };
+	struct lite_wire_sync_result res = {
+		.ticket = cpu_to_le32(val),
+		.owner = cpu_to_le32(w->owner),
+	};
 	struct lite_msg req = {
 		.type = LITE_MSG_SYNC,
 		.req_id = w->req_id,
@@ -132,6 +136,12 @@ static struct lite_sync_wait *lite_sync_record(struct lite_conn *conn,
 	w->kind = kind;
 	w->ticket = ticket;
 	w->count = le16_to_cpu(req->count);
+	if (kind == LITE_SYNC_LOCK) {
+		/* Tickets restart at zero: the token tells holdings apart. */
+		do {
+			w->owner = ++conn->node->next_owner;
+		} while (!w->owner);
+	}
 	lite_conn_get(conn);
 	w->conn = conn;
 	w->req_id = msg->req_id;
@@ -141,7 +151,7 @@ static struct lite_sync_wait *lite_sync_record(struct lite_conn *conn,
 
 static int lite_sync_lock_op(struct lite_conn *conn,
 			     const struct lite_msg *msg, atomic64_t *word,
-			     bool try, u32 *ticket)
+			     bool try, u32 *ticket, u32 *owner)
 {
 	struct lite_sync_wait *w;
 	u64 v;
@@ -166,16 +176,18 @@ static int lite_sync_lock_op(struct lite_conn *conn,
 		return 1;		/* parked: answered when served */
 	w->state = LITE_SYNC_HELD;
 	*ticket = w->ticket;
+	*owner = w->owner;
 	return 0;
 }
 
 static int lite_sync_unlock_op(struct lite_conn *conn, u64 mr_id, u64 off,
-			       atomic64_t *word, u32 ticket)
+			       atomic64_t *word, u32 ticket, u32 owner)
 {
 	struct lite_sync_wait *w;
 
 	w = lite_sync_find(conn->node, mr_id, off, LITE_SYNC_LOCK, ticket);
-	if (!w || w->state != LITE_SYNC_HELD || w->conn != conn)
+	if (!w || w->state != LITE_SYNC_HELD || w->conn != conn ||
+	    w->owner != owner)
 		return -EPERM;
 	lite_sync_free(w);
 	lite_sync_serve_next(conn->node, mr_id, off, word);
@@ -249,8 +261,8 @@ void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)
 	struct lite_node *node = conn->node;
 	u64 mr_id = le64_to_cpu(req->mr_id), off = le64_to_cpu(req->offset);
 	struct lite_wire_sync_result res = {};
+	u32 val = 0, owner = 0;
 	atomic64_t *word;
-	u32 val = 0;
 	int ret;
 
 	mutex_lock(&node->lock);
@@ -261,11 +273,12 @@ void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)
 		case LITE_SYNC_TRYLOCK:
 			ret = lite_sync_lock_op(conn, msg, word,
 						req->op == LITE_SYNC_TRYLOCK,
-						&val);
+						&val, &owner);
 			break;
 		case LITE_SYNC_UNLOCK:
 			ret = lite_sync_unlock_op(conn, mr_id, off, word,
-						  le32_to_cpu(req->ticket));
+						  le32_to_cpu(req->ticket),
+						  le32_to_cpu(req->owner));
 			break;
 		case LITE_SYNC_BARRIER:
 			ret = lite_sync_barrier_op(conn, msg, word, &val);
@@ -281,6 +294,7 @@ void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)
 	if (ret > 0)
 		return;			/* parked: answered later */
 	res.ticket = cpu_to_le32(val);
+	res.owner = cpu_to_le32(owner);
 	lite_reply(conn, msg, ret, &res, sizeof(res));
 }
 
@@ -335,8 +349,9 @@ void lite_sync_drop_export(struct lite_node *node, u64 mr_id)
 
 /* The requesting side. */
 
-static int lite_sync_call(struct lite_lmr *lmr, u8 op, u8 kind, u64 off,
-			  u32 ticket, u16 count, u32 timeout_ms, u32 *val)
+static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
+			  u32 owner, u16 count, u32 timeout_ms,
+			  struct lite_wire_sync_result *out)
 {
 	struct lite_wire_sync_result res;
 	struct lite_wire_sync req = {
@@ -345,14 +360,15 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u8 kind, u64 off,
 		.ticket = cpu_to_le32(ticket),
 		.count = cpu_to_le16(count),
 		.op = op,
-		.kind = kind,
+		.owner = cpu_to_le32(owner),
 	};
 	struct lite_call call = {};
 	struct lite_conn *conn;
 	unsigned long deadline;
 	int ret;
 
-	if (READ_ONCE(lmr->revoked))
+	/* A release is no access: it goes out even on a revoked LMR. */
+	if (op != LITE_SYNC_UNLOCK && READ_ONCE(lmr->revoked))
 		return -EKEYREVOKED;
 	conn = lite_node_conn(lmr->node, lmr->mem_node);
 	if (!conn)
@@ -362,21 +378,26 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u8 kind, u64 off,
 			      &res, sizeof(res));
 	if (!ret)
 		ret = lite_call_wait(&call, deadline);
-	if ((ret == -ETIMEDOUT || ret == -EINTR) &&
-	    (op == LITE_SYNC_LOCK || op == LITE_SYNC_BARRIER)) {
-		/* Withdraw, so the ticket or arrival does not linger. */
+	if ((ret == -ETIMEDOUT || ret == -EINTR) && op != LITE_SYNC_UNLOCK) {
+		/*
+		 * Withdraw, so no ticket, holding or arrival lingers (a grant
+		 * may be on its way). If even that fails, closing the
+		 * connection makes the memory node drop them.
+		 */
 		memset(&req, 0, sizeof(req));
 		req.mr_id = cpu_to_le64(lmr->mr_id);
 		req.offset = cpu_to_le64(off);
 		req.op = LITE_SYNC_CANCEL;
-		req.kind = op;
+		req.kind = op == LITE_SYNC_BARRIER ? LITE_SYNC_BARRIER :
+						     LITE_SYNC_LOCK;
 		req.ticket = cpu_to_le32(call.req_id);
-		lite_call(conn, LITE_MSG_SYNC, &req, sizeof(req), &res,
-			  sizeof(res), NULL,
-			  jiffies + msecs_to_jiffies(LITE_SYNC_CANCEL_MS));
+		if (lite_call(conn, LITE_MSG_SYNC, &req, sizeof(req), &res,
+			      sizeof(res), NULL, jiffies +
+			      msecs_to_jiffies(LITE_SYNC_CANCEL_MS)))
+			lite_conn_close(conn);
 	}
-	if (!ret && val)
-		*val = le32_to_cpu(res.ticket);
+	if (!ret && out)
+		*out = res;
 	lite_conn_put(conn);
 	return ret;
 }
@@ -403,8 +424,8 @@ static struct lite_held_lock *lite_held_find(struct lite_file *lf,
 int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 		   bool try, u32 timeout_ms)
 {
+	struct lite_wire_sync_result res;
 	struct lite_held_lock *h;
-	u32 ticket;
 	int ret;
 
 	mutex_lock(&lf->lock);
@@ -415,8 +436,10 @@ int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	if (!h)
 		return -ENOMEM;
-	ret = lite_sync_call(lmr, try ? LITE_SYNC_TRYLOCK : LITE_SYNC_LOCK, 0,
-			     off, 0, 0, timeout_ms, &ticket);
+	ret = lite_sync_call(lmr, try ? LITE_SYNC_TRYLOCK : LITE_SYNC_LOCK,
+			     off, 0, 0, 0, timeout_ms, &res);
+	if (!ret && !res.owner)
+		ret = -EPROTO;
 	if (ret) {
 		kfree(h);
 		return ret;
@@ -424,7 +447,8 @@ int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 	lite_lmr_get(lmr);
 	h->lmr = lmr;
 	h->offset = off;
-	h->ticket = ticket;
+	h->ticket = le32_to_cpu(res.ticket);
+	h->owner = le32_to_cpu(res.owner);
 	mutex_lock(&lf->lock);
 	list_add_tail(&h->entry, &lf->locks);
 	mutex_unlock(&lf->lock);
@@ -435,8 +459,8 @@ static int lite_held_release(struct lite_held_lock *h)
 {
 	int ret;
 
-	ret = lite_sync_call(h->lmr, LITE_SYNC_UNLOCK, 0, h->offset,
-			     h->ticket, 0, 0, NULL);
+	ret = lite_sync_call(h->lmr, LITE_SYNC_UNLOCK, h->offset, h->ticket,
+			     h->owner, 0, 0, NULL);
 	lite_lmr_put(h->lmr);
 	kfree(h);
 	return ret;
@@ -459,7 +483,7 @@ int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off)
 int lite_sync_barrier(struct lite_lmr *lmr, u64 off, u32 count,
 		      u32 timeout_ms)
 {
-	return lite_sync_call(lmr, LITE_SYNC_BARRIER, 0, off, 0, count,
+	return lite_sync_call(lmr, LITE_SYNC_BARRIER, off, 0, 0, count,
 			      timeout_ms, NULL);
 }
 

@@ -182,11 +182,12 @@ static int check_rpc_payload(const struct lite_msg *m)
 		       -EBADMSG : 0;
 	case LITE_MSG_SYNC:
 		if (m->reply)
-			return m->len == sizeof(*res) && !res->reserved ?
-			       0 : -EBADMSG;
+			return m->len == sizeof(*res) ? 0 : -EBADMSG;
 		if (m->len != sizeof(*sync) || sync->reserved ||
 		    le64_to_cpu(sync->offset) & 7)
 			return -EBADMSG;
+		if ((sync->op == LITE_SYNC_UNLOCK) != !!sync->owner)
+			return -EBADMSG;	/* the owner token, for UNLOCK */
 		if (!sync->op || sync->op > LITE_SYNC_OP_MAX)
 			return -EBADMSG;
 		if (sync->op == LITE_SYNC_BARRIER && !sync->count)
@@ -252,23 +253,6 @@ int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 	e->hdr_len = sizeof(*w) + e->n_segs * sizeof(struct lite_wire_chunk);
 	e->size = lite_rpc_entry_size(e->n_segs, e->len);
 	return e->size <= room ? 0 : -EBADMSG;
-}
-
-/*
- * The reply buffer a caller described: @n segments that together hold at
- * least the reply header and @cap payload bytes.
- */
-int lite_rpc_segs_parse(const struct lite_wire_chunk *w, u32 n, u64 cap)
-{
-	u64 sum = 0;
-	u32 i;
-
-	for (i = 0; i < n; i++) {
-		if (!le32_to_cpu(w[i].len) || w[i].reserved)
-			return -EBADMSG;
-		sum += le32_to_cpu(w[i].len);
-	}
-	return sum >= sizeof(struct lite_wire_rpc_reply) + cap ? 0 : -EBADMSG;
 }
 
 /* A reply header the caller found in its buffer. */

@@ -259,12 +259,14 @@ struct lite_wire_sync {
 	__le16 count;		/* BARRIER: participants */
 	__u8 op;		/* enum lite_sync_op */
 	__u8 kind;		/* CANCEL: LITE_SYNC_LOCK or _BARRIER */
-	__le64 reserved;
+	__le32 owner;		/* UNLOCK: what the grant said */
+	__le32 reserved;
 };
 
+/* The reply: a lock's ticket and owner token, or a barrier generation. */
 struct lite_wire_sync_result {
 	__le32 ticket;
-	__le32 reserved;
+	__le32 owner;		/* locks: names this holding, never 0 */
 };
 
 /*
@@ -329,7 +331,6 @@ struct lite_rpc_entry {
 u32 lite_rpc_entry_size(u32 n_segs, u32 len);
 int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 			 u64 room, struct lite_rpc_entry *e);
-int lite_rpc_segs_parse(const struct lite_wire_chunk *w, u32 n, u64 cap);
 int lite_rpc_reply_parse(const struct lite_wire_rpc_reply *w, u32 call_id,
 			 u64 cap, int *status, u32 *len);
 

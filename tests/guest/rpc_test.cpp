@@ -1146,6 +1146,10 @@ TEST_F(RpcUapi, CallRejections)
     c = call_req(2, 50, req, reply, 300);
     c.reply_len = 1;
     EXPECT_EQ(a.io(LITE_IOC_RPC_CALL, &c), EINVAL) << "output field not zero";
+    c = call_req(LITE_MAX_NODES + 1, 50, req, reply, 300);
+    EXPECT_EQ(a.io(LITE_IOC_RPC_CALL, &c), EINVAL) << "node id above LITE_MAX_NODES";
+    c = call_req(2, 50, req, reply, 60001);
+    EXPECT_EQ(a.io(LITE_IOC_RPC_CALL, &c), EINVAL) << "timeout above 60 s";
     c = call_req(2, 50, req, reply, 300);
     c.req_len = uint64_t{LITE_RPC_MAX} + 1;
     EXPECT_EQ(a.io(LITE_IOC_RPC_CALL, &c), EMSGSIZE) << "request too long";
@@ -1284,6 +1288,10 @@ TEST_F(RpcUapi, MsgSendRejections)
     EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), EINVAL) << "reserved";
     m = msg_req(2, 0, buf, 300);
     EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), EINVAL) << "port 0";
+    m = msg_req(LITE_MAX_NODES + 1, 70, buf, 300);
+    EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), EINVAL) << "node id above LITE_MAX_NODES";
+    m = msg_req(2, 70, buf, 60001);
+    EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), EINVAL) << "timeout above 60 s";
     m = msg_req(2, 70, buf, 300);
     m.len = uint64_t{LITE_RPC_MAX} + 1;
     EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), EMSGSIZE);
@@ -1307,6 +1315,9 @@ TEST_F(RpcUapi, LockAndBarrierRejections)
     lk.reserved[1] = 1;
     EXPECT_EQ(a.io(LITE_IOC_LOCK, &lk), EINVAL) << "reserved";
     lk.reserved[1] = 0;
+    lk.timeout_ms = 60001;
+    EXPECT_EQ(a.io(LITE_IOC_LOCK, &lk), EINVAL) << "timeout above 60 s";
+    lk.timeout_ms = 1000;
     EXPECT_EQ(a.io(LITE_IOC_LOCK, &lk), 0);
     lk.flags = LITE_LOCK_TRY;
     EXPECT_EQ(a.io(LITE_IOC_UNLOCK, &lk), EINVAL) << "flags are for LOCK only";
@@ -1327,6 +1338,9 @@ TEST_F(RpcUapi, LockAndBarrierRejections)
     br.reserved[2] = 1;
     EXPECT_EQ(a.io(LITE_IOC_BARRIER, &br), EINVAL) << "reserved";
     br.reserved[2] = 0;
+    br.timeout_ms = 60001;
+    EXPECT_EQ(a.io(LITE_IOC_BARRIER, &br), EINVAL) << "timeout above 60 s";
+    br.timeout_ms = 1000;
     EXPECT_EQ(a.io(LITE_IOC_BARRIER, &br), 0);
 }
 

@@ -134,3 +134,16 @@ TEST(Credits, SimulationNeverOverrunsOrDeadlocks)
     EXPECT_EQ(s[1].received, 20000u);
     EXPECT_TRUE(s[0].backlog.empty() && s[1].backlog.empty()) << "stuck: deadlock";
 }
+
+TEST(Credits, AvailMatchesTakeForOrdinaryMessages)
+{
+    lite_credits c{};
+    lite_credits_init(&c, 3);
+    EXPECT_TRUE(lite_credits_avail(&c));
+    EXPECT_TRUE(lite_credits_take(&c, false));
+    EXPECT_TRUE(lite_credits_avail(&c));
+    EXPECT_TRUE(lite_credits_take(&c, false));
+    EXPECT_FALSE(lite_credits_avail(&c)) << "the last credit is kept for CREDIT messages";
+    EXPECT_FALSE(lite_credits_take(&c, false));
+    EXPECT_TRUE(lite_credits_take(&c, true));
+}
