@@ -238,7 +238,7 @@ uint64_t measure(const bench::rpc::RpcOptions& opt, lite_t* lite, uint32_t node,
         bench::rpc::print_lat_header();
         for (size_t size : opt.lat.sizes) {
             bench::Stats s = bench::rpc::measure_calls(opt.lat, size, seq, client);
-            bench::rpc::print_lat_row(size, opt.lat, s);
+            bench::rpc::print_lat_row("rpc", size, opt.lat, s);
         }
         calls = seq;
     } else {

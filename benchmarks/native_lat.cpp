@@ -8,8 +8,10 @@
 // a server id listens on ADDR:PORT, registers a buffer for remote reads and
 // writes and hands its address and rkey to the client in the accept's
 // private data; the client connects to it and, for each size, posts one
-// signaled WRITE (then READ) at a time and busy-polls its CQ for the
-// completion. Both sides are driven from this one thread: every rdma_cm
+// signaled WRITE (then READ) at a time and waits for its completion: it
+// busy-polls its CQ (--poll busy, the default), or sleeps on the CQ's
+// completion channel and polls after each event (--poll event; the ops are
+// then write-event and read-event in the CSV). Both sides are driven from this one thread: every rdma_cm
 // call is asynchronous, so the steps simply alternate between the two event
 // channels. Before the timed runs of each size the data is checked once:
 // what the client wrote must be in the server's buffer, and what it read
@@ -48,13 +50,18 @@ constexpr size_t kMaxSize = size_t{1} << 20;
 constexpr auto kCompletionTimeout = std::chrono::seconds(5);
 constexpr uint32_t kSendDepth = 16; // send queue and CQ size; 1 in flight
 
-constexpr const char* kUsage = R"(usage: native-lat [--addr IPV4] [--port N] [--iters N] [--warmup N] [--sizes LIST]
+constexpr const char* kUsage =
+    R"(usage: native-lat [--addr IPV4] [--port N] [--poll busy|event] [--iters N] [--warmup N] [--sizes LIST]
 
 RDMA WRITE/READ latency over one RC connection from the RDMA device that owns
 IPV4 to itself, made with librdmacm; prints CSV on stdout.
 
   --addr IPV4    address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
   --port N       rdma_cm port to listen on (default 18600)
+  --poll MODE    how to wait for a completion: busy (default) polls the CQ in
+                 a loop; event sleeps on the CQ's completion channel
+                 (ibv_req_notify_cq, ibv_get_cq_event) and polls after each
+                 event; the CSV's ops are then write-event and read-event
 )";
 
 // One end of the connection. Members are destroyed in reverse order: the
@@ -65,7 +72,7 @@ struct Side {
     CmId listener; // server only
     CmId id;
     Pd pd;
-    Cq cq;
+    CompletionQueue cq;
     std::vector<uint8_t> buf;
     Mr mr;
     Qp qp;
@@ -83,17 +90,15 @@ struct Side {
     }
 };
 
-// PD, CQ, an RC QP on @s.id, and @s.buf (@len bytes) registered with
-// @access.
-void make_resources(Side& s, size_t len, int access)
+// PD, CQ (waited on as @mode says), an RC QP on @s.id, and @s.buf (@len
+// bytes) registered with @access.
+void make_resources(Side& s, size_t len, int access, PollMode mode)
 {
     ibv_context* verbs = s.id->verbs;
     s.pd.reset(ibv_alloc_pd(verbs));
     if (!s.pd)
         throw verb_error("ibv_alloc_pd", errno);
-    s.cq.reset(ibv_create_cq(verbs, static_cast<int>(kSendDepth), nullptr, nullptr, 0));
-    if (!s.cq)
-        throw verb_error("ibv_create_cq", errno);
+    s.cq.create(verbs, static_cast<int>(kSendDepth), mode);
 
     ibv_qp_init_attr attr{};
     attr.send_cq = s.cq.get();
@@ -123,9 +128,10 @@ rdma_conn_param conn_param()
     return p;
 }
 
-// Server listening on @sin, client connected to it; returns the server's
-// buffer as the client learned it.
-RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, size_t len)
+// Server listening on @sin, client connected to it, both waiting for
+// completions as @mode says; returns the server's buffer as the client
+// learned it.
+RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, size_t len, PollMode mode)
 {
     server.channel = make_channel();
     server.listener = make_id(server.channel.get());
@@ -139,7 +145,7 @@ RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, size_t le
     wait_event(client.channel.get(), RDMA_CM_EVENT_ADDR_RESOLVED, "client");
     check_cm(rdma_resolve_route(client.id.get(), kCmTimeoutMs), "rdma_resolve_route");
     wait_event(client.channel.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
-    make_resources(client, len, IBV_ACCESS_LOCAL_WRITE);
+    make_resources(client, len, IBV_ACCESS_LOCAL_WRITE, mode);
     rdma_conn_param cp = conn_param();
     check_cm(rdma_connect(client.id.get(), &cp), "rdma_connect");
 
@@ -147,7 +153,7 @@ RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, size_t le
         Event req = wait_event(server.channel.get(), RDMA_CM_EVENT_CONNECT_REQUEST, "server");
         server.id.reset(req->id); // the new id is ours from here on
     }
-    make_resources(server, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+    make_resources(server, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE, mode);
     RemoteBuffer rb{reinterpret_cast<uintptr_t>(server.buf.data()), server.mr->rkey, static_cast<uint32_t>(len)};
     rdma_conn_param ap = conn_param();
     ap.private_data = &rb;
@@ -175,7 +181,8 @@ const char* op_name(ibv_wr_opcode op)
 }
 
 // Posts one signaled @op of @len bytes between the start of the client's
-// buffer and the start of @remote, and busy-polls for its completion.
+// buffer and the start of @remote, and waits for its completion (busy
+// polling or on the completion channel: the client's CQ decides).
 class Poster
 {
 public:
@@ -201,17 +208,10 @@ public:
 
         ibv_wc wc{};
         int n = 0;
-        std::chrono::steady_clock::time_point deadline{};
-        for (unsigned spins = 0; (n = ibv_poll_cq(client_.cq.get(), 1, &wc)) == 0; spins++) {
-            if ((spins & 0xfff) != 0)
-                continue; // look at the clock only now and then
-            auto now = std::chrono::steady_clock::now();
-            if (spins == 0) {
-                deadline = now + kCompletionTimeout;
-            } else if (now > deadline) {
-                throw std::runtime_error(std::string("ibv_poll_cq: no completion for a ") + op_name(op) + " of " +
-                                         std::to_string(len) + " bytes within 5 s");
-            }
+        if (!client_.cq.wait_until([&] { return (n = ibv_poll_cq(client_.cq.get(), 1, &wc)) != 0; },
+                                   kCompletionTimeout)) {
+            throw std::runtime_error(std::string("ibv_poll_cq: no completion for a ") + op_name(op) + " of " +
+                                     std::to_string(len) + " bytes within 5 s");
         }
         if (n < 0)
             throw std::runtime_error("ibv_poll_cq failed (returned " + std::to_string(n) + ")");
@@ -252,9 +252,10 @@ int run(int argc, char** argv)
     const char* env_addr = std::getenv("LITE_ADDR");
     std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
     uint16_t port = 18600;
+    PollMode mode = PollMode::busy;
     for (int i = 1; i < argc; i++) {
         std::string_view arg = argv[i];
-        if (bench::parse_common(opt, argc, argv, i, kMaxSize))
+        if (bench::parse_common(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i))
             continue;
         if (arg == "-h" || arg == "--help") {
             std::printf("%s%s", kUsage, bench::kCommonUsage);
@@ -275,10 +276,10 @@ int run(int argc, char** argv)
 
     Side server;
     Side client;
-    const RemoteBuffer remote = connect_pair(server, client, sin, len);
-    (void)std::fprintf(stderr, "%s: %s, RC QP %u -> %u via %s:%u, %u+%u iterations\n", kProg,
+    const RemoteBuffer remote = connect_pair(server, client, sin, len, mode);
+    (void)std::fprintf(stderr, "%s: %s, RC QP %u -> %u via %s:%u, %u+%u iterations, %s polling\n", kProg,
                        ibv_get_device_name(client.id->verbs->device), client.id->qp->qp_num, server.id->qp->qp_num,
-                       addr.c_str(), port, opt.warmup, opt.iters);
+                       addr.c_str(), port, opt.warmup, opt.iters, poll_name(mode));
 
     Poster post(client, remote);
     unsigned seed = 0;
@@ -287,9 +288,10 @@ int run(int argc, char** argv)
 
     bench::print_csv_header();
     for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ}) {
+        const std::string label = op_label(op == IBV_WR_RDMA_WRITE ? "write" : "read", mode);
         for (size_t size : opt.sizes) {
             bench::Stats s = bench::measure(opt, [&] { post(op, size); });
-            bench::print_csv_row(op == IBV_WR_RDMA_WRITE ? "write" : "read", size, opt, s);
+            bench::print_csv_row(label.c_str(), size, opt, s);
         }
     }
     return 0;

@@ -13,9 +13,16 @@
 // area, the immediate data carrying the length; the server, on the receive
 // completion, WRITEs WITH IMMEDIATE the same bytes from its incoming area
 // back into the client's incoming area; the client's receive completion ends
-// the call. Both ends busy-poll their CQ (the server in a thread of its own
-// per connection), signal one send in kSignalEvery and keep kRecvDepth
-// receives posted. Every reply is checked against its request (rpc.hpp).
+// the call. Both ends (the server in a thread of its own per connection)
+// wait for completions the same way: they busy-poll their CQ (--poll busy,
+// the default), or sleep on the CQ's completion channel and poll after each
+// event (--poll event; the CSV's op is then rpc-event). They signal one send
+// in kSignalEvery and keep kRecvDepth receives posted. Every reply is
+// checked against its request (rpc.hpp).
+//
+// A server thread is stopped through its std::jthread's stop token: in
+// event mode it sleeps at most kStopCheck at a time, so it sees the request
+// without a message from the client.
 //
 // Prints CSV on stdout (format in rpc.hpp); exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
@@ -56,17 +63,24 @@ constexpr uint32_t kRecvDepth = 16;   // receives kept posted
 constexpr uint64_t kSendTag = 1;      // wr_id of sends
 constexpr uint64_t kRecvTag = 2;      // wr_id of receives
 
-constexpr const char* kUsage =
-    R"(usage: native-rpc [--addr IPV4] [--port N] [--mode lat|tput] [--iters N] [--warmup N] [--sizes LIST]
-                  [--threads LIST] [--size BYTES] [--seconds S]
+// The longest an event-mode server thread sleeps before it looks at its
+// stop token again.
+constexpr auto kStopCheck = std::chrono::milliseconds(50);
 
-RPC round trips (RDMA WRITE WITH IMMEDIATE both ways, busy-polled) over RC
-connections from the RDMA device that owns IPV4 to itself, made with
-librdmacm; a server thread per connection echoes every request. Prints CSV
-on stdout.
+constexpr const char* kUsage =
+    R"(usage: native-rpc [--addr IPV4] [--port N] [--poll busy|event] [--mode lat|tput] [--iters N] [--warmup N]
+                  [--sizes LIST] [--threads LIST] [--size BYTES] [--seconds S]
+
+RPC round trips (RDMA WRITE WITH IMMEDIATE both ways) over RC connections
+from the RDMA device that owns IPV4 to itself, made with librdmacm; a server
+thread per connection echoes every request. Prints CSV on stdout.
 
   --addr IPV4     address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
   --port N        rdma_cm port to listen on (default 18601)
+  --poll MODE     how both ends wait for completions: busy (default) polls
+                  the CQ in a loop; event sleeps on the CQ's completion
+                  channel (ibv_req_notify_cq, ibv_get_cq_event) and polls
+                  after each event; lat's op is then rpc-event
 )";
 
 // One end of one connection. Members are destroyed in reverse order: the QP
@@ -76,7 +90,7 @@ struct Endpoint {
     Channel channel; // client ends only: server ids report to the listener's
     CmId id;
     Pd pd;
-    Cq cq;
+    CompletionQueue cq;
     std::vector<uint8_t> buf; // incoming area, then outgoing area
     Mr mr;
     Qp qp;
@@ -122,17 +136,16 @@ void post_recv(Endpoint& e)
         throw verb_error("ibv_post_recv", rc);
 }
 
-// PD, CQ, an RC QP on @e.id with kRecvDepth receives posted, and @e.buf (two
-// areas of @area bytes) registered for remote writes.
-void make_resources(Endpoint& e, size_t area)
+// PD, CQ (waited on as @mode says), an RC QP on @e.id with kRecvDepth
+// receives posted, and @e.buf (two areas of @area bytes) registered for
+// remote writes.
+void make_resources(Endpoint& e, size_t area, PollMode mode)
 {
     ibv_context* verbs = e.id->verbs;
     e.pd.reset(ibv_alloc_pd(verbs));
     if (!e.pd)
         throw verb_error("ibv_alloc_pd", errno);
-    e.cq.reset(ibv_create_cq(verbs, static_cast<int>(kSendDepth + kRecvDepth), nullptr, nullptr, 0));
-    if (!e.cq)
-        throw verb_error("ibv_create_cq", errno);
+    e.cq.create(verbs, static_cast<int>(kSendDepth + kRecvDepth), mode);
 
     ibv_qp_init_attr attr{};
     attr.send_cq = e.cq.get();
@@ -188,8 +201,9 @@ Listener listen_on(sockaddr_in sin, unsigned backlog)
 }
 
 // Connects @client to @l at @sin; @server becomes the accepted end. Each
-// end's buffer has two areas of @area bytes.
-void connect_pair(Listener& l, Endpoint& server, Endpoint& client, sockaddr_in sin, size_t area)
+// end's buffer has two areas of @area bytes; both wait for completions as
+// @mode says.
+void connect_pair(Listener& l, Endpoint& server, Endpoint& client, sockaddr_in sin, size_t area, PollMode mode)
 {
     client.channel = make_channel();
     client.id = make_id(client.channel.get());
@@ -198,7 +212,7 @@ void connect_pair(Listener& l, Endpoint& server, Endpoint& client, sockaddr_in s
     wait_event(client.channel.get(), RDMA_CM_EVENT_ADDR_RESOLVED, "client");
     check_cm(rdma_resolve_route(client.id.get(), kCmTimeoutMs), "rdma_resolve_route");
     wait_event(client.channel.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
-    make_resources(client, area);
+    make_resources(client, area, mode);
     const RemoteBuffer client_buf = client.local();
     rdma_conn_param cp = conn_param(client_buf);
     check_cm(rdma_connect(client.id.get(), &cp), "rdma_connect");
@@ -208,7 +222,7 @@ void connect_pair(Listener& l, Endpoint& server, Endpoint& client, sockaddr_in s
         server.id.reset(req->id); // the new id is ours from here on
         server.peer = peer_buffer(req->param.conn, "server: the connect request");
     }
-    make_resources(server, area);
+    make_resources(server, area, mode);
     const RemoteBuffer server_buf = server.local();
     rdma_conn_param ap = conn_param(server_buf);
     check_cm(rdma_accept(server.id.get(), &ap), "rdma_accept");
@@ -241,7 +255,9 @@ void post_write_imm(Endpoint& e, std::span<const uint8_t> src)
     wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr.imm_data = htonl(static_cast<uint32_t>(src.size()));
     // An unsignaled send's queue entry is freed by the next signaled one's
-    // completion; the CQ is polled all the time, so kSendDepth never fills.
+    // completion; the CQ is polled while the end waits for a receive (and a
+    // signaled send's completion wakes an event-mode waiter as well), so
+    // kSendDepth never fills.
     wr.send_flags = ++e.sends % kSignalEvery == 0 ? IBV_SEND_SIGNALED : 0;
     wr.wr.rdma.remote_addr = e.peer.addr;
     wr.wr.rdma.rkey = e.peer.rkey;
@@ -250,24 +266,30 @@ void post_write_imm(Endpoint& e, std::span<const uint8_t> src)
         throw verb_error("ibv_post_send (RDMA WRITE WITH IMMEDIATE)", rc);
 }
 
-// Polls @e's CQ once. A send completion is only checked; a receive is
-// checked, replaced with a new one, and its immediate data (the length of
-// what arrived) stored in @len. True if a receive completed.
-bool poll_once(Endpoint& e, uint32_t& len, const char* side)
+// Polls @e's CQ until it is empty or a receive completed. A send
+// completion is only checked; a receive is checked, replaced with a new one,
+// and its immediate data (the length of what arrived) stored in @len. True
+// if a receive completed; false only if the CQ was empty (so that an
+// event-mode caller may sleep until the next completion event: a completion
+// left in the CQ would not raise one).
+bool poll_recv(Endpoint& e, uint32_t& len, const char* side)
 {
     ibv_wc wc{};
-    int n = ibv_poll_cq(e.cq.get(), 1, &wc);
-    if (n == 0)
-        return false;
-    if (n < 0)
-        throw std::runtime_error(std::string(side) + ": ibv_poll_cq failed (returned " + std::to_string(n) + ")");
-    const char* what = wc.wr_id == kSendTag ? "RDMA WRITE WITH IMMEDIATE" : "receive";
-    if (wc.status != IBV_WC_SUCCESS) {
-        throw std::runtime_error(std::string(side) + ": " + what + " completed with error: " +
-                                 ibv_wc_status_str(wc.status) + " (vendor_err " + std::to_string(wc.vendor_err) + ")");
+    while (true) {
+        int n = ibv_poll_cq(e.cq.get(), 1, &wc);
+        if (n == 0)
+            return false;
+        if (n < 0)
+            throw std::runtime_error(std::string(side) + ": ibv_poll_cq failed (returned " + std::to_string(n) + ")");
+        const char* what = wc.wr_id == kSendTag ? "RDMA WRITE WITH IMMEDIATE" : "receive";
+        if (wc.status != IBV_WC_SUCCESS) {
+            throw std::runtime_error(std::string(side) + ": " + what +
+                                     " completed with error: " + ibv_wc_status_str(wc.status) + " (vendor_err " +
+                                     std::to_string(wc.vendor_err) + ")");
+        }
+        if (wc.wr_id != kSendTag)
+            break;
     }
-    if (wc.wr_id == kSendTag)
-        return false;
     if (wc.wr_id != kRecvTag || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || (wc.wc_flags & IBV_WC_WITH_IMM) == 0) {
         throw std::runtime_error(std::string(side) + ": unexpected completion (wr_id " + std::to_string(wc.wr_id) +
                                  ", opcode " + std::to_string(wc.opcode) + ")");
@@ -277,12 +299,15 @@ bool poll_once(Endpoint& e, uint32_t& len, const char* side)
     return true;
 }
 
-// The server end of one connection, in a thread of its own: busy-polls the
-// CQ and echoes every request until stopped.
+// The server end of one connection, in a thread of its own: polls the CQ
+// (busy, or after each completion event) and echoes every request until
+// stopped.
 class EchoServer
 {
 public:
     explicit EchoServer(Endpoint& e) : thread_([this, &e](const std::stop_token& st) { serve(e, st); }) {}
+
+    void request_stop() { thread_.request_stop(); }
 
     // Stops the thread; throws what it failed with, if it did.
     void stop()
@@ -300,8 +325,13 @@ private:
         try {
             uint32_t len = 0;
             while (!st.stop_requested()) {
-                if (!poll_once(e, len, "server"))
+                if (!poll_recv(e, len, "server")) {
+                    // Event mode: sleep until a completion event, or at most
+                    // kStopCheck to look at the stop token again; the CQ is
+                    // armed, so nothing that completes meanwhile is missed.
+                    (void)e.cq.await(kStopCheck);
                     continue;
+                }
                 if (len == 0 || len > e.area) {
                     throw std::runtime_error("server: the immediate data says " + std::to_string(len) +
                                              " bytes arrived, in an area of " + std::to_string(e.area));
@@ -331,6 +361,8 @@ public:
     // Stops them all; throws the first error one failed with.
     void stop()
     {
+        for (auto& s : servers_) // all at once: event-mode threads wake up to kStopCheck later
+            s->request_stop();
         std::exception_ptr first;
         for (auto& s : servers_) {
             try {
@@ -374,18 +406,8 @@ public:
     void call(size_t size)
     {
         post_write_imm(e_, e_.outgoing().first(size));
-        Clock::time_point deadline{};
-        for (unsigned spins = 0; !poll_once(e_, reply_len_, "client"); spins++) {
-            if ((spins & 0xfff) != 0)
-                continue; // look at the clock only now and then
-            auto now = Clock::now();
-            if (spins == 0) {
-                deadline = now + kCompletionTimeout;
-            } else if (now > deadline) {
-                throw std::runtime_error("client: no reply to a request of " + std::to_string(size) +
-                                         " bytes within 5 s");
-            }
-        }
+        if (!e_.cq.wait_until([this] { return poll_recv(e_, reply_len_, "client"); }, kCompletionTimeout))
+            throw std::runtime_error("client: no reply to a request of " + std::to_string(size) + " bytes within 5 s");
     }
 
     void check(size_t size) { bench::rpc::check_reply(e_.outgoing().first(size), e_.incoming(), reply_len_); }
@@ -401,9 +423,10 @@ int run(int argc, char** argv)
     const char* env_addr = std::getenv("LITE_ADDR");
     std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
     uint16_t port = 18601;
+    PollMode mode = PollMode::busy;
     for (int i = 1; i < argc; i++) {
         std::string_view arg = argv[i];
-        if (bench::rpc::parse_rpc(opt, argc, argv, i, kMaxSize))
+        if (bench::rpc::parse_rpc(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i))
             continue;
         if (arg == "-h" || arg == "--help") {
             std::printf("%s%s", kUsage, bench::rpc::kRpcUsage);
@@ -430,21 +453,23 @@ int run(int argc, char** argv)
     for (unsigned i = 0; i < pairs; i++) {
         servers.push_back(std::make_unique<Endpoint>());
         clients.push_back(std::make_unique<Endpoint>());
-        connect_pair(listener, *servers.back(), *clients.back(), sin, area);
+        connect_pair(listener, *servers.back(), *clients.back(), sin, area, mode);
     }
-    (void)std::fprintf(stderr, "%s: %s, %u RC connection(s) via %s:%u (first QP %u -> %u), areas of %zu bytes\n", kProg,
-                       ibv_get_device_name(clients[0]->id->verbs->device), pairs, addr.c_str(), port,
-                       clients[0]->id->qp->qp_num, servers[0]->id->qp->qp_num, area);
+    (void)std::fprintf(stderr,
+                       "%s: %s, %u RC connection(s) via %s:%u (first QP %u -> %u), areas of %zu bytes, %s polling\n",
+                       kProg, ibv_get_device_name(clients[0]->id->verbs->device), pairs, addr.c_str(), port,
+                       clients[0]->id->qp->qp_num, servers[0]->id->qp->qp_num, area, poll_name(mode));
 
     if (opt.mode == bench::rpc::Mode::lat) {
         (void)std::fprintf(stderr, "%s: latency, %u+%u calls per size\n", kProg, opt.lat.warmup, opt.lat.iters);
         bench::rpc::print_lat_header();
+        const std::string label = op_label("rpc", mode);
         with_echo(servers, 1, [&] {
             Client client(*clients[0]);
             uint64_t seq = 0;
             for (size_t size : opt.lat.sizes) {
                 bench::Stats s = bench::rpc::measure_calls(opt.lat, size, seq, client);
-                bench::rpc::print_lat_row(size, opt.lat, s);
+                bench::rpc::print_lat_row(label.c_str(), size, opt.lat, s);
             }
         });
         return 0;
@@ -453,8 +478,8 @@ int run(int argc, char** argv)
     (void)std::fprintf(stderr, "%s: throughput, %zu-byte calls, %u s per point\n", kProg, opt.size, opt.seconds);
     bench::rpc::print_tput_header();
     for (unsigned n : opt.threads) {
-        // Only the connections in use have a server thread: idle pollers
-        // would take CPU from the others.
+        // Only the connections in use have a server thread: idle busy
+        // pollers would take CPU from the others.
         bench::rpc::Throughput r;
         with_echo(servers, n, [&] {
             r = bench::rpc::run_threads(n, opt.seconds, [&](unsigned t, Clock::time_point deadline, const auto& abort) {

@@ -6,6 +6,7 @@
 //
 //   --mode lat    op,size,iters,median_us,p99_us,mean_us
 //                 rpc,8,1000,61.20,120.33,70.10
+//                 (op is rpc-event for native-rpc --poll event)
 //   --mode tput   threads,size,calls,seconds,calls_per_s
 //                 2,64,21034,3.002,7006.7
 //
@@ -259,9 +260,10 @@ inline void print_lat_header()
     std::printf("op,size,iters,median_us,p99_us,mean_us\n");
 }
 
-inline void print_lat_row(size_t size, const Options& o, const Stats& s)
+// @op is "rpc" (native-rpc adds its poll mode: "rpc-event").
+inline void print_lat_row(const char* op, size_t size, const Options& o, const Stats& s)
 {
-    std::printf("rpc,%zu,%u,%.2f,%.2f,%.2f\n", size, o.iters, s.median_us, s.p99_us, s.mean_us);
+    std::printf("%s,%zu,%u,%.2f,%.2f,%.2f\n", op, size, o.iters, s.median_us, s.p99_us, s.mean_us);
     (void)std::fflush(stdout); // bench.sh may be watching
 }
 

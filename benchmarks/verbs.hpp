@@ -2,23 +2,29 @@
 //
 // Shared by the native verbs benchmarks (native_lat.cpp, native_rpc.cpp):
 // errors that name the failing verb, RAII for the rdma_cm and verbs objects,
-// and the rdma_cm steps both take to connect the RDMA device to itself.
+// the rdma_cm steps both take to connect the RDMA device to itself, and the
+// two ways they wait for completions (--poll busy|event, CompletionQueue).
 #pragma once
 
 #include "lat.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace bench::verbs
 {
@@ -70,6 +76,12 @@ struct PdDeleter {
 struct CqDeleter {
     void operator()(ibv_cq* cq) const noexcept { warn_destroy(ibv_destroy_cq(cq), "ibv_destroy_cq"); }
 };
+struct CompChannelDeleter {
+    void operator()(ibv_comp_channel* c) const noexcept
+    {
+        warn_destroy(ibv_destroy_comp_channel(c), "ibv_destroy_comp_channel");
+    }
+};
 struct MrDeleter {
     void operator()(ibv_mr* mr) const noexcept { warn_destroy(ibv_dereg_mr(mr), "ibv_dereg_mr"); }
 };
@@ -83,6 +95,7 @@ using CmId = std::unique_ptr<rdma_cm_id, IdDeleter>;
 using Event = std::unique_ptr<rdma_cm_event, EventDeleter>;
 using Pd = std::unique_ptr<ibv_pd, PdDeleter>;
 using Cq = std::unique_ptr<ibv_cq, CqDeleter>;
+using CompChannel = std::unique_ptr<ibv_comp_channel, CompChannelDeleter>;
 using Mr = std::unique_ptr<ibv_mr, MrDeleter>;
 using Qp = std::unique_ptr<rdma_cm_id, QpDeleter>;
 
@@ -143,5 +156,179 @@ inline sockaddr_in parse_addr(const std::string& addr, uint16_t port)
         throw UsageError("--addr: '" + addr + "' is not an IPv4 address");
     return sin;
 }
+
+// How a program waits for its completions (--poll):
+//   busy   ibv_poll_cq in a loop, never giving up the CPU (the lowest latency
+//          when the device has a core of its own; a software device such as
+//          rxe, which needs CPU time in the kernel, is starved by it);
+//   event  the CQ has a completion channel: arm it (ibv_req_notify_cq),
+//          sleep until the channel has an event, read it (ibv_get_cq_event),
+//          re-arm, then poll the CQ, as an event-driven program does.
+enum class PollMode { busy, event };
+
+// Takes --poll out of argv at @i (advancing it past the value); false if
+// argv[i] is not --poll.
+inline bool parse_poll(PollMode& mode, int argc, char** argv, int& i)
+{
+    if (std::string_view(argv[i]) != "--poll")
+        return false;
+    if (i + 1 >= argc)
+        throw UsageError("--poll needs a value");
+    std::string_view val = argv[++i];
+    if (val == "busy") {
+        mode = PollMode::busy;
+    } else if (val == "event") {
+        mode = PollMode::event;
+    } else {
+        throw UsageError("--poll must be busy or event, not '" + std::string(val) + "'");
+    }
+    return true;
+}
+
+inline const char* poll_name(PollMode mode)
+{
+    return mode == PollMode::busy ? "busy" : "event";
+}
+
+// The CSV's op column: @op as it is for busy polling ("rpc"), suffixed for
+// event mode ("rpc-event"), so that one CSV can hold both.
+inline std::string op_label(const char* op, PollMode mode)
+{
+    return mode == PollMode::busy ? std::string(op) : std::string(op) + "-event";
+}
+
+// A CQ and, in event mode, the completion channel it reports to. Used by
+// one thread at a time (its events are this object's state).
+//
+// Event mode is the race-free pattern: the CQ is armed when it is made and
+// again right after every event, before the CQ is polled, so a completion
+// that arrives after the poll that found the CQ empty always produces an
+// event to wake the waiter. Events are acknowledged kAckBatch at a time
+// (ibv_ack_cq_events takes a lock) and the rest before the CQ is destroyed:
+// ibv_destroy_cq waits for every event it reported to be acknowledged.
+class CompletionQueue
+{
+public:
+    static constexpr unsigned kAckBatch = 64;
+
+    CompletionQueue() = default;
+    CompletionQueue(const CompletionQueue&) = delete;
+    CompletionQueue& operator=(const CompletionQueue&) = delete;
+    CompletionQueue(CompletionQueue&&) = delete;
+    CompletionQueue& operator=(CompletionQueue&&) = delete;
+    ~CompletionQueue() { ack_events(); } // then cq_, then channel_
+
+    // Makes the CQ of @depth entries on @verbs (once).
+    void create(ibv_context* verbs, int depth, PollMode mode)
+    {
+        mode_ = mode;
+        if (mode == PollMode::event) {
+            channel_.reset(ibv_create_comp_channel(verbs));
+            if (!channel_)
+                throw verb_error("ibv_create_comp_channel", errno);
+            // Non-blocking: await() sleeps in poll(), with a timeout, and
+            // then reads the event that is there.
+            const int flags = fcntl(channel_->fd, F_GETFL);
+            if (flags < 0 || fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+                throw verb_error("fcntl (O_NONBLOCK) on the completion channel", errno);
+        }
+        cq_.reset(ibv_create_cq(verbs, depth, nullptr, channel_.get(), 0));
+        if (!cq_)
+            throw verb_error("ibv_create_cq", errno);
+        if (mode == PollMode::event)
+            arm();
+    }
+
+    [[nodiscard]] ibv_cq* get() const { return cq_.get(); }
+    [[nodiscard]] PollMode mode() const { return mode_; }
+
+    // Event mode: sleeps until the CQ's next completion event or for at most
+    // @timeout; after an event the CQ is armed again (poll it then). False
+    // if the time ran out; true after an event, or after a wake-up without
+    // one (a signal): either way the caller polls and decides. Busy mode:
+    // returns true at once.
+    bool await(std::chrono::nanoseconds timeout)
+    {
+        if (mode_ == PollMode::busy)
+            return true;
+        using std::chrono::milliseconds;
+        const auto ms = std::chrono::ceil<milliseconds>(std::max(timeout, std::chrono::nanoseconds(0)));
+        pollfd pfd{channel_->fd, POLLIN, 0};
+        const int n = poll(&pfd, 1, static_cast<int>(std::min<milliseconds::rep>(ms.count(), INT_MAX)));
+        if (n < 0 && errno == EINTR)
+            return true;
+        if (n < 0)
+            throw verb_error("poll on the completion channel", errno);
+        if (n == 0)
+            return false;
+        ibv_cq* ev_cq = nullptr;
+        void* ev_ctx = nullptr;
+        if (ibv_get_cq_event(channel_.get(), &ev_cq, &ev_ctx) != 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return true;
+            throw verb_error("ibv_get_cq_event", errno);
+        }
+        if (ev_cq != cq_.get())
+            throw std::runtime_error("ibv_get_cq_event: an event for a CQ that is not this channel's");
+        if (++unacked_ >= kAckBatch)
+            ack_events();
+        arm();
+        return true;
+    }
+
+    // Calls @try_once (which polls the CQ and returns true when what the
+    // caller waits for has completed) until it returns true, or until
+    // @timeout has passed since the first try that did not (false then).
+    // Between tries busy mode spins, event mode sleeps in await(); so
+    // @try_once must return false only when it found the CQ empty (a
+    // completion it left there would raise no event to end the sleep).
+    template <typename Fn> bool wait_until(Fn&& try_once, std::chrono::nanoseconds timeout)
+    {
+        using Clock = std::chrono::steady_clock;
+        Clock::time_point deadline{};
+        if (mode_ == PollMode::busy) {
+            for (unsigned spins = 0; !try_once(); spins++) {
+                if ((spins & 0xfff) != 0)
+                    continue; // look at the clock only now and then
+                auto now = Clock::now();
+                if (spins == 0) {
+                    deadline = now + timeout;
+                } else if (now > deadline) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        for (bool first = true; !try_once(); first = false) {
+            auto now = Clock::now();
+            if (first) {
+                deadline = now + timeout;
+            } else if (now > deadline) {
+                return false;
+            }
+            (void)await(deadline - now); // a timeout shows in the next round
+        }
+        return true;
+    }
+
+private:
+    void arm()
+    {
+        if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0)
+            throw verb_error("ibv_req_notify_cq", rc);
+    }
+
+    void ack_events() noexcept
+    {
+        if (unacked_ != 0)
+            ibv_ack_cq_events(cq_.get(), unacked_);
+        unacked_ = 0;
+    }
+
+    PollMode mode_ = PollMode::busy;
+    CompChannel channel_; // event mode only; destroyed after the CQ
+    Cq cq_;
+    unsigned unacked_ = 0; // events read and not yet acknowledged
+};
 
 } // namespace bench::verbs

@@ -37,6 +37,34 @@ echo "fetch-and-add one 8-byte LMR; the total must be exact:"
 say build/meson/examples/shared_counter --instances 3 --threads 4 --adds 250
 
 echo
+echo "An RPC key-value store: kv_server runs on node 3 (instance 2) with 4 threads;"
+echo "kv_client on node 1 talks to it over RDMA write-with-immediate:"
+build/meson/examples/kv_server --instance 2 --port 4000 --threads 4 &
+kv=$!
+trap 'kill $kv 2>/dev/null || true' EXIT
+sleep 1
+say build/meson/examples/kv_client --instance 0 --node 3 put greeting "hello from node 1"
+say build/meson/examples/kv_client --instance 1 --node 3 get greeting
+echo
+say build/meson/examples/kv_client --instance 0 --node 3 put big --random-size 1M
+say build/meson/examples/kv_client --instance 0 --node 3 del greeting
+say build/meson/examples/kv_client --instance 0 --node 3 get greeting || echo "(exit $?: not found)"
+say build/meson/examples/kv_client --instance 1 --node 3 selftest --count 20
+kill "$kv"
+wait "$kv" || true
+trap - EXIT
+
+echo
+echo "A counter under a distributed lock: processes on nodes 1, 2 and 3, two"
+echo "threads each, do a plain read, +1, write under the lock; then a barrier:"
+build/meson/examples/lock_counter --instance 1 --name demo-lock --iters 50 --threads 2 --participants 3 &
+p1=$!
+build/meson/examples/lock_counter --instance 2 --name demo-lock --iters 50 --threads 2 --participants 3 &
+p2=$!
+say build/meson/examples/lock_counter --instance 0 --name demo-lock --create --iters 50 --threads 2 --participants 3
+wait "$p1" "$p2"
+
+echo
 echo "A node with the wrong secret is refused:"
 echo "not-the-secret" >/tmp/lite-wrong
 say "$litectl" up --dev rxe0 --listen "$addr:18518" --secret-file /tmp/lite-wrong \
