@@ -14,12 +14,21 @@
 #                against the zero-copy path (appended to latency.txt)
 #   rpc          RPC round trips, request and echoed reply of each size:
 #                lite-rpc (node 1 calls an echo server on node 2) against
-#                native-rpc (RDMA WRITE WITH IMMEDIATE both ways, busy-polled)
+#                native-rpc (RDMA WRITE WITH IMMEDIATE both ways)
 #   rpc_tput     calls per second from 1, 2, 4 client threads, same two
 #   cq_modes     for each completion-delivery mode (litectl up --cq MODE):
 #                lite-rpc and lite-lat latency against native; the nodes are
 #                brought up again in each mode, and in the default mode at
 #                the end
+#
+# Every native measurement is made in both of the native programs' poll
+# modes: busy (ibv_poll_cq in a loop) and event (sleeping on a completion
+# channel). Busy polling from user space is the fastest way on real
+# hardware, but Soft-RoCE does its work in the kernel on the same vCPUs, so
+# here a busy poller can starve the device it waits for. Each table shows
+# both and divides lite's number by the better of the two for that row (the
+# lower latency, the higher throughput), naming the mode it was; with one of
+# them missing, the ratio is "-".
 #
 # Environment: BUILD (default build/meson), BENCH_ITERS (1000),
 # BENCH_WARMUP (100), BENCH_SIZES (8,64,512,4096,32768), BENCH_ZSIZES,
@@ -108,18 +117,43 @@ run_to() {
 	rm -f "$file.part"
 	: >"$file"
 	say "FAILED (exit $st): $*"
-	failed+=("${1##*/}")
+	failed+=("${1##*/} (${file##*/})")
 	rc=1
 	return 1
 }
+
+# awk functions for the joins below, which read native busy numbers into
+# arrays b*, native event numbers into e*, lite's into l*:
+#   v(a, k)       a[k], or "-" if there is none
+#   better(b, e, k, lower)
+#                 the native mode with the better number at k: "busy" or
+#                 "event", whichever is lower (lower=1) or higher (lower=0),
+#                 busy on a tie; "-" unless both were measured
+#   ratio(l, lk, b, e, nk, mode)
+#                 l[lk] divided by b[nk] (mode "busy") or e[nk] ("event"),
+#                 to 2 places; "-" if a number is missing or the divisor is 0
+awk_lib='
+function v(a, k) { return (k in a) ? a[k] : "-" }
+function better(b, e, k, lower) {
+	if (!(k in b) || !(k in e)) return "-"
+	if (lower) return (e[k] + 0 < b[k] + 0) ? "event" : "busy"
+	return (e[k] + 0 > b[k] + 0) ? "event" : "busy"
+}
+function ratio(l, lk, b, e, nk, mode,    d) {
+	if (mode == "-" || !(lk in l)) return "-"
+	d = (mode == "busy") ? b[nk] : e[nk]
+	return (d + 0 > 0) ? sprintf("%.2f", l[lk] / d) : "-"
+}
+'
 
 head -c 32 /dev/urandom | base64 >"$work/secret"
 say "bringing up 2 lite nodes on $dev ($addr:18515, $addr:18516)"
 nodes_up
 
 rc=0
-say "native verbs: $native"
-run_to "$out/native.csv" "$native" --addr "$addr" "${opts[@]}" || true
+say "native verbs: $native (--poll busy, then --poll event)"
+run_to "$out/native.csv" "$native" --addr "$addr" --poll busy "${opts[@]}" || true
+run_to "$out/native-event.csv" "$native" --addr "$addr" --poll event "${opts[@]}" || true
 if [ -x "$lite" ]; then
 	say "lite: $lite (instance $client_inst = node 1, LMR on node $server_node)"
 	run_to "$out/lite.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 "${opts[@]}" ||
@@ -130,31 +164,39 @@ else
 	: >"$out/lite.csv"
 fi
 
-# Join the two CSVs (op,size,iters,median_us,p99_us,min_us) on op and size,
-# in native-lat's order; a side that is missing shows as "-".
+# Join the three CSVs (op,size,iters,median_us,p99_us,min_us) on op (less
+# native-lat's -event suffix) and size, in native-lat's order; a side that
+# is missing shows as "-".
 kver=$(uname -r)
 awk -F, -v kver="$kver" -v iters="$iters" -v warmup="$warmup" -v dev="$dev" \
-	-v csv="$out/latency.csv" '
+	-v csv="$out/latency.csv" "$awk_lib"'
 	FNR == 1 { next }
-	FILENAME ~ /native\.csv$/ { key = $1 "," $2; order[++n] = key; nmed[key] = $4; np99[key] = $5; next }
-	{ key = $1 "," $2; lmed[key] = $4; lp99[key] = $5; if (!(key in nmed)) order[++n] = key }
-	function v(a, k) { return (k in a) ? a[k] : "-" }
+	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+	src == "busy" { bmed[k] = $4; bp99[k] = $5; next }
+	src == "event" { emed[k] = $4; ep99[k] = $5; next }
+	{ lmed[k] = $4; lp99[k] = $5 }
 	END {
 		printf "lite latency, guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up)\n",
 			kver, dev, iters, warmup
-		printf "%-6s %6s %15s %14s %13s %12s %7s\n", "op", "size", "native med us",
-			"native p99 us", "lite med us", "lite p99 us", "ratio"
-		print "op,size,native_median_us,native_p99_us,lite_median_us,lite_p99_us,ratio,iters,kernel" >csv
+		printf "times in us; native busy: busy-polled CQ, native event: completion channel\n"
+		fmt = "%-6s %6s %9s %9s %9s %9s %9s %9s %6s %6s\n"
+		printf fmt, "op", "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99",
+			"ratio", "native"
+		print "op,size,native_busy_median_us,native_busy_p99_us,native_event_median_us,native_event_p99_us," \
+			"lite_median_us,lite_p99_us,ratio,native_mode,iters,kernel" >csv
 		for (i = 1; i <= n; i++) {
 			k = order[i]
 			split(k, f, ",")
-			ratio = ((k in nmed) && (k in lmed) && nmed[k] > 0) ? sprintf("%.2f", lmed[k] / nmed[k]) : "-"
-			printf "%-6s %6s %15s %14s %13s %12s %7s\n", f[1], f[2], v(nmed, k), v(np99, k),
-				v(lmed, k), v(lp99, k), ratio
-			print k "," v(nmed, k) "," v(np99, k) "," v(lmed, k) "," v(lp99, k) "," ratio "," iters "," kver >csv
+			m = better(bmed, emed, k, 1)
+			r = ratio(lmed, k, bmed, emed, k, m)
+			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(emed, k), v(ep99, k), v(lmed, k), v(lp99, k), r, m
+			print k "," v(bmed, k) "," v(bp99, k) "," v(emed, k) "," v(ep99, k) "," v(lmed, k) "," v(lp99, k) \
+				"," r "," m "," iters "," kver >csv
 		}
-		printf "ratio = lite median / native median; absolute times under TCG emulation mean little\n"
-	}' "$out/native.csv" "$out/lite.csv" | tee "$out/latency.txt"
+		printf "ratio = lite median / the lower native median, from the native mode named;\n"
+		printf "absolute times under TCG emulation mean little\n"
+	}' src=busy "$out/native.csv" src=event "$out/native-event.csv" src=lite "$out/lite.csv" |
+	tee "$out/latency.txt"
 say "CSV in $out/latency.csv"
 
 # Where zero copy starts to pay: the copy path (kernel buffer) against the
@@ -190,81 +232,106 @@ fi
 rpc_iters=${BENCH_RPC_ITERS:-$iters}
 rpc_sizes=${BENCH_RPC_SIZES:-8,64,512,4096,32768,65536}
 rpc_opts=(--mode lat --iters "$rpc_iters" --warmup "$warmup" --sizes "$rpc_sizes")
-say "RPC latency, native: $native_rpc"
-run_to "$out/native-rpc.csv" "$native_rpc" --addr "$addr" "${rpc_opts[@]}" || true
+say "RPC latency, native: $native_rpc (--poll busy, then --poll event)"
+run_to "$out/native-rpc.csv" "$native_rpc" --addr "$addr" --poll busy "${rpc_opts[@]}" || true
+run_to "$out/native-rpc-event.csv" "$native_rpc" --addr "$addr" --poll event "${rpc_opts[@]}" || true
 say "RPC latency, lite: $lite_rpc (node 1 calls node $server_node)"
 run_to "$out/lite-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
 	"${rpc_opts[@]}" || true
 
-# Joins two latency CSVs (op,size,iters,median_us,p99_us,mean_us) on size;
-# a side that is missing shows as "-".
-awk -F, -v kver="$kver" -v iters="$rpc_iters" -v warmup="$warmup" -v dev="$dev" -v csv="$out/rpc.csv" '
+# Joins the three latency CSVs (op,size,iters,median_us,p99_us,mean_us) on
+# size; a side that is missing shows as "-".
+awk -F, -v kver="$kver" -v iters="$rpc_iters" -v warmup="$warmup" -v dev="$dev" -v csv="$out/rpc.csv" "$awk_lib"'
 	FNR == 1 { next }
-	FILENAME ~ /\/native-rpc\.csv$/ { order[++n] = $2; nmed[$2] = $4; np99[$2] = $5; nmean[$2] = $6; next }
-	{ lmed[$2] = $4; lp99[$2] = $5; lmean[$2] = $6; if (!($2 in nmed)) order[++n] = $2 }
-	function v(a, k) { return (k in a) ? a[k] : "-" }
-	function ratio(l, nat, k) { return ((k in nat) && (k in l) && nat[k] > 0) ? sprintf("%.2f", l[k] / nat[k]) : "-" }
+	{ k = $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+	src == "busy" { bmed[k] = $4; bp99[k] = $5; bmean[k] = $6; next }
+	src == "event" { emed[k] = $4; ep99[k] = $5; emean[k] = $6; next }
+	{ lmed[k] = $4; lp99[k] = $5; lmean[k] = $6 }
 	END {
 		printf "\nRPC latency (request of SIZE bytes, the same echoed back), guest kernel %s, %s on QEMU/TCG:\n", kver, dev
-		printf "%d calls per size (after %d warm-up)\n", iters, warmup
-		printf "%8s %15s %14s %13s %12s %7s %10s\n", "size", "native med us", "native p99 us", "lite med us",
-			"lite p99 us", "ratio", "p99 ratio"
-		print "size,native_median_us,native_p99_us,native_mean_us,lite_median_us,lite_p99_us,lite_mean_us,ratio,p99_ratio,iters,kernel" >csv
+		printf "%d calls per size (after %d warm-up); times in us, native busy and event as above\n", iters, warmup
+		fmt = "%8s %9s %9s %9s %9s %9s %9s %6s %9s %6s\n"
+		printf fmt, "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99", "ratio",
+			"p99 ratio", "native"
+		print "size,native_busy_median_us,native_busy_p99_us,native_busy_mean_us,native_event_median_us," \
+			"native_event_p99_us,native_event_mean_us,lite_median_us,lite_p99_us,lite_mean_us,ratio,p99_ratio," \
+			"native_mode,iters,kernel" >csv
 		for (i = 1; i <= n; i++) {
 			k = order[i]
-			r = ratio(lmed, nmed, k)
-			r99 = ratio(lp99, np99, k)
-			printf "%8s %15s %14s %13s %12s %7s %10s\n", k, v(nmed, k), v(np99, k), v(lmed, k), v(lp99, k), r, r99
-			print k "," v(nmed, k) "," v(np99, k) "," v(nmean, k) "," v(lmed, k) "," v(lp99, k) "," v(lmean, k) "," r "," r99 "," iters "," kver >csv
+			m = better(bmed, emed, k, 1)
+			r = ratio(lmed, k, bmed, emed, k, m)
+			r99 = ratio(lp99, k, bp99, ep99, k, m)
+			printf fmt, k, v(bmed, k), v(bp99, k), v(emed, k), v(ep99, k), v(lmed, k), v(lp99, k), r, r99, m
+			print k "," v(bmed, k) "," v(bp99, k) "," v(bmean, k) "," v(emed, k) "," v(ep99, k) "," v(emean, k) \
+				"," v(lmed, k) "," v(lp99, k) "," v(lmean, k) "," r "," r99 "," m "," iters "," kver >csv
 		}
-		printf "ratio = lite median / native median, p99 ratio = lite p99 / native p99\n"
-	}' "$out/native-rpc.csv" "$out/lite-rpc.csv" | tee "$out/rpc.txt"
+		printf "ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99,\n"
+		printf "both against the native mode named (the one with the lower median)\n"
+	}' src=busy "$out/native-rpc.csv" src=event "$out/native-rpc-event.csv" src=lite "$out/lite-rpc.csv" |
+	tee "$out/rpc.txt"
 
 # RPC throughput: calls per second from each number of client threads.
 tput_threads=${BENCH_TPUT_THREADS:-1,2,4}
 tput_size=${BENCH_TPUT_SIZE:-64}
 tput_secs=${BENCH_TPUT_SECONDS:-3}
 tput_opts=(--mode tput --threads "$tput_threads" --size "$tput_size" --seconds "$tput_secs")
-say "RPC throughput, native: $native_rpc ${tput_opts[*]}"
-run_to "$out/native-rpc-tput.csv" "$native_rpc" --addr "$addr" "${tput_opts[@]}" || true
+say "RPC throughput, native: $native_rpc ${tput_opts[*]} (--poll busy, then --poll event)"
+run_to "$out/native-rpc-tput.csv" "$native_rpc" --addr "$addr" --poll busy "${tput_opts[@]}" || true
+run_to "$out/native-rpc-tput-event.csv" "$native_rpc" --addr "$addr" --poll event "${tput_opts[@]}" || true
 say "RPC throughput, lite: $lite_rpc ${tput_opts[*]}"
 run_to "$out/lite-rpc-tput.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
 	"${tput_opts[@]}" || true
 
-# Joins the two throughput CSVs (threads,size,calls,seconds,calls_per_s) on
-# threads.
-awk -F, -v kver="$kver" -v size="$tput_size" -v secs="$tput_secs" -v dev="$dev" -v csv="$out/rpc_tput.csv" '
+# Joins the three throughput CSVs (threads,size,calls,seconds,calls_per_s)
+# on threads.
+awk -F, -v kver="$kver" -v size="$tput_size" -v secs="$tput_secs" -v dev="$dev" -v csv="$out/rpc_tput.csv" \
+	"$awk_lib"'
 	FNR == 1 { next }
-	FILENAME ~ /\/native-rpc-tput\.csv$/ { order[++n] = $1; nc[$1] = $3; ns[$1] = $4; nr[$1] = $5; next }
-	{ lc[$1] = $3; ls[$1] = $4; lr[$1] = $5; if (!($1 in nr)) order[++n] = $1 }
-	function v(a, k) { return (k in a) ? a[k] : "-" }
+	{ k = $1; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+	src == "busy" { bc[k] = $3; bs[k] = $4; br[k] = $5; next }
+	src == "event" { ec[k] = $3; es[k] = $4; er[k] = $5; next }
+	{ lc[k] = $3; ls[k] = $4; lr[k] = $5 }
 	END {
 		printf "\nRPC throughput (%d-byte calls echoed, about %d s per point), guest kernel %s, %s on QEMU/TCG;\n",
 			size, secs, kver, dev
-		printf "one connection and one busy-polling server thread per client thread for native,\n"
-		printf "as many lite server threads (LITE_rpc_recv) as the most client threads\n"
-		printf "%8s %17s %15s %7s\n", "threads", "native calls/s", "lite calls/s", "ratio"
-		print "threads,size,native_calls,native_seconds,native_calls_per_s,lite_calls,lite_seconds,lite_calls_per_s,ratio,kernel" >csv
+		printf "native: one connection and one server thread per client thread, every thread busy-polling\n"
+		printf "(busy) or sleeping on a completion channel (event); lite: as many server threads\n"
+		printf "(LITE_rpc_recv) as the most client threads\n"
+		fmt = "%8s %15s %15s %15s %6s %6s\n"
+		printf fmt, "threads", "busy calls/s", "event calls/s", "lite calls/s", "ratio", "native"
+		print "threads,size,native_busy_calls,native_busy_seconds,native_busy_calls_per_s,native_event_calls," \
+			"native_event_seconds,native_event_calls_per_s,lite_calls,lite_seconds,lite_calls_per_s,ratio," \
+			"native_mode,kernel" >csv
 		for (i = 1; i <= n; i++) {
 			k = order[i]
-			r = ((k in nr) && (k in lr) && nr[k] > 0) ? sprintf("%.2f", lr[k] / nr[k]) : "-"
-			printf "%8s %17s %15s %7s\n", k, v(nr, k), v(lr, k), r
-			print k "," size "," v(nc, k) "," v(ns, k) "," v(nr, k) "," v(lc, k) "," v(ls, k) "," v(lr, k) "," r "," kver >csv
+			m = better(br, er, k, 0)
+			r = ratio(lr, k, br, er, k, m)
+			printf fmt, k, v(br, k), v(er, k), v(lr, k), r, m
+			print k "," size "," v(bc, k) "," v(bs, k) "," v(br, k) "," v(ec, k) "," v(es, k) "," v(er, k) \
+				"," v(lc, k) "," v(ls, k) "," v(lr, k) "," r "," m "," kver >csv
 		}
-		printf "ratio = lite calls/s / native calls/s\n"
-	}' "$out/native-rpc-tput.csv" "$out/lite-rpc-tput.csv" | tee "$out/rpc_tput.txt"
+		printf "ratio = lite calls/s / the higher native calls/s, from the native mode named\n"
+	}' src=busy "$out/native-rpc-tput.csv" src=event "$out/native-rpc-tput-event.csv" src=lite "$out/lite-rpc-tput.csv" |
+	tee "$out/rpc_tput.txt"
 
 # Completion delivery: the nodes brought up again in each mode; lite-rpc at
 # a small and a page-sized call and lite-lat at 8 bytes, against native runs
-# made once here (native code does not depend on lite's mode).
+# made once here in both poll modes (native code does not depend on lite's
+# mode).
 cq_modes=${BENCH_CQ_MODES:-busy softirq workqueue adaptive}
 cq_iters=${BENCH_CQ_ITERS:-$iters}
 cq_sizes=${BENCH_CQ_SIZES:-8,4096}
 cq_opts=(--iters "$cq_iters" --warmup "$warmup")
-say "completion modes ($cq_modes): native baseline"
-run_to "$out/cq-native-rpc.csv" "$native_rpc" --addr "$addr" --mode lat "${cq_opts[@]}" --sizes "$cq_sizes" || true
-run_to "$out/cq-native-lat.csv" "$native" --addr "$addr" "${cq_opts[@]}" --sizes 8 || true
-# mode,op,size,median,p99 of every run, native first (mode "native").
+say "completion modes ($cq_modes): native baseline (--poll busy, then --poll event)"
+run_to "$out/cq-native-rpc.csv" "$native_rpc" --addr "$addr" --poll busy --mode lat "${cq_opts[@]}" \
+	--sizes "$cq_sizes" || true
+run_to "$out/cq-native-lat.csv" "$native" --addr "$addr" --poll busy "${cq_opts[@]}" --sizes 8 || true
+run_to "$out/cq-native-rpc-event.csv" "$native_rpc" --addr "$addr" --poll event --mode lat "${cq_opts[@]}" \
+	--sizes "$cq_sizes" || true
+run_to "$out/cq-native-lat-event.csv" "$native" --addr "$addr" --poll event "${cq_opts[@]}" --sizes 8 || true
+# mode,op,size,median,p99 of every run, native first (modes "native-busy"
+# and "native-event"; their ops are native-rpc's and native-lat's, so
+# rpc-event, write-event, read-event in event mode).
 cq_rows() {
 	local mode=$1 f
 	shift
@@ -272,7 +339,10 @@ cq_rows() {
 		awk -F, -v mode="$mode" 'FNR > 1 { print mode "," $1 "," $2 "," $4 "," $5 }' "$f"
 	done
 }
-cq_rows native "$out/cq-native-rpc.csv" "$out/cq-native-lat.csv" >"$out/cq-all.csv"
+{
+	cq_rows native-busy "$out/cq-native-rpc.csv" "$out/cq-native-lat.csv"
+	cq_rows native-event "$out/cq-native-rpc-event.csv" "$out/cq-native-lat-event.csv"
+} >"$out/cq-all.csv"
 for mode in $cq_modes; do
 	: >"$out/cq-$mode-rpc.csv"
 	: >"$out/cq-$mode-lat.csv"
@@ -311,31 +381,42 @@ if ! nodes_down || ! nodes_up; then
 fi
 
 awk -F, -v kver="$kver" -v iters="$cq_iters" -v warmup="$warmup" -v dev="$dev" -v modes="$cq_modes" \
-	-v csv="$out/cq_modes.csv" '
-	$1 == "native" { k = $2 "," $3; if (!(k in nmed)) korder[++nk] = k; nmed[k] = $4; np99[k] = $5; next }
+	-v csv="$out/cq_modes.csv" "$awk_lib"'
+	$1 ~ /^native-/ {
+		op = $2
+		sub(/-event$/, "", op)
+		k = op "," $3
+		if (!(k in seen)) { seen[k] = 1; korder[++nk] = k }
+		if ($1 == "native-busy") { bmed[k] = $4; bp99[k] = $5 } else { emed[k] = $4; ep99[k] = $5 }
+		next
+	}
 	{ k = $1 "," $2 "," $3; lmed[k] = $4; lp99[k] = $5 }
-	function v(a, k) { return (k in a) ? a[k] : "-" }
-	function ratio(l, lk, nat, nk) { return ((nk in nat) && (lk in l) && nat[nk] > 0) ? sprintf("%.2f", l[lk] / nat[nk]) : "-" }
 	END {
 		printf "\nlite by completion-delivery mode (litectl up --cq MODE), guest kernel %s, %s on QEMU/TCG:\n", kver, dev
-		printf "%d calls per point (after %d warm-up); native measured once, the same for every mode\n", iters, warmup
-		printf "%-10s %-6s %6s %15s %14s %13s %12s %7s %10s\n", "mode", "op", "size", "native med us",
-			"native p99 us", "lite med us", "lite p99 us", "ratio", "p99 ratio"
-		print "mode,op,size,native_median_us,native_p99_us,lite_median_us,lite_p99_us,ratio,p99_ratio,iters,kernel" >csv
-		nm = split(modes, m, " ")
+		printf "%d calls per point (after %d warm-up); times in us; native measured once in each poll\n", iters, warmup
+		printf "mode (busy, event), the same for every lite mode\n"
+		fmt = "%-10s %-6s %6s %9s %9s %9s %9s %9s %9s %6s %9s %6s\n"
+		printf fmt, "mode", "op", "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99",
+			"ratio", "p99 ratio", "native"
+		print "mode,op,size,native_busy_median_us,native_busy_p99_us,native_event_median_us,native_event_p99_us," \
+			"lite_median_us,lite_p99_us,ratio,p99_ratio,native_mode,iters,kernel" >csv
+		nm = split(modes, lm, " ")
 		for (j = 1; j <= nm; j++) {
 			for (i = 1; i <= nk; i++) {
 				nkey = korder[i]
-				lkey = m[j] "," nkey
+				lkey = lm[j] "," nkey
 				split(nkey, f, ",")
-				r = ratio(lmed, lkey, nmed, nkey)
-				r99 = ratio(lp99, lkey, np99, nkey)
-				printf "%-10s %-6s %6s %15s %14s %13s %12s %7s %10s\n", m[j], f[1], f[2], v(nmed, nkey),
-					v(np99, nkey), v(lmed, lkey), v(lp99, lkey), r, r99
-				print m[j] "," nkey "," v(nmed, nkey) "," v(np99, nkey) "," v(lmed, lkey) "," v(lp99, lkey) "," r "," r99 "," iters "," kver >csv
+				m = better(bmed, emed, nkey, 1)
+				r = ratio(lmed, lkey, bmed, emed, nkey, m)
+				r99 = ratio(lp99, lkey, bp99, ep99, nkey, m)
+				printf fmt, lm[j], f[1], f[2], v(bmed, nkey), v(bp99, nkey), v(emed, nkey), v(ep99, nkey),
+					v(lmed, lkey), v(lp99, lkey), r, r99, m
+				print lkey "," v(bmed, nkey) "," v(bp99, nkey) "," v(emed, nkey) "," v(ep99, nkey) "," \
+					v(lmed, lkey) "," v(lp99, lkey) "," r "," r99 "," m "," iters "," kver >csv
 			}
 		}
-		printf "ratio = lite median / native median (rpc: native-rpc; write, read: native-lat)\n"
+		printf "ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99, both\n"
+		printf "against the native mode named (rpc: native-rpc; write, read: native-lat)\n"
 	}' "$out/cq-all.csv" | tee "$out/cq_modes.txt"
 
 if [ ${#failed[@]} -gt 0 ]; then

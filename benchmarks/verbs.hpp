@@ -282,7 +282,7 @@ public:
     // Between tries busy mode spins, event mode sleeps in await(); so
     // @try_once must return false only when it found the CQ empty (a
     // completion it left there would raise no event to end the sleep).
-    template <typename Fn> bool wait_until(Fn&& try_once, std::chrono::nanoseconds timeout)
+    template <typename Fn> bool wait_until(const Fn& try_once, std::chrono::nanoseconds timeout)
     {
         using Clock = std::chrono::steady_clock;
         Clock::time_point deadline{};

@@ -57,6 +57,7 @@
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
 #define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
+#define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
 #define LITE_CQ_MODE_BEST	LITE_CQ_ADAPTIVE	/* measured: see
 					 * docs/benchmarks.md */
 

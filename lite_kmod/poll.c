@@ -9,6 +9,7 @@
  * poller runs handlers under rcu_read_lock().
  */
 #include <linux/kthread.h>
+#include <linux/freezer.h>
 #include <linux/sched/signal.h>
 #include <linux/ktime.h>
 #include <linux/rculist.h>
@@ -33,7 +34,9 @@ static int lite_poller(void *arg)
 	struct lite_node *node = arg;
 	struct lite_conn *conn;
 
+	set_freezable();
 	while (!kthread_should_stop()) {
+		try_to_freeze();
 		rcu_read_lock();
 		list_for_each_entry_rcu(conn, &node->poll_conns, poll_entry)
 			ib_process_cq_direct(conn->cq, LITE_BUSY_BUDGET);
@@ -92,13 +95,15 @@ void lite_poll_del(struct lite_conn *conn)
 /*
  * lite_spin - spin until @cond(@arg) holds, as the node's mode allows
  *
- * Busy mode spins until @deadline (yielding the CPU when asked), adaptive
- * mode for LITE_CQ_SPIN_US, the others not at all.
+ * Busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when asked),
+ * adaptive mode for LITE_CQ_SPIN_US, the others not at all; then the
+ * caller sleeps until @deadline.
  * Return: whether @cond held.
  */
 bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
 	       unsigned long deadline)
 {
+	unsigned long stop;
 	u64 until;
 
 	if (node->cq_mode == LITE_CQ_ADAPTIVE) {
@@ -109,8 +114,11 @@ bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
 			cpu_relax();
 		}
 	} else if (node->cq_mode == LITE_CQ_BUSY) {
+		stop = jiffies + msecs_to_jiffies(LITE_BUSY_SPIN_MS);
+		if (time_before(stop, deadline))
+			deadline = stop;
 		while (time_before(jiffies, deadline) &&
-		       !fatal_signal_pending(current)) {
+		       !signal_pending(current)) {
 			if (cond(arg))
 				return true;
 			cpu_relax();

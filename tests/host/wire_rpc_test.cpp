@@ -70,8 +70,8 @@ TEST(WireRpc, RingRequestAndReply)
     uint8_t junk = 0;
     EXPECT_EQ(parse(message(LITE_MSG_RING, false, 1, 0, &junk, 1)), -EBADMSG) << "request has no payload";
 
-    EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(2 * 65536, 2, 65536)), 0);
-    EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(3 * 65536, 2, 65536)), -EBADMSG)
+    EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(uint64_t{2} * 65536, 2, 65536)), 0);
+    EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(uint64_t{3} * 65536, 2, 65536)), -EBADMSG)
         << "chunks must add up to the size";
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(65536 + 8, 1, 65536 + 8)), -EBADMSG)
         << "size must be a multiple of the entry alignment";
@@ -79,7 +79,7 @@ TEST(WireRpc, RingRequestAndReply)
     auto p = ring_payload(65536, 1, 65536);
     reinterpret_cast<lite_wire_ring*>(p.data())->reserved = 1;
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, p), -EBADMSG) << "reserved";
-    p = ring_payload(2 * 65536, 2, 65536);
+    p = ring_payload(uint64_t{2} * 65536, 2, 65536);
     reinterpret_cast<lite_wire_ring*>(p.data())->chunks.start = htole32(1);
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, p), -EBADMSG) << "the whole list, from chunk 0";
 }
