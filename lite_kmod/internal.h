@@ -58,7 +58,7 @@
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
 #define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
-#define LITE_CQ_MODE_BEST	LITE_CQ_ADAPTIVE	/* measured: see
+#define LITE_CQ_MODE_BEST	LITE_CQ_SOFTIRQ	/* measured: see
 					 * docs/benchmarks.md */
 
 /* rdma_cm private data of a connect request and its accept. */
@@ -426,6 +426,16 @@ struct lite_conn {
 	struct work_struct rpc_work;	/* sends error replies and acks */
 };
 
+/* One-sided work requests that complete together (rdma.c). */
+struct lite_rdma_op {
+	struct ib_cqe cqe;
+	struct lite_conn *conn;
+	void (*done_fn)(struct lite_rdma_op *op);	/* NULL: @done */
+	struct completion done;
+	atomic_t pending;	/* posted WRs + 1 while posting */
+	int status;		/* first failure */
+};
+
 /* A request waiting for its reply; lives on the requester's stack. Until
  * it is erased from node->calls (under the xa lock) the completer may write
  * @status and the reply; after that only the waiter touches it.
@@ -587,6 +597,13 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 int lite_share_withdraw(struct lite_node *node, const char *name);
 
 /* rdma.c: one-sided operations */
+void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
+		       void (*done_fn)(struct lite_rdma_op *op));
+void lite_rdma_op_release(struct lite_rdma_op *op);
+int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err);
+int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
+			  u32 rkey, u64 off, u32 len, u64 dma, bool write,
+			  const u32 *imm);
 int lite_rdma_write_imm(struct lite_conn *conn,
 			const struct lite_layout *l, u32 rkey, u64 off,
 			u32 len, u64 dma, const u32 *imm);

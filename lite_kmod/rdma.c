@@ -20,38 +20,52 @@
 
 #define LITE_MAX_SEGS	32
 
-struct lite_rdma_op {
-	struct ib_cqe cqe;
-	struct lite_conn *conn;
-	struct completion done;
-	atomic_t pending;	/* posted WRs + 1 while posting */
-	int status;		/* first failure */
-};
-
 static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct lite_rdma_op *op = container_of(wc->wr_cqe, struct lite_rdma_op,
 					       cqe);
 	struct lite_conn *conn = op->conn;
 
-	if (wc->status != IB_WC_SUCCESS)
+	if (wc->status != IB_WC_SUCCESS) {
 		cmpxchg(&op->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
 			-ECONNRESET : -EIO);
+		/* The QP is in error now: nothing more goes through it. */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			lite_conn_close(conn);
+	}
 	spin_lock_bh(&conn->lock);
 	conn->data_avail++;
 	spin_unlock_bh(&conn->lock);
 	wake_up(&conn->tx_wq);
-	if (atomic_dec_and_test(&op->pending))
-		complete(&op->done);
+	if (atomic_dec_and_test(&op->pending)) {
+		if (op->done_fn)
+			op->done_fn(op);	/* may free @op */
+		else
+			complete(&op->done);
+	}
 }
 
-static void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn)
+/*
+ * Start an operation on @conn. With @done_fn it is asynchronous: the
+ * function runs (in completion context, or in lite_rdma_op_release()) once
+ * every posted WR completed; else lite_rdma_op_wait() waits for them.
+ */
+void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
+		       void (*done_fn)(struct lite_rdma_op *op))
 {
 	op->cqe.done = lite_rdma_done;
 	op->conn = conn;
+	op->done_fn = done_fn;
 	init_completion(&op->done);
 	atomic_set(&op->pending, 1);
 	op->status = 0;
+}
+
+/* An asynchronous operation is fully posted (or failed to be). */
+void lite_rdma_op_release(struct lite_rdma_op *op)
+{
+	if (atomic_dec_and_test(&op->pending))
+		op->done_fn(op);
 }
 
 static bool lite_rdma_slot(struct lite_conn *conn, bool credit)
@@ -105,7 +119,7 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 }
 
 /* Stop posting and wait for what was posted. */
-static int lite_rdma_wait(struct lite_rdma_op *op, int post_err)
+int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
 {
 	long left = 1;
 
@@ -128,19 +142,17 @@ static int lite_rdma_wait(struct lite_rdma_op *op, int post_err)
  * @off of the remote layout @l, in as many work requests as the access has
  * segments. With @imm the last one is a write with that immediate.
  */
-static int lite_rdma_xfer_layout(struct lite_conn *conn,
-				 const struct lite_layout *l, u32 rkey,
-				 u64 off, u32 len, u64 dma, bool write,
-				 const u32 *imm)
+int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
+			  u32 rkey, u64 off, u32 len, u64 dma, bool write,
+			  const u32 *imm)
 {
+	struct lite_conn *conn = op->conn;
 	struct lite_seg segs[LITE_MAX_SEGS];
-	struct lite_rdma_op op;
 	struct ib_rdma_wr wr;
 	struct ib_sge sge;
 	u64 done = 0, step;
 	int n, i, ret = 0;
 
-	lite_rdma_op_init(&op, conn);
 	while (!ret && done < len) {
 		n = lite_lmr_segments(l, off + done, len - done, segs,
 				      LITE_MAX_SEGS, &step);
@@ -159,11 +171,24 @@ static int lite_rdma_xfer_layout(struct lite_conn *conn,
 			wr.wr.num_sge = 1;
 			wr.remote_addr = segs[i].addr;
 			wr.rkey = rkey;
-			ret = lite_rdma_post(&op, &wr.wr);
+			ret = lite_rdma_post(op, &wr.wr);
 		}
 		done += step;
 	}
-	return lite_rdma_wait(&op, ret);
+	return ret;
+}
+
+static int lite_rdma_xfer_layout(struct lite_conn *conn,
+				 const struct lite_layout *l, u32 rkey,
+				 u64 off, u32 len, u64 dma, bool write,
+				 const u32 *imm)
+{
+	struct lite_rdma_op op;
+
+	lite_rdma_op_init(&op, conn, NULL);
+	return lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, l, rkey, off,
+							     len, dma, write,
+							     imm));
 }
 
 /*
@@ -327,7 +352,7 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 	ret = lite_lmr_begin(lmr);
 	if (ret)
 		return ret;
-	lite_rdma_op_init(&op, conn);
+	lite_rdma_op_init(&op, conn, NULL);
 	while (!ret && done < len) {
 		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
 				      segs, LITE_MAX_SEGS, &step);
@@ -358,7 +383,7 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 		}
 		done += step;
 	}
-	ret = lite_rdma_wait(&op, ret);
+	ret = lite_rdma_op_wait(&op, ret);
 	lite_lmr_end(lmr);
 	return ret;
 }

@@ -36,6 +36,7 @@
 
 #define LITE_RING_CHUNKS	128	/* at least 64 KiB each */
 #define LITE_REPLY_HDR		sizeof(struct lite_wire_rpc_reply)
+#define LITE_STAGE_MAX		(1U << 20)	/* staging per write step */
 
 static_assert(LITE_RPC_PAYLOAD_MAX == LITE_RPC_MAX);
 static_assert(LITE_RING_SIZE - LITE_RING_ACK_EVERY >=
@@ -360,12 +361,24 @@ struct lite_stage {
 	u32 size;
 };
 
+/*
+ * A DMA-mapped staging buffer for up to @want bytes: as large as
+ * LITE_STAGE_MAX if memory allows (fewer round trips for big entries),
+ * never smaller than LITE_BOUNCE_SIZE unless @want is.
+ */
 static int lite_stage_get(struct lite_stage *s, struct lite_node *node,
 			  u64 want)
 {
 	s->dev = node->ibdev->dev;
-	s->size = min_t(u64, want, LITE_BOUNCE_SIZE);
-	s->buf = kmalloc(s->size, GFP_KERNEL);
+	s->size = min_t(u64, want, LITE_STAGE_MAX);
+	for (;;) {
+		s->buf = kmalloc(s->size, s->size > LITE_BOUNCE_SIZE ?
+				 GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN :
+				 GFP_KERNEL);
+		if (s->buf || s->size <= LITE_BOUNCE_SIZE)
+			break;
+		s->size = max_t(u32, s->size / 2, LITE_BOUNCE_SIZE);
+	}
 	if (!s->buf)
 		return -ENOMEM;
 	s->dma = ib_dma_map_single(s->dev, s->buf, s->size, DMA_TO_DEVICE);
@@ -378,24 +391,59 @@ static int lite_stage_get(struct lite_stage *s, struct lite_node *node,
 
 static void lite_stage_put(struct lite_stage *s)
 {
+	if (!s->buf)
+		return;
 	ib_dma_unmap_single(s->dev, s->dma, s->size, DMA_TO_DEVICE);
 	kfree(s->buf);
+	s->buf = NULL;
+}
+
+/* An entry or reply on its way: its last step may still be in flight. */
+struct lite_rpc_tx {
+	struct lite_rdma_op op;
+	struct lite_stage s;
+};
+
+static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
+			     void (*done_fn)(struct lite_rdma_op *op))
+{
+	lite_rdma_op_init(&tx->op, conn, done_fn);
+	tx->s.buf = NULL;
+}
+
+/* Wait for what @tx posted, then free its staging. */
+static int lite_rpc_tx_finish(struct lite_rpc_tx *tx, int err)
+{
+	err = lite_rdma_op_wait(&tx->op, err);
+	lite_stage_put(&tx->s);
+	return err;
+}
+
+/* Asynchronous replies free themselves once their WRs completed. */
+static void lite_rpc_tx_free(struct lite_rdma_op *op)
+{
+	struct lite_rpc_tx *tx = container_of(op, struct lite_rpc_tx, op);
+
+	lite_stage_put(&tx->s);
+	kfree(tx);
 }
 
 /*
  * Write @hdr_len bytes of header (already in @s) and @len bytes from
  * @data to @pos of layout @l (modulo @wrap), staging at most s->size at a
- * time; the last work request carries @imm. Return: 0, -EFAULT (the
- * immediate was not sent: what was written goes unnoticed), or a transport
- * error (the caller closes the connection).
+ * time; the last work request carries @imm. Every step but the last
+ * completes before the next is staged; the last is posted on @last.
+ * Return: 0, -EFAULT (the immediate was not sent: what was written goes
+ * unnoticed), or a transport error (the caller closes the connection).
  */
-static int lite_stage_write(struct lite_conn *conn, struct lite_stage *s,
+static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 			    const struct lite_layout *l, u64 wrap, u32 rkey,
 			    u64 pos, u32 hdr_len, const void __user *data,
 			    u32 len, u32 imm)
 {
 	u64 total = (u64)hdr_len + len, done, off, first;
-	u32 n, skip, i;
+	struct lite_conn *conn = last->conn;
+	u32 n, skip;
 	int ret = 0;
 
 	for (done = 0; !ret && done < total; done += n) {
@@ -409,19 +457,33 @@ static int lite_stage_write(struct lite_conn *conn, struct lite_stage *s,
 					      DMA_TO_DEVICE);
 		off = (pos + done) % wrap;
 		first = min_t(u64, n, wrap - off);
-		for (i = 0; !ret && i < 2; i++) {
-			bool last = done + n == total && (i || first == n);
-
-			if (i && first == n)
-				break;
-			ret = lite_rdma_write_imm(conn, l, rkey, i ? 0 : off,
-						  i ? n - first : first,
-						  s->dma + (i ? first : 0),
-						  last ? &imm : NULL);
-		}
+		if (done + n == total)
+			break;		/* the last step: posted below */
+		ret = lite_rdma_write_imm(conn, l, rkey, off, first, s->dma,
+					  NULL);
+		if (!ret && first < n)
+			ret = lite_rdma_write_imm(conn, l, rkey, 0, n - first,
+						  s->dma + first, NULL);
 		cond_resched();
 	}
-	return ret;
+	if (ret)
+		return ret;
+	/*
+	 * The last step (usually the only one) is posted on @last and not
+	 * waited for: the caller waits when it suits it, or lets it finish
+	 * by itself.
+	 */
+	if (first < n) {
+		ret = lite_rdma_post_layout(last, l, rkey, off, first, s->dma,
+					    true, NULL);
+		if (!ret)
+			ret = lite_rdma_post_layout(last, l, rkey, 0, n - first,
+						    s->dma + first, true,
+						    &imm);
+		return ret;
+	}
+	return lite_rdma_post_layout(last, l, rkey, off, n, s->dma, true,
+				     &imm);
 }
 
 /* Fill the entry header (and segments) of @o at @pos into @buf. */
@@ -546,23 +608,23 @@ static bool lite_ring_room(void *arg)
 /* Write one entry into @conn's peer's ring by @deadline. */
 static int lite_ring_write(struct lite_conn *conn,
 			   const struct lite_rpc_out *o,
-			   unsigned long deadline)
+			   unsigned long deadline, struct lite_rpc_tx *tx)
 {
 	struct lite_ring_tx *t = &conn->tx_ring;
 	u32 n_segs = o->reply_buf ? o->reply_buf->n_chunks : 0;
 	u32 size = lite_rpc_entry_size(n_segs, o->len), hdr_len, imm;
 	struct lite_room room = { .conn = conn, .need = size };
-	struct lite_stage s;
+	struct lite_stage *s = &tx->s;
 	long left;
 	u64 pos;
 	int ret;
 
-	ret = lite_stage_get(&s, conn->node, size);
+	ret = lite_stage_get(s, conn->node, size);
 	if (ret)
 		return ret;
 	ret = lite_ring_lock(conn, deadline);
 	if (ret)
-		goto out;
+		return ret;
 	ret = lite_ring_setup(conn, deadline);
 	if (ret)
 		goto unlock;
@@ -581,20 +643,19 @@ static int lite_ring_write(struct lite_conn *conn,
 		goto unlock;
 	}
 	pos = t->head;
-	hdr_len = lite_rpc_put_hdr(conn, o, pos, s.buf);
+	hdr_len = lite_rpc_put_hdr(conn, o, pos, s->buf);
 	imm = (pos / LITE_RPC_ALIGN) & ~LITE_IMM_REPLY;
 	/* Before the immediate: the peer may consume and ack at once. */
 	WRITE_ONCE(t->head, pos + size);
-	ret = lite_stage_write(conn, &s, &t->layout, t->size, t->rkey, pos,
+	ret = lite_stage_write(&tx->op, s, &t->layout, t->size, t->rkey, pos,
 			       hdr_len, o->data, o->len, imm);
 	if (ret == -EFAULT)
 		WRITE_ONCE(t->head, pos);	/* no immediate went out */
 	else if (ret)
 		lite_conn_close(conn);	/* the ring is out of step now */
 unlock:
+	/* The next writer's WRs queue behind ours on the QP: order holds. */
 	lite_ring_unlock(conn);
-out:
-	lite_stage_put(&s);
 	return ret;
 }
 
@@ -612,7 +673,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 		.chunks = in->segs,
 	};
 	struct lite_wire_rpc_reply *h;
-	struct lite_stage s;
+	struct lite_rpc_tx *tx;
 	u32 send = len;
 	int ret;
 
@@ -621,21 +682,28 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	if (status)
 		send = 0;
 	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
-	ret = lite_stage_get(&s, conn->node, LITE_REPLY_HDR + send);
-	if (ret)
+	tx = kmalloc(sizeof(*tx), GFP_KERNEL);
+	if (!tx)
+		return -ENOMEM;
+	lite_rpc_tx_init(tx, conn, lite_rpc_tx_free);
+	ret = lite_stage_get(&tx->s, conn->node, LITE_REPLY_HDR + send);
+	if (ret) {
+		kfree(tx);
 		return ret;
-	h = s.buf;
+	}
+	h = tx->s.buf;
 	memset(h, 0, sizeof(*h));
 	h->magic = cpu_to_le32(LITE_RPC_MAGIC);
 	h->call_id = cpu_to_le32(in->e.call_id);
 	h->status = cpu_to_le32((u32)status);
 	h->len = cpu_to_le32(status == -EMSGSIZE ? len : send);
-	ret = lite_stage_write(conn, &s, &l, l.size, in->e.rkey, 0,
+	ret = lite_stage_write(&tx->op, &tx->s, &l, l.size, in->e.rkey, 0,
 			       LITE_REPLY_HDR, data, send,
 			       LITE_IMM_REPLY | in->e.call_id);
 	if (ret && ret != -EFAULT)
 		lite_conn_close(conn);
-	lite_stage_put(&s);
+	/* On its way: a failure from here on closes the connection. */
+	lite_rdma_op_release(&tx->op);
 	if (ret)
 		return ret;
 	return status == -EMSGSIZE ? -EMSGSIZE : 0;
@@ -1108,6 +1176,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	};
 	struct lite_rcall *call;
 	struct lite_conn *conn;
+	struct lite_rpc_tx tx;
 	long left;
 	int ret;
 
@@ -1121,16 +1190,20 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	}
 	o.call_id = call->id;
 	o.reply_buf = &call->buf;
-	ret = lite_ring_write(conn, &o, deadline);
+	lite_rpc_tx_init(&tx, conn, NULL);
+	ret = lite_ring_write(conn, &o, deadline, &tx);
 	if (ret) {
 		/* Not sent, or the connection is closing. */
+		lite_rpc_tx_finish(&tx, ret);
 		lite_rcall_leave(node, call, false);
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
 			wait_for_completion(&conn->closed);
 		goto free;
 	}
+	/* The reply first: the request's completion is there by then. */
 	left = lite_wait_done(node, &call->done,
 			      max_t(long, (long)(deadline - jiffies), 1), true);
+	lite_rpc_tx_finish(&tx, 0);	/* failures closed the connection */
 	if (left <= 0 && !lite_rcall_leave(node, call, true)) {
 		atomic64_inc(&node->stats.timeouts);
 		return left ? -EINTR : -ETIMEDOUT;
@@ -1160,12 +1233,15 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 		.len = m->len,
 	};
 	struct lite_conn *conn;
+	struct lite_rpc_tx tx;
 	int ret;
 
 	conn = lite_node_conn(node, m->node_id ?: READ_ONCE(node->self_id));
 	if (!conn)
 		return -ENOTCONN;
-	ret = lite_ring_write(conn, &o, deadline);
+	lite_rpc_tx_init(&tx, conn, NULL);
+	ret = lite_ring_write(conn, &o, deadline, &tx);
+	ret = lite_rpc_tx_finish(&tx, ret);
 	lite_conn_put(conn);
 	return ret;
 }

@@ -56,7 +56,7 @@ struct lite_info {
 #define LITE_CQ_ADAPTIVE	4	/* softirq delivery; waiters spin up to
 					 * LITE_CQ_SPIN_US, then sleep */
 #define LITE_CQ_MODE_MAX	LITE_CQ_ADAPTIVE
-#define LITE_CQ_SPIN_US		50
+#define LITE_CQ_SPIN_US		250
 
 /* LITE_IOC_NODE_UP flags */
 #define LITE_UP_JOIN		(1U << 0)	/* join the cluster at @join */
