@@ -375,18 +375,19 @@ static int lite_stage_get(struct lite_stage *s, struct lite_node *node,
 		s->buf = kmalloc(s->size, s->size > LITE_BOUNCE_SIZE ?
 				 GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN :
 				 GFP_KERNEL);
-		if (s->buf || s->size <= LITE_BOUNCE_SIZE)
-			break;
+		if (s->buf) {
+			/* A bounce-buffered DMA layer may map less at once. */
+			s->dma = ib_dma_map_single(s->dev, s->buf, s->size,
+						   DMA_TO_DEVICE);
+			if (!ib_dma_mapping_error(s->dev, s->dma))
+				return 0;
+			kfree(s->buf);
+			s->buf = NULL;
+		}
+		if (s->size <= LITE_BOUNCE_SIZE)
+			return -ENOMEM;
 		s->size = max_t(u32, s->size / 2, LITE_BOUNCE_SIZE);
 	}
-	if (!s->buf)
-		return -ENOMEM;
-	s->dma = ib_dma_map_single(s->dev, s->buf, s->size, DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(s->dev, s->dma)) {
-		kfree(s->buf);
-		return -ENOMEM;
-	}
-	return 0;
 }
 
 static void lite_stage_put(struct lite_stage *s)
@@ -683,13 +684,17 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 		send = 0;
 	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
 	tx = kmalloc(sizeof(*tx), GFP_KERNEL);
-	if (!tx)
+	if (tx) {
+		lite_rpc_tx_init(tx, conn, lite_rpc_tx_free);
+		if (lite_stage_get(&tx->s, conn->node, LITE_REPLY_HDR + send)) {
+			kfree(tx);
+			tx = NULL;
+		}
+	}
+	if (!tx) {
+		/* Every call is answered or its connection closes. */
+		lite_conn_close(conn);
 		return -ENOMEM;
-	lite_rpc_tx_init(tx, conn, lite_rpc_tx_free);
-	ret = lite_stage_get(&tx->s, conn->node, LITE_REPLY_HDR + send);
-	if (ret) {
-		kfree(tx);
-		return ret;
 	}
 	h = tx->s.buf;
 	memset(h, 0, sizeof(*h));
@@ -721,8 +726,11 @@ static void lite_rpc_send_ack(struct lite_conn *conn)
 	spin_unlock_bh(&ring->lock);
 	ack.tail = cpu_to_le64(tail);
 	if (lite_conn_send(conn, LITE_MSG_RING_ACK, false, 0, 0, &ack,
-			   sizeof(ack)))
-		return;		/* closing, or retried with the next one */
+			   sizeof(ack))) {
+		/* The sender may wait for this very ack: never lose it. */
+		lite_conn_close(conn);
+		return;
+	}
 	spin_lock_bh(&ring->lock);
 	ring->acked = max(ring->acked, tail);
 	spin_unlock_bh(&ring->lock);
@@ -1120,8 +1128,9 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 	call->conn = conn;
 	/*
 	 * lite_conn_close() marks the connection CLOSING before it fails the
-	 * calls under this lock: a call is either failed by it or never
-	 * entered.
+	 * calls under this lock. The insert may drop the lock to allocate,
+	 * so a close can slip in between: lite_ring_write() checks CLOSING
+	 * again, and the caller then takes the call out itself.
 	 */
 	xa_lock_bh(&node->rpc_calls);
 	ret = lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET :

@@ -349,6 +349,28 @@ void lite_sync_drop_export(struct lite_node *node, u64 mr_id)
 
 /* The requesting side. */
 
+/*
+ * Send CANCEL for a request we gave up on. Once it is queued it is
+ * processed in order after that request, whether or not we wait for its
+ * answer (a fatal signal ends the wait at once); only if it cannot be sent
+ * does the connection close, which makes the memory node drop our records.
+ */
+static void lite_sync_cancel(struct lite_conn *conn,
+			     const struct lite_wire_sync *req)
+{
+	struct lite_wire_sync_result res;
+	struct lite_call call = {};
+	int ret;
+
+	ret = lite_call_start(conn, &call, LITE_MSG_SYNC, req, sizeof(*req),
+			      &res, sizeof(res));
+	if (!ret)
+		lite_call_wait(&call, jiffies +
+			       msecs_to_jiffies(LITE_SYNC_CANCEL_MS));
+	else if (ret != -ENOTCONN)
+		lite_conn_close(conn);
+}
+
 static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
 			  u32 owner, u16 count, u32 timeout_ms,
 			  struct lite_wire_sync_result *out)
@@ -391,10 +413,13 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
 		req.kind = op == LITE_SYNC_BARRIER ? LITE_SYNC_BARRIER :
 						     LITE_SYNC_LOCK;
 		req.ticket = cpu_to_le32(call.req_id);
-		if (lite_call(conn, LITE_MSG_SYNC, &req, sizeof(req), &res,
-			      sizeof(res), NULL, jiffies +
-			      msecs_to_jiffies(LITE_SYNC_CANCEL_MS)))
-			lite_conn_close(conn);
+		lite_sync_cancel(conn, &req);
+	}
+	if (!ret && (op == LITE_SYNC_LOCK || op == LITE_SYNC_TRYLOCK) &&
+	    !res.owner) {
+		/* A grant we cannot release: make the memory node drop it. */
+		lite_conn_close(conn);
+		ret = -EPROTO;
 	}
 	if (!ret && out)
 		*out = res;
@@ -438,8 +463,6 @@ int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 		return -ENOMEM;
 	ret = lite_sync_call(lmr, try ? LITE_SYNC_TRYLOCK : LITE_SYNC_LOCK,
 			     off, 0, 0, 0, timeout_ms, &res);
-	if (!ret && !res.owner)
-		ret = -EPROTO;
 	if (ret) {
 		kfree(h);
 		return ret;
