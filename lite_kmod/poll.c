@@ -108,7 +108,8 @@ bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
 
 	if (node->cq_mode == LITE_CQ_ADAPTIVE) {
 		until = ktime_get_ns() + LITE_CQ_SPIN_US * NSEC_PER_USEC;
-		while (ktime_get_ns() < until) {
+		/* Stop early for anyone who needs this CPU (rxe's work). */
+		while (ktime_get_ns() < until && !need_resched()) {
 			if (cond(arg))
 				return true;
 			cpu_relax();
