@@ -20,6 +20,15 @@
 #                lite-rpc and lite-lat latency against native; the nodes are
 #                brought up again in each mode, and in the default mode at
 #                the end
+#   ops          the transport's own latency by operation (send, write,
+#                write-imm, read, fetch-add, cmp-swap) and size (native-ops,
+#                both poll modes): the ceiling, no lite counterpart
+#   first_op     time from a fresh process's start to its first completed
+#                8-byte remote write (first-op): lite (LITE_open, LITE_alloc,
+#                LITE_write) against native (rdma_cm, PD, CQ, QP, MR,
+#                connect, RDMA WRITE)
+#   reg          making memory usable (reg-cost): LITE_alloc + LITE_free
+#                on node 2 against ibv_reg_mr + ibv_dereg_mr, by size
 #
 # Every native measurement is made in both of the native programs' poll
 # modes: busy (ibv_poll_cq in a loop) and event (sleeping on a completion
@@ -36,7 +45,9 @@
 # (8,64,512,4096,32768,65536), BENCH_TPUT_THREADS (1,2,4), BENCH_TPUT_SIZE
 # (64), BENCH_TPUT_SECONDS (3), BENCH_CQ_MODES ("busy softirq workqueue
 # adaptive"), BENCH_CQ_ITERS (BENCH_ITERS), BENCH_CQ_SIZES (8,4096),
-# LITE_ADDR (10.99.0.1), LITE_RXE (rxe0), LITE_OUT (/tmp).
+# BENCH_OPS_ITERS (500), BENCH_OPS_SIZES (BENCH_SIZES), BENCH_FIRST_RUNS
+# (20), BENCH_REG_SIZES (4K,64K,1M,16M,256M,1G), LITE_ADDR (10.99.0.1),
+# LITE_RXE (rxe0), LITE_OUT (/tmp).
 # Exit status 0 only if every measurement ran and passed its checks; a
 # program that fails contributes no numbers ("-" in the tables).
 set -euo pipefail
@@ -47,6 +58,9 @@ native=$build/benchmarks/native-lat
 lite=$build/benchmarks/lite-lat
 native_rpc=$build/benchmarks/native-rpc
 lite_rpc=$build/benchmarks/lite-rpc
+native_ops=$build/benchmarks/native-ops
+first_op=$build/benchmarks/first-op
+reg_cost=$build/benchmarks/reg-cost
 iters=${BENCH_ITERS:-1000}
 warmup=${BENCH_WARMUP:-100}
 sizes=${BENCH_SIZES:-8,64,512,4096,32768}
@@ -57,7 +71,7 @@ opts=(--iters "$iters" --warmup "$warmup" --sizes "$sizes")
 
 say() { echo "bench: $*" >&2; }
 
-for f in "$litectl" "$native" "$native_rpc" "$lite_rpc"; do
+for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost"; do
 	[ -x "$f" ] || { say "$f not built (make user)"; exit 1; }
 done
 
@@ -419,12 +433,138 @@ awk -F, -v kver="$kver" -v iters="$cq_iters" -v warmup="$warmup" -v dev="$dev" -
 		printf "against the native mode named (rpc: native-rpc; write, read: native-lat)\n"
 	}' "$out/cq-all.csv" | tee "$out/cq_modes.txt"
 
+# The transport's ceiling: native verbs latency by operation and size.
+ops_iters=${BENCH_OPS_ITERS:-500}
+ops_sizes=${BENCH_OPS_SIZES:-$sizes}
+ops_warmup=$((warmup < ops_iters ? warmup : ops_iters))
+ops_opts=(--iters "$ops_iters" --warmup "$ops_warmup" --sizes "$ops_sizes")
+say "native verbs by operation: $native_ops (--poll busy, then --poll event)"
+run_to "$out/native-ops.csv" "$native_ops" --addr "$addr" --poll busy "${ops_opts[@]}" || true
+run_to "$out/native-ops-event.csv" "$native_ops" --addr "$addr" --poll event "${ops_opts[@]}" || true
+
+# Joins the two CSVs (op,size,iters,median_us,p99_us,mean_us) on op (less
+# the -event suffix) and size for the table; ops.csv has native-ops' rows as
+# they are (busy, then event with their -event ops) and the kernel. native-ops leaves an operation that failed
+# (the atomics, if the device refuses them) out of its CSV and says so on
+# stderr: its rows are then missing here, and the table says so.
+awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$dev" -v csv="$out/ops.csv" \
+	"$awk_lib"'
+	FNR == 1 { next }
+	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k }; ops[op] = 1 }
+	src == "busy" { bmed[k] = $4; bp99[k] = $5; bmean[k] = $6; next }
+	{ emed[k] = $4; ep99[k] = $5; emean[k] = $6 }
+	END {
+		printf "\nnative verbs latency by operation (the transport'"'"'s ceiling; no lite counterpart),\n"
+		printf "guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up);\n", kver, dev, iters,
+			warmup
+		printf "times in us at the sender'"'"'s completion; busy: busy-polled CQ, event: completion channel\n"
+		fmt = "%-10s %6s %9s %9s %9s %9s %9s %9s\n"
+		printf fmt, "op", "size", "busy med", "busy p99", "busy mean", "event med", "event p99", "event mean"
+		print "op,size,iters,median_us,p99_us,mean_us,kernel" >csv
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			split(k, f, ",")
+			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(bmean, k), v(emed, k), v(ep99, k), v(emean, k)
+			if (k in bmed)
+				print k "," iters "," bmed[k] "," bp99[k] "," bmean[k] "," kver >csv
+		}
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			split(k, f, ",")
+			if (k in emed)
+				print f[1] "-event," f[2] "," iters "," emed[k] "," ep99[k] "," emean[k] "," kver >csv
+		}
+		nm = split("send write write-imm read fetch-add cmp-swap", want, " ")
+		for (j = 1; j <= nm; j++)
+			if (!(want[j] in ops))
+				printf "%s: not measured (failed or not supported; see the log)\n", want[j]
+	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" | tee "$out/ops.txt"
+
+# Time to the first operation, lite against native, in fresh processes.
+first_runs=${BENCH_FIRST_RUNS:-20}
+say "time to first operation: $first_op, $first_runs runs each (native, then lite on node $server_node)"
+run_to "$out/first-op-native.csv" "$first_op" --mode native --runs "$first_runs" --addr "$addr" || true
+run_to "$out/first-op-lite.csv" "$first_op" --mode lite --runs "$first_runs" --instance "$client_inst" \
+	--node "$server_node" || true
+
+# Joins the two one-row CSVs (mode,runs,median_us,p99_us,min_us); first_op.csv
+# has both rows, the lite one with the ratio.
+awk -F, -v kver="$kver" -v dev="$dev" -v runs="$first_runs" -v csv="$out/first_op.csv" '
+	FNR == 1 { next }
+	{ med[$1] = $3; p99[$1] = $4; mn[$1] = $5 }
+	function g(a, k) { return (k in a) ? a[k] : "-" }
+	END {
+		printf "\ntime to first operation: fork + exec of a fresh process to its first completed 8-byte\n"
+		printf "remote write, guest kernel %s, %s on QEMU/TCG, %d runs each; times in us\n", kver, dev, runs
+		printf "native: rdma_cm id, resolve, PD, CQ, QP, 4 KiB MR, connect (to a listener thread), RDMA WRITE\n"
+		printf "lite: LITE_open, LITE_alloc of 4 KiB on the other node, LITE_write\n"
+		fmt = "%-8s %10s %10s %10s\n"
+		printf fmt, "mode", "median", "p99", "min"
+		printf fmt, "native", g(med, "native"), g(p99, "native"), g(mn, "native")
+		printf fmt, "lite", g(med, "lite"), g(p99, "lite"), g(mn, "lite")
+		r = ("lite" in med && "native" in med && med["native"] + 0 > 0) ? sprintf("%.2f", med["lite"] / med["native"]) : "-"
+		printf "ratio (lite median / native median): %s\n", r
+		print "mode,runs,median_us,p99_us,min_us,ratio,kernel" >csv
+		print "native," runs "," g(med, "native") "," g(p99, "native") "," g(mn, "native") ",-," kver >csv
+		print "lite," runs "," g(med, "lite") "," g(p99, "lite") "," g(mn, "lite") "," r "," kver >csv
+	}' "$out/first-op-native.csv" "$out/first-op-lite.csv" | tee "$out/first_op.txt"
+
+# Making memory usable: registration against LITE_alloc, by size.
+reg_sizes=${BENCH_REG_SIZES:-4K,64K,1M,16M,256M,1G}
+say "registration cost: $reg_cost --sizes $reg_sizes (LMRs on node $server_node)"
+run_to "$out/reg-cost.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" --node "$server_node" \
+	--sizes "$reg_sizes" || true
+
+# reg-cost's CSV (size,native_reg_us,native_dereg_us,lite_alloc_us,
+# lite_free_us; "-" for a side skipped on ENOMEM) with the ratio added.
+awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.csv" '
+	function human(b) {
+		if (b % 1073741824 == 0) return (b / 1073741824) "G"
+		if (b % 1048576 == 0) return (b / 1048576) "M"
+		if (b % 1024 == 0) return (b / 1024) "K"
+		return b
+	}
+	BEGIN {
+		printf "\nmaking memory usable, guest kernel %s, %s on QEMU/TCG; median us per call\n", kver, dev
+		printf "native: ibv_reg_mr / ibv_dereg_mr of a touched buffer; lite: LITE_alloc / LITE_free on node %s\n", node
+		fmt = "%6s %12s %12s %12s %12s %6s\n"
+		printf fmt, "size", "reg", "dereg", "lite alloc", "lite free", "ratio"
+		print "size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us,ratio,kernel" >csv
+	}
+	FNR == 1 { next }
+	{
+		r = "-"
+		if ($2 != "-" && $3 != "-" && $4 != "-" && $5 != "-" && $2 + $3 > 0)
+			r = sprintf("%.2f", ($4 + $5) / ($2 + $3))
+		printf fmt, human($1), $2, $3, $4, $5, r
+		print $1 "," $2 "," $3 "," $4 "," $5 "," r "," kver >csv
+	}
+	END {
+		printf "ratio = (lite alloc + free) / (native reg + dereg); \"-\": not measured (ENOMEM skips are\n"
+		printf "in the log); lite also allocates and zeroes the memory, native only registers it\n"
+	}' "$out/reg-cost.csv" | tee "$out/reg.txt"
+
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
-	for f in "$out/rpc.txt" "$out/rpc_tput.txt" "$out/cq_modes.txt"; do
+	for f in "$out/rpc.txt" "$out/rpc_tput.txt" "$out/cq_modes.txt" "$out/ops.txt" "$out/first_op.txt" \
+		"$out/reg.txt"; do
 		echo "$note" >>"$f"
 	done
 fi
-say "CSV in $out/rpc.csv, $out/rpc_tput.csv, $out/cq_modes.csv"
+say "CSV in $out/rpc.csv, $out/rpc_tput.csv, $out/cq_modes.csv, $out/ops.csv, $out/first_op.csv, $out/reg.csv"
+
+# Figures: a PNG next to each CSV (benchmarks/plot.py, python3-matplotlib),
+# made after every measurement; Debian's python3 first, which has matplotlib.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+plot=$(dirname "$0")/plot.py
+say "plotting: $py $plot $out"
+if pngs=$("$py" "$plot" "$out"); then
+	printf 'figures:\n%s\n' "$pngs"
+else
+	[ -z "$pngs" ] || printf 'figures (some failed):\n%s\n' "$pngs"
+	say "FAILED: plotting ($py $plot $out)"
+	rc=1
+fi
 exit "$rc"

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+//
+// reg-cost: what it costs to make memory usable for remote access, native
+// against lite (see benchmarks/bench.sh):
+//
+//   native  ibv_reg_mr and ibv_dereg_mr of a buffer of SIZE bytes, allocated
+//           and touched (every page faulted in) before the timed calls, on
+//           the RDMA device that owns ADDR; the buffer is allocated once
+//           per size and registered and deregistered ITERS times;
+//   lite    LITE_alloc of SIZE bytes on node NODE and LITE_free of it (the
+//           memory node allocates, zeroes and registers it; this node
+//           fetches its layout).
+//
+// A size whose allocation or registration fails with ENOMEM is skipped on
+// that side, with a line on stderr, and shows as "-" in the CSV; any other
+// failure ends the program. Default iterations per size: 20 up to 1 MiB,
+// 5 up to 256 MiB, 3 above (--iters sets one count for all), after one
+// untimed round for sizes up to 16 MiB.
+//
+// Prints CSV on stdout, medians in us:
+//
+//   size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us
+//
+// exit 0 ok, 1 error, 2 usage.
+#include "lat.hpp"
+#include "verbs.hpp"
+
+#include <lite/lite.h>
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace
+{
+
+using namespace bench::verbs;
+
+constexpr const char* kProg = "reg-cost";
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = kKiB * 1024;
+constexpr uint64_t kGiB = kMiB * 1024;
+
+constexpr const char* kUsage =
+    R"(usage: reg-cost [--addr IPV4] [--instance N] [--node N] [--iters N] [--sizes LIST]
+
+ibv_reg_mr + ibv_dereg_mr against LITE_alloc + LITE_free, median time per
+size; prints CSV on stdout. The lite nodes must be up already (litectl up).
+
+  --addr IPV4    address of the RDMA device's netdev for the native side
+                 ($LITE_ADDR, else 10.99.0.1)
+  --instance N   local lite node instance to attach to (default 0)
+  --node N       node that holds the LMRs (default 2)
+  --iters N      timed rounds per size (default 20 up to 1M, 5 up to 256M,
+                 3 above)
+  --sizes LIST   comma-separated sizes, with an optional K, M or G suffix
+                 (default 4K,64K,1M,16M,256M,1G)
+)";
+
+using Clock = std::chrono::steady_clock;
+
+int64_t ns_since(Clock::time_point t0)
+{
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
+// "4K", "1G", "4096": bytes in 1..LITE_LMR_MAX.
+uint64_t parse_size(std::string_view text)
+{
+    uint64_t unit = 1;
+    if (!text.empty()) {
+        switch (text.back()) {
+        case 'K':
+        case 'k':
+            unit = kKiB;
+            break;
+        case 'M':
+        case 'm':
+            unit = kMiB;
+            break;
+        case 'G':
+        case 'g':
+            unit = kGiB;
+            break;
+        default:
+            break;
+        }
+    }
+    if (unit != 1)
+        text.remove_suffix(1);
+    return bench::parse_number(text, "--sizes", 1, LITE_LMR_MAX / unit) * unit;
+}
+
+std::vector<uint64_t> parse_sizes(std::string_view text)
+{
+    std::vector<uint64_t> sizes;
+    while (true) {
+        const size_t comma = text.find(',');
+        sizes.push_back(parse_size(text.substr(0, comma)));
+        if (comma == std::string_view::npos)
+            break;
+        text.remove_prefix(comma + 1);
+    }
+    return sizes;
+}
+
+unsigned default_iters(uint64_t size)
+{
+    if (size <= kMiB)
+        return 20;
+    return size <= 256 * kMiB ? 5 : 3;
+}
+
+double median_us(std::vector<int64_t> ns)
+{
+    return bench::summarize(std::move(ns)).median_us;
+}
+
+struct Medians {
+    double first = 0;
+    double second = 0;
+};
+
+// Native: @iters rounds (plus @warmup untimed) of ibv_reg_mr and
+// ibv_dereg_mr of one touched buffer of @size bytes; nothing on ENOMEM.
+std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, unsigned iters, unsigned warmup)
+{
+    std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[size]);
+    if (!buf) {
+        (void)std::fprintf(stderr, "%s: native, %llu bytes: cannot allocate the buffer (ENOMEM), skipped\n", kProg,
+                           static_cast<unsigned long long>(size));
+        return std::nullopt;
+    }
+    std::memset(buf.get(), 0x5a, size); // fault every page in
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+    std::vector<int64_t> reg;
+    std::vector<int64_t> dereg;
+    for (unsigned i = 0; i < warmup + iters; i++) {
+        const auto t0 = Clock::now();
+        ibv_mr* mr = ibv_reg_mr(pd, buf.get(), size, access);
+        const int64_t t_reg = ns_since(t0);
+        if (mr == nullptr) {
+            const int err = errno;
+            if (err == ENOMEM) {
+                (void)std::fprintf(stderr, "%s: native, %llu bytes: ibv_reg_mr: ENOMEM, skipped\n", kProg,
+                                   static_cast<unsigned long long>(size));
+                return std::nullopt;
+            }
+            throw verb_error("ibv_reg_mr (" + std::to_string(size) + " bytes)", err);
+        }
+        const auto t1 = Clock::now();
+        const int rc = ibv_dereg_mr(mr);
+        const int64_t t_dereg = ns_since(t1);
+        if (rc != 0)
+            throw verb_error("ibv_dereg_mr", rc);
+        if (i >= warmup) {
+            reg.push_back(t_reg);
+            dereg.push_back(t_dereg);
+        }
+    }
+    return Medians{median_us(std::move(reg)), median_us(std::move(dereg))};
+}
+
+std::runtime_error lite_error(const std::string& call, int rc)
+{
+    return std::runtime_error(call + " failed: " + LITE_strerror(rc) + " (" + std::to_string(rc) + ")");
+}
+
+struct LiteCloser {
+    void operator()(lite_t* lite) const noexcept { LITE_close(lite); }
+};
+using Lite = std::unique_ptr<lite_t, LiteCloser>;
+
+// Lite: @iters rounds (plus @warmup untimed) of LITE_alloc and LITE_free of
+// @size bytes on @node; nothing on ENOMEM.
+std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, unsigned iters, unsigned warmup)
+{
+    std::vector<int64_t> alloc;
+    std::vector<int64_t> frees;
+    for (unsigned i = 0; i < warmup + iters; i++) {
+        lite_lmr_t lmr = 0;
+        const auto t0 = Clock::now();
+        const int rc = LITE_alloc(lite, size, node, &lmr);
+        const int64_t t_alloc = ns_since(t0);
+        if (rc == -ENOMEM) {
+            (void)std::fprintf(stderr, "%s: lite, %llu bytes on node %u: LITE_alloc: ENOMEM, skipped\n", kProg,
+                               static_cast<unsigned long long>(size), node);
+            return std::nullopt;
+        }
+        if (rc < 0)
+            throw lite_error("LITE_alloc(" + std::to_string(size) + " bytes on node " + std::to_string(node) + ")", rc);
+        const auto t1 = Clock::now();
+        const int frc = LITE_free(lite, lmr);
+        const int64_t t_free = ns_since(t1);
+        if (frc < 0)
+            throw lite_error("LITE_free(" + std::to_string(size) + " bytes)", frc);
+        if (i >= warmup) {
+            alloc.push_back(t_alloc);
+            frees.push_back(t_free);
+        }
+    }
+    return Medians{median_us(std::move(alloc)), median_us(std::move(frees))};
+}
+
+std::string cell(const std::optional<Medians>& m, bool first)
+{
+    if (!m)
+        return "-";
+    char text[32];
+    (void)std::snprintf(text, sizeof(text), "%.2f", first ? m->first : m->second);
+    return text;
+}
+
+int run(int argc, char** argv)
+{
+    const char* env_addr = std::getenv("LITE_ADDR");
+    std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
+    unsigned instance = 0;
+    uint32_t node = 2;
+    unsigned iters = 0; // 0: by size
+    std::vector<uint64_t> sizes{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB};
+    for (int i = 1; i < argc; i++) {
+        std::string_view arg = argv[i];
+        if (arg == "-h" || arg == "--help") {
+            std::printf("%s", kUsage);
+            return 0;
+        }
+        const bool known =
+            arg == "--addr" || arg == "--instance" || arg == "--node" || arg == "--iters" || arg == "--sizes";
+        if (!known)
+            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
+        if (i + 1 >= argc)
+            throw bench::UsageError(std::string(arg) + " needs a value");
+        if (arg == "--addr") {
+            addr = argv[++i];
+        } else if (arg == "--instance") {
+            instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
+        } else if (arg == "--node") {
+            node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
+        } else if (arg == "--iters") {
+            iters = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 1, 1'000'000));
+        } else {
+            sizes = parse_sizes(argv[++i]);
+        }
+    }
+    sockaddr_in sin = parse_addr(addr, 0);
+
+    // The native side's device: the one an rdma_cm id bound to ADDR gets.
+    Channel channel = make_channel();
+    CmId id = make_id(channel.get());
+    check_cm(rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&sin)), "rdma_bind_addr");
+    if (id->verbs == nullptr)
+        throw std::runtime_error("rdma_bind_addr: " + addr + " is not the address of an RDMA device");
+    Pd pd(ibv_alloc_pd(id->verbs));
+    if (!pd)
+        throw verb_error("ibv_alloc_pd", errno);
+
+    lite_t* raw = nullptr;
+    if (int rc = LITE_open(instance, &raw); rc < 0)
+        throw lite_error("LITE_open(instance " + std::to_string(instance) + ")", rc);
+    Lite lite(raw);
+    (void)std::fprintf(stderr, "%s: native on %s (%s), lite instance %u (node %u) allocating on node %u\n", kProg,
+                       ibv_get_device_name(id->verbs->device), addr.c_str(), instance, LITE_node_id(lite.get()), node);
+
+    std::printf("size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us\n");
+    for (uint64_t size : sizes) {
+        const unsigned n = iters != 0 ? iters : default_iters(size);
+        const unsigned warmup = size <= 16 * kMiB ? 1 : 0;
+        const std::optional<Medians> nat = native_cost(pd.get(), size, n, warmup);
+        const std::optional<Medians> lit = lite_cost(lite.get(), node, size, n, warmup);
+        std::printf("%llu,%s,%s,%s,%s\n", static_cast<unsigned long long>(size), cell(nat, true).c_str(),
+                    cell(nat, false).c_str(), cell(lit, true).c_str(), cell(lit, false).c_str());
+        (void)std::fflush(stdout);
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const bench::UsageError& e) {
+        (void)std::fprintf(stderr, "%s: %s\n%s", kProg, e.what(), kUsage);
+        return 2;
+    } catch (const std::exception& e) {
+        (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        return 1;
+    }
+}
