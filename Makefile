@@ -47,9 +47,11 @@ demo: deps kmod user
 # (benchmarks/bench.sh); the table also lands in build/bench/latency.{txt,csv}.
 bench: deps kmod user
 	@rm -f build/bench/*.txt build/bench/*.csv
-	@echo "make bench: booting a guest, 2 lite nodes on Soft-RoCE, native and lite runs (about 10 min)..."
+	@rm -f build/bench/*.png
+	@echo "make bench: booting a guest, 2 lite nodes on Soft-RoCE, native and lite runs (about 6 min)..."
 	tools/vm/lite-vm --quiet --timeout 1500 --out build/bench -- env BUILD=$(BUILD) bash benchmarks/bench.sh
-	@for t in latency rpc rpc_tput cq_modes; do echo; cat build/bench/$$t.txt; done
+	@for t in latency rpc rpc_tput cq_modes ops first_op reg; do echo; cat build/bench/$$t.txt; done
+	@echo; ls build/bench/*.png
 
 # The guest tests under a debug kernel (KASAN, lockdep, kmemleak, UBSAN, ...)
 # built once into DEBUG_CACHE by tools/vm/debug-kernel.sh (about 20 min).
