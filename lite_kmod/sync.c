@@ -21,6 +21,7 @@
 #include <linux/slab.h>
 
 #include "internal.h"
+#include "core/sync.h"
 
 #define LITE_SYNC_CANCEL_MS	3000
 
@@ -49,8 +50,6 @@ struct lite_sync_wait {
 	u32 req_id;
 };
 
-#define LITE_HALF(v)	((u32)(v))
-#define LITE_HIGH(v)	((u32)((v) >> 32))
 
 static void lite_sync_answer(struct lite_sync_wait *w, int status, u32 val)
 {
@@ -96,20 +95,18 @@ static void lite_sync_serve_next(struct lite_node *node, u64 mr_id, u64 off,
 				 atomic64_t *word)
 {
 	struct lite_sync_wait *w;
-	u64 v, nv;
+	u32 served;
+	bool idle;
+	u64 v;
 
 	for (;;) {
 		do {
 			v = atomic64_read(word);
-			nv = (v & ~0xffffffffULL) | (u32)(LITE_HALF(v) + 1);
-		} while (atomic64_cmpxchg(word, v, nv) != v);
-		if (LITE_HALF(nv) == LITE_HIGH(nv)) {
-			/* Nobody waits: back to zero, the free word. */
-			atomic64_cmpxchg(word, nv, 0);
-			return;
-		}
-		w = lite_sync_find(node, mr_id, off, LITE_SYNC_LOCK,
-				   LITE_HALF(nv));
+		} while (atomic64_cmpxchg(word, v,
+			 lite_lock_serve_next(v, &served, &idle)) != v);
+		if (idle)
+			return;		/* nobody waits: the word is zero */
+		w = lite_sync_find(node, mr_id, off, LITE_SYNC_LOCK, served);
 		if (!w)
 			return;		/* not ours: someone wrote the word */
 		if (w->state == LITE_SYNC_PARKED) {
@@ -154,25 +151,29 @@ static int lite_sync_lock_op(struct lite_conn *conn,
 			     bool try, u32 *ticket, u32 *owner)
 {
 	struct lite_sync_wait *w;
-	u64 v;
+	bool granted;
+	u64 v, nv;
 
 	v = atomic64_read(word);
-	if (try && LITE_HALF(v) != LITE_HIGH(v))
+	if (try && !lite_lock_free(v))
 		return -EAGAIN;
 	/* The record first: nothing to undo once the ticket is taken. */
 	w = lite_sync_record(conn, msg, LITE_SYNC_LOCK, 0);
 	if (!w)
 		return -ENOMEM;
-	if (try) {
-		if (atomic64_cmpxchg(word, v, v + (1ULL << 32)) != v) {
-			lite_sync_free(w);
-			return -EAGAIN;
-		}
-	} else {
-		v = atomic64_fetch_add(1ULL << 32, word);
+	for (;;) {
+		nv = lite_lock_take(v, &w->ticket, &granted);
+		if (try && !granted)
+			break;
+		if (atomic64_cmpxchg(word, v, nv) == v)
+			break;
+		v = atomic64_read(word);
 	}
-	w->ticket = LITE_HIGH(v);
-	if (LITE_HIGH(v) != LITE_HALF(v))
+	if (try && !granted) {
+		lite_sync_free(w);
+		return -EAGAIN;
+	}
+	if (!granted)
 		return 1;		/* parked: answered when served */
 	w->state = LITE_SYNC_HELD;
 	*ticket = w->ticket;
@@ -203,22 +204,25 @@ static int lite_sync_barrier_op(struct lite_conn *conn,
 	u64 mr_id = le64_to_cpu(req->mr_id), off = le64_to_cpu(req->offset);
 	u16 count = le16_to_cpu(req->count);
 	struct lite_sync_wait *w, *tmp;
-	u64 v = atomic64_read(word);
+	bool release;
+	u64 v, nv;
 
 	list_for_each_entry(w, &node->sync_waits, entry)
 		if (w->mr_id == mr_id && w->offset == off &&
 		    w->kind == LITE_SYNC_BARRIER && w->count != count)
 			return -EINVAL;	/* participants disagree */
-	*gen = LITE_HIGH(v);
-	if (LITE_HALF(v) + 1 < count) {
+	/* Every lite operation on the word runs under node->lock. */
+	v = atomic64_read(word);
+	nv = lite_barrier_arrive(v, count, gen, &release);
+	if (!release) {
 		w = lite_sync_record(conn, msg, LITE_SYNC_BARRIER, *gen);
 		if (!w)
 			return -ENOMEM;
-		atomic64_set(word, v + 1);
+		atomic64_set(word, nv);
 		return 1;		/* parked */
 	}
 	/* The last one: release this generation, start the next. */
-	atomic64_set(word, (u64)(*gen + 1) << 32);
+	atomic64_set(word, nv);
 	list_for_each_entry_safe(w, tmp, &node->sync_waits, entry) {
 		if (w->mr_id != mr_id || w->offset != off ||
 		    w->kind != LITE_SYNC_BARRIER || w->ticket != *gen)
@@ -240,7 +244,12 @@ static void lite_sync_cancel_op(struct lite_conn *conn, u64 mr_id, u64 off,
 		    w->mr_id != mr_id || w->offset != off || w->kind != kind)
 			continue;
 		if (kind == LITE_SYNC_BARRIER) {
-			atomic64_dec(word);	/* one arrival fewer */
+			u64 v;
+
+			do {
+				v = atomic64_read(word);
+			} while (atomic64_cmpxchg(word, v,
+				 lite_barrier_withdraw(v)) != v);
 			lite_sync_free(w);
 		} else if (w->state == LITE_SYNC_HELD) {
 			lite_sync_free(w);	/* granted after all: release */
