@@ -29,6 +29,7 @@
 //
 // exit 0 ok, 1 error (any child failing), 2 usage.
 #include "lat.hpp"
+#include "lite_util.hpp"
 #include "verbs.hpp"
 
 #include <fcntl.h>
@@ -58,6 +59,9 @@
 
 namespace
 {
+
+using bench::Lite;
+using bench::lite_error;
 
 using namespace bench::verbs;
 
@@ -145,16 +149,6 @@ Args parse_args(int argc, char** argv)
 }
 
 // ---- the children ----
-
-std::runtime_error lite_error(const std::string& call, int rc)
-{
-    return std::runtime_error(call + " failed: " + LITE_strerror(rc) + " (" + std::to_string(rc) + ")");
-}
-
-struct LiteCloser {
-    void operator()(lite_t* lite) const noexcept { LITE_close(lite); }
-};
-using Lite = std::unique_ptr<lite_t, LiteCloser>;
 
 // Returns the time the write completed; frees what it made afterwards.
 int64_t child_lite(const Args& a)

@@ -145,10 +145,15 @@ inline void print_csv_row(const char* op, size_t size, const Options& o, const S
 }
 
 // A byte pattern that differs per size and round, to check data moved.
-inline void fill_pattern(std::vector<uint8_t>& buf, size_t len, unsigned seed)
+inline void fill_pattern(uint8_t* buf, size_t len, unsigned seed)
 {
     for (size_t i = 0; i < len; i++)
         buf[i] = static_cast<uint8_t>((i * 131 + size_t{seed} * 7 + len) & 0xff);
+}
+
+inline void fill_pattern(std::vector<uint8_t>& buf, size_t len, unsigned seed)
+{
+    fill_pattern(buf.data(), len, seed);
 }
 
 } // namespace bench

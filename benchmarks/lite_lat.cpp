@@ -11,6 +11,7 @@
 //
 // Prints CSV on stdout (format in lat.hpp); exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
+#include "lite_util.hpp"
 
 #include <lite/lite.h>
 
@@ -27,6 +28,10 @@
 namespace
 {
 
+using bench::Lite;
+using bench::lite_error;
+using bench::open_lite;
+
 constexpr const char* kProg = "lite-lat";
 
 constexpr const char* kUsage =
@@ -41,25 +46,6 @@ The nodes must be up already (litectl up).
   --path P          auto (default: the kernel picks by size), copy (through
                     a kernel buffer) or zcopy (pinned user pages)
 )";
-
-// An error naming the call that failed and the errno it returned.
-std::runtime_error lite_error(const std::string& call, int rc)
-{
-    return std::runtime_error(call + " failed: " + LITE_strerror(rc) + " (" + std::to_string(rc) + ")");
-}
-
-struct LiteCloser {
-    void operator()(lite_t* lite) const noexcept { LITE_close(lite); }
-};
-using Lite = std::unique_ptr<lite_t, LiteCloser>;
-
-Lite open_lite(unsigned instance)
-{
-    lite_t* raw = nullptr;
-    if (int rc = LITE_open(instance, &raw); rc < 0)
-        throw lite_error("LITE_open(instance " + std::to_string(instance) + ")", rc);
-    return Lite(raw);
-}
 
 // An LMR this lite_t allocated; freed (on its node) on destruction.
 class Lmr

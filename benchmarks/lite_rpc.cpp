@@ -15,6 +15,7 @@
 //
 // Prints CSV on stdout (format in rpc.hpp); exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
+#include "lite_util.hpp"
 #include "rpc.hpp"
 
 #include <lite/lite.h>
@@ -37,6 +38,10 @@
 namespace
 {
 
+using bench::Lite;
+using bench::lite_error;
+using bench::open_lite;
+
 using bench::rpc::Clock;
 
 constexpr const char* kProg = "lite-rpc";
@@ -55,25 +60,6 @@ node); prints CSV on stdout. The nodes must be up already (litectl up).
   --port N             RPC port the server registers (default 7001)
   --timeout-ms MS      limit of each call (default 5000)
 )";
-
-// An error naming the call that failed and the errno it returned.
-std::runtime_error lite_error(const std::string& call, int rc)
-{
-    return std::runtime_error(call + " failed: " + LITE_strerror(rc) + " (" + std::to_string(rc) + ")");
-}
-
-struct LiteCloser {
-    void operator()(lite_t* lite) const noexcept { LITE_close(lite); }
-};
-using Lite = std::unique_ptr<lite_t, LiteCloser>;
-
-Lite open_lite(unsigned instance)
-{
-    lite_t* raw = nullptr;
-    if (int rc = LITE_open(instance, &raw); rc < 0)
-        throw lite_error("LITE_open(instance " + std::to_string(instance) + ")", rc);
-    return Lite(raw);
-}
 
 // @port registered on @lite and served by @threads echo threads while this
 // exists.

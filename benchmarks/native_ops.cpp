@@ -30,7 +30,7 @@
 //
 // exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
-#include "verbs.hpp"
+#include "pair.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -57,7 +57,6 @@ using namespace bench::verbs;
 constexpr const char* kProg = "native-ops";
 constexpr size_t kMaxSize = size_t{1} << 20;
 constexpr auto kCompletionTimeout = std::chrono::seconds(5);
-constexpr uint32_t kSendDepth = 16; // client send queue and CQ; 1 in flight
 constexpr uint32_t kRecvDepth = 16; // server RECVs kept posted
 constexpr size_t kAtomicSize = 8;
 
@@ -103,74 +102,13 @@ bool is_atomic(Op op)
 // One end of the connection; members destroyed in reverse order (the QP
 // before the MR, buffer and CQ it uses, those before the PD, the ids
 // before their channel).
-struct Side {
-    Channel channel;
-    CmId listener; // server only
-    CmId id;
-    Pd pd;
-    CompletionQueue cq;
-    std::vector<uint64_t> words; // the buffer, 8-byte aligned for atomics
-    Mr mr;
-    Qp qp;
-    bool connected = false;
-
-    Side() = default;
-    Side(const Side&) = delete;
-    Side& operator=(const Side&) = delete;
-    Side(Side&&) = delete;
-    Side& operator=(Side&&) = delete;
-    ~Side()
-    {
-        if (connected)
-            rdma_disconnect(id.get()); // best effort
-    }
-
-    [[nodiscard]] uint8_t* bytes() { return reinterpret_cast<uint8_t*>(words.data()); }
-};
-
-void make_resources(Side& s, size_t len, int access, PollMode mode)
-{
-    ibv_context* verbs = s.id->verbs;
-    s.pd.reset(ibv_alloc_pd(verbs));
-    if (!s.pd)
-        throw verb_error("ibv_alloc_pd", errno);
-    s.cq.create(verbs, static_cast<int>(std::max(kSendDepth, kRecvDepth)), mode);
-
-    ibv_qp_init_attr attr{};
-    attr.send_cq = s.cq.get();
-    attr.recv_cq = s.cq.get();
-    attr.cap.max_send_wr = kSendDepth;
-    attr.cap.max_recv_wr = kRecvDepth;
-    attr.cap.max_send_sge = 1;
-    attr.cap.max_recv_sge = 1;
-    attr.qp_type = IBV_QPT_RC;
-    attr.sq_sig_all = 0;
-    check_cm(rdma_create_qp(s.id.get(), s.pd.get(), &attr), "rdma_create_qp");
-    s.qp.reset(s.id.get());
-
-    s.words.assign((len + 7) / 8, 0);
-    s.mr.reset(ibv_reg_mr(s.pd.get(), s.words.data(), s.words.size() * 8, access));
-    if (!s.mr)
-        throw verb_error("ibv_reg_mr", errno);
-}
-
-rdma_conn_param conn_param()
-{
-    rdma_conn_param p{};
-    p.initiator_depth = 1; // one READ or atomic in flight at a time
-    p.responder_resources = 1;
-    p.retry_count = 7;
-    p.rnr_retry_count = 7;
-    return p;
-}
-
 // Posts @n RECVs of the whole buffer on the server.
 void post_recvs(Side& server, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
         ibv_sge sge{};
         sge.addr = reinterpret_cast<uintptr_t>(server.bytes());
-        sge.length = static_cast<uint32_t>(server.words.size() * 8);
+        sge.length = static_cast<uint32_t>(server.size());
         sge.lkey = server.mr->lkey;
         ibv_recv_wr wr{};
         wr.sg_list = &sge;
@@ -179,57 +117,6 @@ void post_recvs(Side& server, unsigned n)
         if (int rc = ibv_post_recv(server.id->qp, &wr, &bad); rc != 0)
             throw verb_error("ibv_post_recv", rc);
     }
-}
-
-// As native-lat's connect_pair; the server's CQ is always polled (it is
-// only reaped between timed operations), its buffer also takes atomics,
-// and its RECVs are posted before it accepts.
-RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, size_t len, PollMode mode)
-{
-    server.channel = make_channel();
-    server.listener = make_id(server.channel.get());
-    check_cm(rdma_bind_addr(server.listener.get(), reinterpret_cast<sockaddr*>(&sin)), "rdma_bind_addr");
-    check_cm(rdma_listen(server.listener.get(), 1), "rdma_listen");
-
-    client.channel = make_channel();
-    client.id = make_id(client.channel.get());
-    check_cm(rdma_resolve_addr(client.id.get(), nullptr, reinterpret_cast<sockaddr*>(&sin), kCmTimeoutMs),
-             "rdma_resolve_addr");
-    wait_event(client.channel.get(), RDMA_CM_EVENT_ADDR_RESOLVED, "client");
-    check_cm(rdma_resolve_route(client.id.get(), kCmTimeoutMs), "rdma_resolve_route");
-    wait_event(client.channel.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
-    make_resources(client, len, IBV_ACCESS_LOCAL_WRITE, mode);
-    rdma_conn_param cp = conn_param();
-    check_cm(rdma_connect(client.id.get(), &cp), "rdma_connect");
-
-    {
-        Event req = wait_event(server.channel.get(), RDMA_CM_EVENT_CONNECT_REQUEST, "server");
-        server.id.reset(req->id);
-    }
-    make_resources(server, len,
-                   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
-                   PollMode::busy);
-    post_recvs(server, kRecvDepth);
-    RemoteBuffer rb{reinterpret_cast<uintptr_t>(server.bytes()), server.mr->rkey,
-                    static_cast<uint32_t>(server.words.size() * 8)};
-    rdma_conn_param ap = conn_param();
-    ap.private_data = &rb;
-    ap.private_data_len = sizeof(rb);
-    check_cm(rdma_accept(server.id.get(), &ap), "rdma_accept");
-
-    RemoteBuffer got{};
-    {
-        Event est = wait_event(client.channel.get(), RDMA_CM_EVENT_ESTABLISHED, "client");
-        if (est->param.conn.private_data_len < sizeof(got)) {
-            throw std::runtime_error("client: the accept carried " + std::to_string(est->param.conn.private_data_len) +
-                                     " bytes of private data, not the server's buffer");
-        }
-        std::memcpy(&got, est->param.conn.private_data, sizeof(got));
-    }
-    client.connected = true;
-    wait_event(server.channel.get(), RDMA_CM_EVENT_ESTABLISHED, "server");
-    server.connected = true;
-    return got;
 }
 
 class Poster
@@ -414,37 +301,33 @@ void print_row(const std::string& op, size_t size, unsigned iters, const bench::
 int run(int argc, char** argv)
 {
     bench::Options opt;
-    const char* env_addr = std::getenv("LITE_ADDR");
-    std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
-    uint16_t port = 18610;
+    Target at(18610);
     PollMode mode = PollMode::busy;
     for (int i = 1; i < argc; i++) {
         std::string_view arg = argv[i];
-        if (bench::parse_common(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i))
+        if (bench::parse_common(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i) ||
+            at.parse(argc, argv, i))
             continue;
         if (arg == "-h" || arg == "--help") {
             std::printf("%s%s", kUsage, bench::kCommonUsage);
             return 0;
         }
-        if ((arg == "--addr" || arg == "--port") && i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--addr") {
-            addr = argv[++i];
-        } else if (arg == "--port") {
-            port = static_cast<uint16_t>(bench::parse_number(argv[++i], arg, 1, 65535));
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
+        throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
     }
-    const sockaddr_in sin = parse_addr(addr, port);
+    const sockaddr_in sin = at.sockaddr();
     const size_t len = std::max(*std::max_element(opt.sizes.begin(), opt.sizes.end()), kAtomicSize);
 
     Side server;
     Side client;
-    const RemoteBuffer remote = connect_pair(server, client, sin, len, mode);
+    PairConfig cfg;
+    cfg.recv_depth = kRecvDepth;
+    cfg.server_access |= IBV_ACCESS_REMOTE_ATOMIC;
+    cfg.server_busy = true; // only reaped between timed operations
+    cfg.before_accept = [](Side& s) { post_recvs(s, kRecvDepth); };
+    const RemoteBuffer remote = connect_pair(server, client, sin, len, mode, cfg);
     (void)std::fprintf(stderr, "%s: %s, RC QP %u -> %u via %s:%u, %u+%u iterations, %s polling\n", kProg,
                        ibv_get_device_name(client.id->verbs->device), client.id->qp->qp_num, server.id->qp->qp_num,
-                       addr.c_str(), port, opt.warmup, opt.iters, poll_name(mode));
+                       at.addr.c_str(), at.port, opt.warmup, opt.iters, poll_name(mode));
 
     Poster post(server, client, remote);
     unsigned seed = 0;

@@ -26,8 +26,8 @@
 //
 // Prints CSV on stdout (format in rpc.hpp); exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
+#include "pair.hpp"
 #include "rpc.hpp"
-#include "verbs.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -420,29 +420,20 @@ private:
 int run(int argc, char** argv)
 {
     bench::rpc::RpcOptions opt;
-    const char* env_addr = std::getenv("LITE_ADDR");
-    std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
-    uint16_t port = 18601;
+    Target at(18601);
     PollMode mode = PollMode::busy;
     for (int i = 1; i < argc; i++) {
         std::string_view arg = argv[i];
-        if (bench::rpc::parse_rpc(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i))
+        if (bench::rpc::parse_rpc(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i) ||
+            at.parse(argc, argv, i))
             continue;
         if (arg == "-h" || arg == "--help") {
             std::printf("%s%s", kUsage, bench::rpc::kRpcUsage);
             return 0;
         }
-        if ((arg == "--addr" || arg == "--port") && i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--addr") {
-            addr = argv[++i];
-        } else if (arg == "--port") {
-            port = static_cast<uint16_t>(bench::parse_number(argv[++i], arg, 1, 65535));
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
+        throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
     }
-    const sockaddr_in sin = parse_addr(addr, port);
+    const sockaddr_in sin = at.sockaddr();
     const size_t area = opt.max_size();
     const unsigned pairs = opt.max_threads();
 
@@ -457,7 +448,7 @@ int run(int argc, char** argv)
     }
     (void)std::fprintf(stderr,
                        "%s: %s, %u RC connection(s) via %s:%u (first QP %u -> %u), areas of %zu bytes, %s polling\n",
-                       kProg, ibv_get_device_name(clients[0]->id->verbs->device), pairs, addr.c_str(), port,
+                       kProg, ibv_get_device_name(clients[0]->id->verbs->device), pairs, at.addr.c_str(), at.port,
                        clients[0]->id->qp->qp_num, servers[0]->id->qp->qp_num, area, poll_name(mode));
 
     if (opt.mode == bench::rpc::Mode::lat) {

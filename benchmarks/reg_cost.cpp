@@ -23,6 +23,7 @@
 //
 // exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
+#include "lite_util.hpp"
 #include "verbs.hpp"
 
 #include <lite/lite.h>
@@ -46,6 +47,9 @@
 
 namespace
 {
+
+using bench::Lite;
+using bench::lite_error;
 
 using namespace bench::verbs;
 
@@ -173,16 +177,6 @@ std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, unsigned iters, un
     }
     return Medians{median_us(std::move(reg)), median_us(std::move(dereg))};
 }
-
-std::runtime_error lite_error(const std::string& call, int rc)
-{
-    return std::runtime_error(call + " failed: " + LITE_strerror(rc) + " (" + std::to_string(rc) + ")");
-}
-
-struct LiteCloser {
-    void operator()(lite_t* lite) const noexcept { LITE_close(lite); }
-};
-using Lite = std::unique_ptr<lite_t, LiteCloser>;
 
 // Lite: @iters rounds (plus @warmup untimed) of LITE_alloc and LITE_free of
 // @size bytes on @node; nothing on ENOMEM.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// Shared by the native verbs benchmarks (native_lat.cpp, native_rpc.cpp):
+// Shared by the native verbs benchmarks (native-lat, -ops, -rpc, first-op):
 // errors that name the failing verb, RAII for the rdma_cm and verbs objects,
 // the rdma_cm steps both take to connect the RDMA device to itself, and the
 // two ways they wait for completions (--poll busy|event, CompletionQueue).
