@@ -38,6 +38,18 @@ int put_name(char (&dst)[LITE_NAME_MAX], const char* name) noexcept
     return 0;
 }
 
+// LOCK, UNLOCK: one word of an LMR.
+int lock_ioctl(const lite_t* l, unsigned long cmd, lite_lmr_t lmr, uint64_t offset, uint32_t timeout_ms,
+               uint32_t flags) noexcept
+{
+    lite_lock k{};
+    k.handle = lmr;
+    k.offset = offset;
+    k.timeout_ms = timeout_ms;
+    k.flags = flags;
+    return do_ioctl(l, cmd, &k);
+}
+
 } // namespace
 
 extern "C" {
@@ -305,28 +317,17 @@ int LITE_msg_send(lite_t* l, uint32_t node, uint32_t port, const void* buf, size
 
 int LITE_lock(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint32_t timeout_ms)
 {
-    lite_lock k{};
-    k.handle = lmr;
-    k.offset = offset;
-    k.timeout_ms = timeout_ms;
-    return do_ioctl(l, LITE_IOC_LOCK, &k);
+    return lock_ioctl(l, LITE_IOC_LOCK, lmr, offset, timeout_ms, 0);
 }
 
 int LITE_trylock(lite_t* l, lite_lmr_t lmr, uint64_t offset)
 {
-    lite_lock k{};
-    k.handle = lmr;
-    k.offset = offset;
-    k.flags = LITE_LOCK_TRY;
-    return do_ioctl(l, LITE_IOC_LOCK, &k);
+    return lock_ioctl(l, LITE_IOC_LOCK, lmr, offset, 0, LITE_LOCK_TRY);
 }
 
 int LITE_unlock(lite_t* l, lite_lmr_t lmr, uint64_t offset)
 {
-    lite_lock k{};
-    k.handle = lmr;
-    k.offset = offset;
-    return do_ioctl(l, LITE_IOC_UNLOCK, &k);
+    return lock_ioctl(l, LITE_IOC_UNLOCK, lmr, offset, 0, 0);
 }
 
 int LITE_barrier(lite_t* l, lite_lmr_t lmr, uint64_t offset, uint32_t count, uint32_t timeout_ms)
