@@ -330,6 +330,8 @@ static void lite_status_fill(struct lite_node *node,
 	c->timeouts = atomic64_read(&node->stats.timeouts);
 	c->mem_bytes = atomic64_read(&node->mem_bytes);
 	c->mem_lmrs = atomic64_read(&node->mem_lmrs);
+	st->async_inflight = atomic_read(&node->aops);
+	st->async_peak = atomic_read(&node->aops_peak);
 }
 
 static long lite_ioc_node_status(struct lite_ctx *ctx, void __user *argp)
@@ -441,6 +443,7 @@ static const struct file_operations lite_fops = {
 	.open = lite_open,
 	.release = lite_release,
 	.unlocked_ioctl = lite_ioctl,
+	.uring_cmd = lite_uring_cmd,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
 };

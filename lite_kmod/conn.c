@@ -148,6 +148,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_WORK(&conn->defer_work, lite_conn_defer_work);
 	INIT_LIST_HEAD(&conn->rpc_errs);
 	INIT_WORK(&conn->rpc_work, lite_rpc_work);
+	INIT_LIST_HEAD(&conn->aops);
 
 	mutex_lock(&node->lock);
 	if (node->dying)
@@ -852,6 +853,7 @@ void lite_conn_close(struct lite_conn *conn)
 		complete_all(&conn->cm_done);
 	}
 	lite_calls_fail(conn->node, conn, -ECONNRESET);
+	lite_rdma_conn_closed(conn);
 	lite_rpc_conn_failed(conn);
 	/* close_work inherits the existence reference. */
 	queue_work(conn->node->close_wq, &conn->close_work);

@@ -43,7 +43,7 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file)
 }
 
 /* The attached node, referenced; -EBADFD if the file is not attached. */
-static struct lite_node *lite_file_node(struct lite_file *lf)
+struct lite_node *lite_file_node(struct lite_file *lf)
 {
 	struct lite_node *node;
 
@@ -82,8 +82,8 @@ static int lite_file_lmr(struct lite_file *lf, u64 handle,
  * the range is inside the LMR (overflow-safe), atomics are aligned. Each
  * transfer step then re-checks revocation (lite_lmr_begin() in rdma.c).
  */
-static int lite_file_access(struct lite_file *lf, u64 handle, u32 need,
-			    u64 off, u64 len, struct lite_lmr **out)
+int lite_file_access(struct lite_file *lf, u64 handle, u32 need, u64 off,
+		     u64 len, struct lite_lmr **out)
 {
 	struct lite_lmr *lmr;
 	u32 perms;
@@ -249,6 +249,18 @@ static long lite_ioc_lmr_free(struct lite_file *lf, void __user *argp)
 	return 0;
 }
 
+/* The argument checks of a read or write (ioctl or io_uring). */
+int lite_rw_check(const struct lite_rw *rw)
+{
+	if ((rw->flags & ~LITE_RW_FLAGS_ALL) ||
+	    rw->flags == LITE_RW_FLAGS_ALL ||
+	    !lite_zero(rw->reserved, sizeof(rw->reserved)))
+		return -EINVAL;
+	if (rw->len && !access_ok(u64_to_user_ptr(rw->buf), rw->len))
+		return -EFAULT;
+	return 0;
+}
+
 static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 {
 	struct lite_lmr *lmr;
@@ -257,12 +269,9 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 
 	if (copy_from_user(&rw, argp, sizeof(rw)))
 		return -EFAULT;
-	if ((rw.flags & ~LITE_RW_FLAGS_ALL) ||
-	    rw.flags == LITE_RW_FLAGS_ALL ||
-	    !lite_zero(rw.reserved, sizeof(rw.reserved)))
-		return -EINVAL;
-	if (rw.len && !access_ok(u64_to_user_ptr(rw.buf), rw.len))
-		return -EFAULT;
+	ret = lite_rw_check(&rw);
+	if (ret)
+		return ret;
 	ret = lite_file_access(lf, rw.handle, write ? LITE_LMR_WRITE :
 			       LITE_LMR_READ, rw.offset, rw.len, &lmr);
 	if (ret)
@@ -271,6 +280,16 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 			   write, rw.flags);
 	lite_file_done(lmr);
 	return ret;
+}
+
+int lite_atomic_check(const struct lite_atomic *at, bool cmp_swap)
+{
+	if (at->flags || at->result ||
+	    !lite_zero(at->reserved, sizeof(at->reserved)))
+		return -EINVAL;
+	if (!cmp_swap && at->swap)
+		return -EINVAL;
+	return 0;
 }
 
 static long lite_ioc_atomic(struct lite_file *lf, void __user *argp,
@@ -282,11 +301,9 @@ static long lite_ioc_atomic(struct lite_file *lf, void __user *argp,
 
 	if (copy_from_user(&at, argp, sizeof(at)))
 		return -EFAULT;
-	if (at.flags || at.result ||
-	    !lite_zero(at.reserved, sizeof(at.reserved)))
-		return -EINVAL;
-	if (!cmp_swap && at.swap)
-		return -EINVAL;
+	ret = lite_atomic_check(&at, cmp_swap);
+	if (ret)
+		return ret;
 	ret = lite_file_access(lf, at.handle, LITE_LMR_ATOMIC, at.offset, 8,
 			       &lmr);
 	if (ret)
@@ -473,6 +490,18 @@ static long lite_ioc_rpc_port(struct lite_file *lf, void __user *argp,
 	return ret;
 }
 
+int lite_rpc_call_check(const struct lite_rpc_call *rc)
+{
+	if (!rc->port || rc->flags || rc->reply_len ||
+	    !lite_zero(rc->reserved, sizeof(rc->reserved)) ||
+	    rc->node_id > LITE_MAX_NODES ||
+	    rc->timeout_ms > LITE_MAX_TIMEOUT_MS)
+		return -EINVAL;
+	if (rc->req_len > LITE_RPC_MAX || rc->reply_cap > LITE_RPC_MAX)
+		return -EMSGSIZE;
+	return 0;
+}
+
 static long lite_ioc_rpc_call(struct lite_file *lf, void __user *argp)
 {
 	struct lite_rpc_call rc;
@@ -481,12 +510,9 @@ static long lite_ioc_rpc_call(struct lite_file *lf, void __user *argp)
 
 	if (copy_from_user(&rc, argp, sizeof(rc)))
 		return -EFAULT;
-	if (!rc.port || rc.flags || rc.reply_len ||
-	    !lite_zero(rc.reserved, sizeof(rc.reserved)) ||
-	    rc.node_id > LITE_MAX_NODES || rc.timeout_ms > LITE_MAX_TIMEOUT_MS)
-		return -EINVAL;
-	if (rc.req_len > LITE_RPC_MAX || rc.reply_cap > LITE_RPC_MAX)
-		return -EMSGSIZE;
+	ret = lite_rpc_call_check(&rc);
+	if (ret)
+		return ret;
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);

@@ -60,6 +60,11 @@
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
 #define LITE_CQ_MODE_BEST	LITE_CQ_SOFTIRQ	/* measured: see
 					 * docs/benchmarks.md */
+#define LITE_AOP_MAX_LEN	(64 * 1024)	/* io_uring reads/writes up to
+					 * this run asynchronously; longer
+					 * ones in io_uring's workers */
+#define LITE_AOP_SEGS		8	/* remote segments of an async access */
+#define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* buffered async bytes per file */
 
 /* rdma_cm private data of a connect request and its accept. */
 struct lite_cm_pdata {
@@ -169,6 +174,9 @@ struct lite_node {
 	bool rpc_down;			/* rpc_held lock: no more tokens */
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
 	u32 next_owner;			/* node lock: lock owner tokens */
+
+	atomic_t aops;			/* io_uring operations in flight */
+	atomic_t aops_peak;		/* the most @aops has been */
 };
 
 /* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
@@ -328,6 +336,7 @@ struct lite_file {
 	u32 next_handle;		/* xa lock */
 	struct list_head services;	/* lite_service it registered; @lock */
 	struct list_head locks;		/* lite_held_lock; @lock */
+	atomic64_t aop_bytes;		/* buffered by async operations */
 };
 
 /* A lock this file holds. */
@@ -424,6 +433,9 @@ struct lite_conn {
 	struct list_head rpc_errs;	/* lite_rpc_in to fail; conn lock */
 	bool ack_due;			/* conn lock: send a RING_ACK */
 	struct work_struct rpc_work;	/* sends error replies and acks */
+	struct list_head aops;		/* conn lock: asynchronous
+					 * lite_rdma_op waiting for data slots,
+					 * posted in order as slots free up */
 };
 
 /* One-sided work requests that complete together (rdma.c). */
@@ -434,6 +446,11 @@ struct lite_rdma_op {
 	struct completion done;
 	atomic_t pending;	/* posted WRs + 1 while posting */
 	int status;		/* first failure */
+	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
+	struct list_head entry;		/* conn->aops; conn lock */
+	struct ib_rdma_wr *wrs;
+	u32 n_wrs;
+	u32 n_posted;			/* conn lock */
 };
 
 /* A request waiting for its reply; lives on the requester's stack. Until
@@ -446,6 +463,10 @@ struct lite_call {
 	 * the messages that follow it on the connection. Returns the status.
 	 */
 	int (*on_reply)(struct lite_call *call, const struct lite_msg *msg);
+	/* Optional: asynchronous; runs (any context) instead of completing
+	 * @done, once, when the reply or a failure came.
+	 */
+	void (*done_fn)(struct lite_call *call);
 	u8 type;
 	u32 req_id;
 	struct completion done;
@@ -553,6 +574,11 @@ void lite_msg_received(struct lite_rx *rx);
 void lite_msg_work(struct work_struct *work);
 int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 		    const void *payload, u32 len, void *reply, u32 reply_cap);
+int lite_call_start_async(struct lite_conn *conn, struct lite_call *call,
+			  void (*done_fn)(struct lite_call *call), u8 type,
+			  const void *payload, u32 len, void *reply,
+			  u32 reply_cap);
+void lite_call_expire(struct lite_call *call);
 int lite_call_wait(struct lite_call *call, unsigned long deadline);
 int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      void *reply, u32 reply_cap, u32 *reply_len,
@@ -607,6 +633,9 @@ int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 int lite_rdma_write_imm(struct lite_conn *conn,
 			const struct lite_layout *l, u32 rkey, u64 off,
 			u32 len, u64 dma, const u32 *imm);
+void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs,
+		      u32 n);
+void lite_rdma_conn_closed(struct lite_conn *conn);
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags);
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
@@ -615,8 +644,18 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value);
 int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 		     u64 soff, u64 len);
 
+/* uring.c: asynchronous operations through io_uring */
+struct io_uring_cmd;
+int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
+
 /* file.c: an open /dev/lite */
 int lite_file_open(struct lite_ctx *ctx, struct file *file);
+struct lite_node *lite_file_node(struct lite_file *lf);
+int lite_file_access(struct lite_file *lf, u64 handle, u32 need, u64 off,
+		     u64 len, struct lite_lmr **out);
+int lite_rw_check(const struct lite_rw *rw);
+int lite_atomic_check(const struct lite_atomic *at, bool cmp_swap);
+int lite_rpc_call_check(const struct lite_rpc_call *rc);
 void lite_file_release(struct lite_file *lf);
 long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		     void __user *argp);

@@ -9,6 +9,15 @@
 
 #include "internal.h"
 
+/* @call got its reply or failed: wake the waiter, or run its done_fn. */
+static void lite_call_done(struct lite_call *call)
+{
+	if (call->done_fn)
+		call->done_fn(call);	/* may free @call */
+	else
+		complete(&call->done);
+}
+
 /* Deliver a reply to its waiting call; drop it if nobody waits. */
 static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
 			       const struct lite_msg *msg)
@@ -33,7 +42,7 @@ static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
 		call->reply_len = msg->len;
 		call->status = call->on_reply ? call->on_reply(call, msg) : 0;
 	}
-	complete(&call->done);
+	lite_call_done(call);
 }
 
 /* A receive completed: check it, then dispatch it. CQ context. */
@@ -113,18 +122,16 @@ void lite_msg_work(struct work_struct *work)
 	lite_conn_put(conn);
 }
 
-/*
- * lite_call_start - send a request; its reply lands in @reply
- *
- * The caller holds a reference on @conn until lite_call_wait() returns.
- */
-int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
-		    const void *payload, u32 len, void *reply, u32 reply_cap)
+static int lite_call_send(struct lite_conn *conn, struct lite_call *call,
+			  void (*done_fn)(struct lite_call *call), u8 type,
+			  const void *payload, u32 len, void *reply,
+			  u32 reply_cap)
 {
 	struct lite_node *node = conn->node;
 	int ret;
 
 	init_completion(&call->done);
+	call->done_fn = done_fn;
 	call->conn = conn;
 	call->type = type;
 	call->status = 0;
@@ -138,8 +145,12 @@ int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 	if (ret < 0)
 		return ret;
 	ret = lite_conn_send(conn, type, false, call->req_id, 0, payload, len);
-	if (ret && xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call)
-		wait_for_completion(&call->done);	/* failed meanwhile */
+	if (ret && xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call) {
+		/* Failed meanwhile: that failure is the one reported. */
+		if (call->done_fn)
+			return 0;
+		wait_for_completion(&call->done);
+	}
 	return ret;
 }
 
@@ -148,6 +159,46 @@ int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
  * Return: the reply's status, -ETIMEDOUT, -EINTR if the caller was killed,
  * or -ECONNRESET if the connection closed first.
  */
+/*
+ * lite_call_start - send a request; its reply lands in @reply
+ *
+ * The caller holds a reference on @conn until lite_call_wait() returns.
+ */
+int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
+		    const void *payload, u32 len, void *reply, u32 reply_cap)
+{
+	return lite_call_send(conn, call, NULL, type, payload, len, reply,
+			      reply_cap);
+}
+
+/*
+ * lite_call_start_async - send a request; @done_fn runs once its reply
+ * landed in @reply or the call failed (call->status), in any context. The
+ * caller keeps @call and a reference on @conn until then, and ends a call
+ * that must not wait longer with lite_call_expire().
+ * Return: 0 (@done_fn will run), or an error (it will not).
+ */
+int lite_call_start_async(struct lite_conn *conn, struct lite_call *call,
+			  void (*done_fn)(struct lite_call *call), u8 type,
+			  const void *payload, u32 len, void *reply,
+			  u32 reply_cap)
+{
+	return lite_call_send(conn, call, done_fn, type, payload, len, reply,
+			      reply_cap);
+}
+
+/* Time an asynchronous call out unless its reply or failure came. */
+void lite_call_expire(struct lite_call *call)
+{
+	struct lite_node *node = call->conn->node;
+
+	if (xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call)
+		return;
+	atomic64_inc(&node->stats.timeouts);
+	call->status = -ETIMEDOUT;
+	call->done_fn(call);
+}
+
 int lite_call_wait(struct lite_call *call, unsigned long deadline)
 {
 	struct lite_node *node = call->conn->node;
@@ -197,7 +248,7 @@ void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
 			continue;
 		__xa_erase(&node->calls, id);
 		call->status = err;
-		complete(&call->done);
+		lite_call_done(call);
 	}
 	xa_unlock_bh(&node->calls);
 }

@@ -20,11 +20,57 @@
 
 #define LITE_MAX_SEGS	32
 
+/*
+ * Post the WRs of the asynchronous operations queued on @conn, in order,
+ * while data slots last. Operations whose WR failed to post move to
+ * @failed. Caller holds conn->lock; the connection is not closing.
+ */
+static void lite_rdma_kick(struct lite_conn *conn, struct list_head *failed)
+{
+	struct lite_rdma_op *op;
+	int ret;
+
+	while ((op = list_first_entry_or_null(&conn->aops, struct lite_rdma_op,
+					      entry))) {
+		ret = 0;
+		while (op->n_posted < op->n_wrs && conn->data_avail) {
+			ret = ib_post_send(conn->cm_id->qp,
+					   &op->wrs[op->n_posted].wr, NULL);
+			if (ret)
+				break;
+			conn->data_avail--;
+			op->n_posted++;
+		}
+		if (ret) {
+			cmpxchg(&op->status, 0, ret);
+			list_move_tail(&op->entry, failed);
+			continue;
+		}
+		if (op->n_posted < op->n_wrs)
+			break;		/* out of slots: the next completion */
+		list_del_init(&op->entry);
+	}
+}
+
+/* Account the WRs that operations on @failed will never post. */
+static void lite_rdma_fail(struct list_head *failed)
+{
+	struct lite_rdma_op *op, *tmp;
+
+	list_for_each_entry_safe(op, tmp, failed, entry) {
+		list_del_init(&op->entry);
+		if (atomic_sub_and_test(op->n_wrs - op->n_posted,
+					&op->pending))
+			op->done_fn(op);
+	}
+}
+
 static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct lite_rdma_op *op = container_of(wc->wr_cqe, struct lite_rdma_op,
 					       cqe);
 	struct lite_conn *conn = op->conn;
+	LIST_HEAD(failed);
 
 	if (wc->status != IB_WC_SUCCESS) {
 		cmpxchg(&op->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
@@ -35,7 +81,10 @@ static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_lock_bh(&conn->lock);
 	conn->data_avail++;
+	if (conn->state != LITE_CONN_CLOSING)
+		lite_rdma_kick(conn, &failed);
 	spin_unlock_bh(&conn->lock);
+	lite_rdma_fail(&failed);
 	wake_up(&conn->tx_wq);
 	if (atomic_dec_and_test(&op->pending)) {
 		if (op->done_fn)
@@ -59,6 +108,60 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 	init_completion(&op->done);
 	atomic_set(&op->pending, 1);
 	op->status = 0;
+	INIT_LIST_HEAD(&op->entry);
+	op->wrs = NULL;
+	op->n_wrs = 0;
+	op->n_posted = 0;
+}
+
+/*
+ * lite_rdma_submit - post the @n prepared WRs of asynchronous @op
+ *
+ * Never waits: what finds no free data slot is queued on the connection
+ * and posted, in submission order, as earlier work requests complete. A
+ * failure (the connection closing, a post error) lands in op->status; the
+ * op's done_fn runs in every case once the caller released the op and the
+ * posted WRs completed. @wrs must live until then.
+ */
+void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs, u32 n)
+{
+	struct lite_conn *conn = op->conn;
+	LIST_HEAD(failed);
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		wrs[i].wr.wr_cqe = &op->cqe;
+		wrs[i].wr.send_flags = IB_SEND_SIGNALED;
+		wrs[i].wr.next = NULL;
+	}
+	op->wrs = wrs;
+	op->n_wrs = n;
+	op->n_posted = 0;
+	atomic_add(n, &op->pending);
+	spin_lock_bh(&conn->lock);
+	if (conn->state == LITE_CONN_CLOSING) {
+		cmpxchg(&op->status, 0, -ECONNRESET);
+		list_add_tail(&op->entry, &failed);
+	} else {
+		list_add_tail(&op->entry, &conn->aops);
+		lite_rdma_kick(conn, &failed);
+	}
+	spin_unlock_bh(&conn->lock);
+	lite_rdma_fail(&failed);
+}
+
+/* @conn is closing: fail the asynchronous operations not yet posted. */
+void lite_rdma_conn_closed(struct lite_conn *conn)
+{
+	struct lite_rdma_op *op;
+	LIST_HEAD(failed);
+
+	spin_lock_bh(&conn->lock);
+	list_splice_init(&conn->aops, &failed);
+	spin_unlock_bh(&conn->lock);
+	list_for_each_entry(op, &failed, entry)
+		cmpxchg(&op->status, 0, -ECONNRESET);
+	lite_rdma_fail(&failed);
 }
 
 /* An asynchronous operation is fully posted (or failed to be). */

@@ -109,6 +109,11 @@ uint32_t LITE_node_id(const lite_t* l)
     return l != nullptr ? l->node_id : 0;
 }
 
+int LITE_fd(const lite_t* l)
+{
+    return l != nullptr ? l->fd : -EINVAL;
+}
+
 int LITE_alloc(lite_t* l, uint64_t size, uint32_t node, lite_lmr_t* lmr)
 {
     if (lmr == nullptr)

@@ -123,6 +123,8 @@ NodeStatus Device::status(uint32_t instance) const
     out.device = std::string(st.dev_name, strnlen(st.dev_name, sizeof(st.dev_name)));
     out.port = st.port_num;
     out.cq_mode = st.cq_mode;
+    out.async_inflight = st.async_inflight;
+    out.async_peak = st.async_peak;
     out.listen.addr = st.listen;
     out.counters = st.counters;
     for (uint32_t i = 0; i < st.n_members && i < mi.size(); i++) {

@@ -30,6 +30,8 @@ int LITE_open_default(lite_t **out);
 void LITE_close(lite_t *lite);
 /* This node's id in the cluster. */
 uint32_t LITE_node_id(const lite_t *lite);
+/* The open /dev/lite, for io_uring (lite/async.h); owned by @lite. */
+int LITE_fd(const lite_t *lite);
 
 /* @size bytes on node @node (0: this node), zeroed. */
 int LITE_alloc(lite_t *lite, uint64_t size, uint32_t node, lite_lmr_t *lmr);

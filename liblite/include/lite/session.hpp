@@ -238,6 +238,8 @@ public:
 
     [[nodiscard]] uint64_t size() const noexcept { return size_; }
     [[nodiscard]] lite_lmr_t handle() const noexcept { return h_; }
+    // The session (lite_t) the handle belongs to.
+    [[nodiscard]] lite_t* session() const noexcept { return l_; }
 
     void read(uint64_t offset, std::span<std::byte> out) const
     {

@@ -136,7 +136,9 @@ struct lite_node_status {
 	__u32 cq_mode;		/* out: LITE_CQ_* in effect (never DEFAULT) */
 	struct lite_addr listen;		/* out */
 	struct lite_node_counters counters;	/* out */
-	__u32 reserved[4];
+	__u32 async_inflight;	/* out: io_uring operations in flight */
+	__u32 async_peak;	/* out: the most that were in flight at once */
+	__u32 reserved[2];
 };
 
 /* LITE_IOC_PING: one control-plane round trip to @node_id. */
@@ -367,6 +369,29 @@ struct lite_barrier {
 	__u32 flags;		/* in: none defined */
 	__u32 reserved[3];
 };
+
+/*
+ * Asynchronous operations through io_uring (IORING_OP_URING_CMD on an open
+ * /dev/lite; the ring must be set up with IORING_SETUP_SQE128, else
+ * -EINVAL). The SQE's cmd_op is the ioctl number of the operation and its
+ * 80-byte command area holds the ioctl's structure, with the same rules:
+ *
+ *   cmd_op               structure             cqe->res       cqe->big_cqe[0]
+ *   LITE_IOC_READ        struct lite_rw        0              0
+ *   LITE_IOC_WRITE       struct lite_rw        0              0
+ *   LITE_IOC_FETCH_ADD   struct lite_atomic    0              the old value
+ *   LITE_IOC_CMP_SWAP    struct lite_atomic    0              the old value
+ *   LITE_IOC_RPC_CALL    struct lite_rpc_call  reply bytes    reply bytes
+ *
+ * or -errno in cqe->res. Atomics need IORING_SETUP_CQE32 (the old value
+ * travels in the big CQE), else -EINVAL. Output fields of the structure
+ * are not written back: results arrive in the CQE only (an RPC reply that
+ * does not fit fails with -EMSGSIZE and its length in big_cqe[0]). Other
+ * commands fail with -ENOTTY. User buffers must stay valid until the
+ * completion arrives. Every operation completes by itself within its
+ * timeout; closing the ring or exiting waits for that (io_uring cannot
+ * cancel an operation that was started).
+ */
 
 #define LITE_IOC_MAGIC		0xE1
 #define LITE_IOC_GET_INFO	_IOWR(LITE_IOC_MAGIC, 0x00, struct lite_info)

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+//
+// liblite asynchronous API: a Ring (an io_uring on a Session's /dev/lite)
+// takes reads, writes, atomics and RPC calls without a system call each,
+// submits them in batches and runs a callback per completion. Callbacks
+// run in the thread that calls poll(), wait() or drain(), never
+// concurrently. A callback gets a Result; Result::value() throws
+// lite::Error for an operation that failed, as the synchronous call would
+// have (the error scheme of the whole C++ API). Buffers given to an
+// operation must stay valid until its callback ran.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <lite/session.hpp>
+#include <memory>
+#include <span>
+
+namespace lite
+{
+
+class Result
+{
+public:
+    Result(int res, uint64_t value, const char* what) noexcept : res_(res), value_(value), what_(what) {}
+    [[nodiscard]] bool ok() const noexcept { return res_ >= 0; }
+    // The errno of a failed operation, 0 if it succeeded.
+    [[nodiscard]] int error() const noexcept { return res_ < 0 ? -res_ : 0; }
+    // Atomics: the word's previous value; calls: the reply's length (also
+    // in error() == EMSGSIZE's case, through needed()); reads and writes: 0.
+    // Throws lite::Error if the operation failed.
+    [[nodiscard]] uint64_t value() const
+    {
+        if (res_ < 0)
+            detail::fail(res_, what_);
+        return value_;
+    }
+    [[nodiscard]] uint64_t needed() const noexcept { return value_; }
+
+private:
+    int res_;
+    uint64_t value_;
+    const char* what_;
+};
+
+using Callback = std::function<void(const Result&)>;
+
+class Ring
+{
+public:
+    // An io_uring with room for @entries submissions (and twice as many
+    // operations in flight) on @session, which must outlive it.
+    explicit Ring(const Session& session, unsigned int entries = 128);
+    Ring(Ring&& o) noexcept;
+    Ring& operator=(Ring&& o) noexcept;
+    Ring(const Ring&) = delete;
+    Ring& operator=(const Ring&) = delete;
+    // Waits for the operations in flight (their buffers may be in use).
+    ~Ring();
+
+    // Queue an operation (submitted by the next submit(), wait() or when
+    // the submission queue is full). When as many operations as the
+    // completion queue holds are in flight, first waits for one.
+    void read(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, Callback cb);
+    void write(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, Callback cb);
+    void fetch_add(const Lmr& lmr, uint64_t offset, uint64_t add, Callback cb);
+    void cmp_swap(const Lmr& lmr, uint64_t offset, uint64_t expected, uint64_t desired, Callback cb);
+    void call(uint32_t node, uint32_t port, std::span<const std::byte> req, std::span<std::byte> reply, Callback cb,
+              std::chrono::milliseconds timeout = {});
+
+    // Hand queued operations to the kernel; returns how many.
+    unsigned int submit();
+    // Run the callbacks of completions that arrived; returns how many.
+    unsigned int poll();
+    // Submit, then wait until @n more completions ran their callbacks (at
+    // most the operations in flight); returns how many ran.
+    unsigned int wait(unsigned int n = 1);
+    // Submit and wait until nothing is in flight.
+    void drain();
+
+    [[nodiscard]] size_t in_flight() const noexcept;
+    // Operations that may be in flight at once.
+    [[nodiscard]] size_t capacity() const noexcept;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace lite

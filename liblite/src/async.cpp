@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+// lite::Ring (lite/async.hpp) over liburing and lite/async.h.
+#include <liburing.h>
+
+#include <array>
+#include <cerrno>
+#include <lite/async.h>
+#include <lite/async.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace lite
+{
+
+struct Ring::Impl {
+    static constexpr unsigned int kMaxWorkers = 16;
+
+    io_uring ring{};
+    lite_t* session = nullptr;
+    int fd = -1;
+    std::vector<Callback> slots;   // by user_data - 1
+    std::vector<uint32_t> free;    // unused slots
+    std::vector<const char*> what; // by slot: the operation, for errors
+    size_t in_flight = 0;          // queued or submitted, callback not run
+    size_t cap = 0;
+
+    Impl(const Impl&) = delete;
+    Impl& operator=(const Impl&) = delete;
+    Impl(Impl&&) = delete;
+    Impl& operator=(Impl&&) = delete;
+
+    Impl(const Session& s, unsigned int entries) : session(s.get()), fd(LITE_fd(s.get()))
+    {
+        int ret = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+        if (ret < 0)
+            detail::fail(ret, "io_uring setup (SQE128, CQE32) with " + std::to_string(entries) + " entries");
+        // Operations that must wait (long transfers, RPC calls) run in
+        // io_uring's worker threads: a few are enough, not one per op.
+        std::array<unsigned int, 2> workers = {0, kMaxWorkers};
+        ret = io_uring_register_iowq_max_workers(&ring, workers.data());
+        if (ret < 0) {
+            io_uring_queue_exit(&ring);
+            detail::fail(ret, "limit io_uring's worker threads");
+        }
+        cap = ring.cq.ring_entries;
+        slots.resize(cap);
+        what.resize(cap);
+        free.reserve(cap);
+        for (size_t i = cap; i > 0; i--)
+            free.push_back(static_cast<uint32_t>(i - 1));
+    }
+
+    ~Impl()
+    {
+        // The kernel completes every operation by itself; their buffers
+        // are the caller's until then, so wait, dropping callbacks.
+        while (in_flight > 0) {
+            io_uring_submit(&ring);
+            io_uring_cqe* cqe = nullptr;
+            if (io_uring_wait_cqe(&ring, &cqe) < 0)
+                break;
+            io_uring_cqe_seen(&ring, cqe);
+            in_flight--;
+        }
+        io_uring_queue_exit(&ring);
+    }
+
+    unsigned int reap(bool wait, unsigned int want)
+    {
+        unsigned int ran = 0;
+        while (in_flight > 0) {
+            io_uring_cqe* cqe = nullptr;
+            int ret = wait && ran < want ? io_uring_wait_cqe(&ring, &cqe) : io_uring_peek_cqe(&ring, &cqe);
+            if (ret == -EAGAIN || (ret == -EINTR && ran > 0))
+                break;
+            if (ret == -EINTR)
+                continue;
+            if (ret < 0)
+                detail::fail(ret, "wait for lite completions");
+            auto slot = static_cast<uint32_t>(cqe->user_data - 1);
+            Result r(cqe->res, cqe->big_cqe[0], what[slot]);
+            Callback cb = std::exchange(slots[slot], nullptr);
+            io_uring_cqe_seen(&ring, cqe);
+            free.push_back(slot);
+            in_flight--;
+            ran++;
+            if (cb)
+                cb(r);
+        }
+        return ran;
+    }
+
+    // Queue a new operation: @prep fills the SQE (clearing it first),
+    // then it is tagged with the operation's slot.
+    template <class Prep> void queue(Callback cb, const char* op, Prep&& prep)
+    {
+        if (in_flight == cap)
+            reap(true, 1);
+        io_uring_sqe* e = io_uring_get_sqe(&ring);
+        if (e == nullptr) {
+            int ret = io_uring_submit(&ring);
+            if (ret < 0)
+                detail::fail(ret, "submit lite operations");
+            e = io_uring_get_sqe(&ring);
+            if (e == nullptr)
+                throw Error(EBUSY, "io_uring submission queue full");
+        }
+        uint32_t slot = free.back();
+        free.pop_back();
+        slots[slot] = std::move(cb);
+        what[slot] = op;
+        in_flight++;
+        prep(e);
+        e->user_data = uint64_t{slot} + 1;
+    }
+
+    void check_lmr(const Lmr& lmr) const
+    {
+        if (lmr.session() != session)
+            throw Error(EINVAL, "LMR handle of another session used on this ring");
+    }
+};
+
+Ring::Ring(const Session& session, unsigned int entries) : impl_(std::make_unique<Impl>(session, entries)) {}
+Ring::Ring(Ring&& o) noexcept = default;
+Ring& Ring::operator=(Ring&& o) noexcept = default;
+Ring::~Ring() = default;
+
+void Ring::read(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async read",
+                 [&](io_uring_sqe* e) { LITE_prep_read(e, impl_->fd, lmr.handle(), offset, out.data(), out.size()); });
+}
+
+void Ring::write(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async write",
+                 [&](io_uring_sqe* e) { LITE_prep_write(e, impl_->fd, lmr.handle(), offset, in.data(), in.size()); });
+}
+
+void Ring::fetch_add(const Lmr& lmr, uint64_t offset, uint64_t add, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async fetch_add",
+                 [&](io_uring_sqe* e) { LITE_prep_atomic(e, impl_->fd, 0, lmr.handle(), offset, add, 0); });
+}
+
+void Ring::cmp_swap(const Lmr& lmr, uint64_t offset, uint64_t expected, uint64_t desired, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async cmp_swap",
+                 [&](io_uring_sqe* e) { LITE_prep_atomic(e, impl_->fd, 1, lmr.handle(), offset, expected, desired); });
+}
+
+void Ring::call(uint32_t node, uint32_t port, std::span<const std::byte> req, std::span<std::byte> reply, Callback cb,
+                std::chrono::milliseconds timeout)
+{
+    uint32_t ms = detail::timeout_ms(timeout);
+    impl_->queue(std::move(cb), "async call", [&](io_uring_sqe* e) {
+        LITE_prep_call(e, impl_->fd, node, port, req.data(), req.size(), reply.data(), reply.size(), ms);
+    });
+}
+
+unsigned int Ring::submit()
+{
+    int ret = io_uring_submit(&impl_->ring);
+    if (ret < 0)
+        detail::fail(ret, "submit lite operations");
+    return static_cast<unsigned int>(ret);
+}
+
+unsigned int Ring::poll()
+{
+    return impl_->reap(false, 0);
+}
+
+unsigned int Ring::wait(unsigned int n)
+{
+    submit();
+    return impl_->reap(true, n);
+}
+
+void Ring::drain()
+{
+    while (impl_->in_flight > 0)
+        wait(static_cast<unsigned int>(impl_->in_flight));
+}
+
+size_t Ring::in_flight() const noexcept
+{
+    return impl_->in_flight;
+}
+
+size_t Ring::capacity() const noexcept
+{
+    return impl_->cap;
+}
+
+} // namespace lite

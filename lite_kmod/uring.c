@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Asynchronous operations through io_uring (IORING_OP_URING_CMD): the
+ * command area of a 128-byte SQE carries the ioctl's structure, the result
+ * comes back in the CQE (see the uapi header).
+ *
+ * A read or write of up to LITE_AOP_MAX_LEN bytes never waits: it is
+ * checked like the ioctl, its data goes through a kernel buffer of its own
+ * (a write copies the user's bytes in at submission), and its work
+ * requests are posted at once or, when the connection has no free data
+ * slot, queued behind earlier ones (lite_rdma_submit()). The last
+ * completion hands the operation to the issuer's task (io_uring task
+ * work), which copies a read out, ends the LMR access and posts the CQE.
+ * Atomics are a control-message call to the memory node (see rdma.c) with
+ * a timer for their timeout, completed the same way. What has to wait -
+ * longer or zero-copy transfers, RPC calls - returns -EAGAIN when issued
+ * with IO_URING_F_NONBLOCK; io_uring then issues it again from one of its
+ * worker threads, where it runs the synchronous path.
+ *
+ * Every operation completes by itself: data work requests complete or are
+ * flushed when their connection closes, calls time out. io_uring's exit
+ * path, which on this kernel cannot cancel a started command, therefore
+ * waits a bounded time; and since io_uring holds a file reference per
+ * request, the lite_file outlives each operation on it.
+ */
+#include <linux/io_uring.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/sched.h>
+
+#include "internal.h"
+
+struct lite_aop {
+	struct io_uring_cmd *cmd;
+	struct lite_file *lf;		/* alive: io_uring holds the file */
+	struct lite_lmr *lmr;		/* referenced */
+	struct lite_conn *conn;		/* referenced, or NULL */
+	bool active;			/* lite_lmr_begin() held */
+
+	/* A read or write. */
+	struct lite_rdma_op op;
+	bool write;
+	void *buf;
+	u64 dma;			/* 0: not mapped */
+	u32 len;
+	u64 ubuf;
+	u64 accounted;			/* bytes in lf->aop_bytes */
+	struct ib_rdma_wr wrs[LITE_AOP_SEGS];
+	struct ib_sge sges[LITE_AOP_SEGS];
+
+	/* An atomic. */
+	bool is_call;
+	struct lite_call call;
+	struct lite_wire_atomic_result rep;
+	struct delayed_work expire;
+};
+
+static struct lite_aop **lite_aop_slot(struct io_uring_cmd *cmd)
+{
+	BUILD_BUG_ON(sizeof(struct lite_aop *) > sizeof(cmd->pdu));
+	return (struct lite_aop **)cmd->pdu;
+}
+
+/* One more operation in flight on @node; keep the high-water mark. */
+static void lite_aop_count(struct lite_node *node)
+{
+	int now = atomic_inc_return(&node->aops), peak;
+
+	do {
+		peak = atomic_read(&node->aops_peak);
+	} while (now > peak && atomic_cmpxchg(&node->aops_peak, peak, now) != peak);
+}
+
+/* A new operation on @lmr, whose reference it takes over. */
+static struct lite_aop *lite_aop_new(struct lite_file *lf,
+				     struct io_uring_cmd *cmd,
+				     struct lite_lmr *lmr)
+{
+	struct lite_aop *a;
+
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a) {
+		lite_lmr_put(lmr);
+		return NULL;
+	}
+	a->cmd = cmd;
+	a->lf = lf;
+	a->lmr = lmr;
+	lite_aop_count(lmr->node);
+	*lite_aop_slot(cmd) = a;
+	return a;
+}
+
+static void lite_aop_free(struct lite_aop *a)
+{
+	struct lite_node *node = a->lmr->node;
+
+	if (a->dma)
+		ib_dma_unmap_single(node->ibdev->dev, a->dma, a->len,
+				    a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	kfree(a->buf);
+	if (a->accounted)
+		atomic64_sub(a->accounted, &a->lf->aop_bytes);
+	if (a->conn)
+		lite_conn_put(a->conn);
+	if (a->active)
+		lite_lmr_end(a->lmr);
+	atomic_dec(&node->aops);
+	lite_lmr_put(a->lmr);
+	kfree(a);
+}
+
+/* Start the access: revocation waits for it; the memory node's conn. */
+static int lite_aop_begin(struct lite_aop *a)
+{
+	int ret;
+
+	ret = lite_lmr_begin(a->lmr);
+	if (ret)
+		return ret;
+	a->active = true;
+	a->conn = lite_node_conn(a->lmr->node, a->lmr->mem_node);
+	return a->conn ? 0 : -ENOTCONN;
+}
+
+static int lite_aop_copy_out(struct lite_aop *a)
+{
+	ib_dma_sync_single_for_cpu(a->lmr->node->ibdev->dev, a->dma, a->len,
+				   DMA_FROM_DEVICE);
+	/* An exiting task, or io_uring's fallback worker: nobody to copy to. */
+	if (current->flags & (PF_EXITING | PF_KTHREAD))
+		return -ECANCELED;
+	if (copy_to_user(u64_to_user_ptr(a->ubuf), a->buf, a->len))
+		return -EFAULT;
+	return 0;
+}
+
+/* Task work: in the issuer's context (or io_uring's fallback worker). */
+static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct lite_aop *a = *lite_aop_slot(cmd);
+	u64 res2 = 0;
+	int ret;
+
+	if (a->is_call) {
+		cancel_delayed_work_sync(&a->expire);
+		ret = a->call.status;
+		if (!ret)
+			res2 = le64_to_cpu(a->rep.value);
+	} else {
+		ret = a->op.status;
+		if (!ret && !a->write)
+			ret = lite_aop_copy_out(a);
+	}
+	lite_aop_free(a);
+	io_uring_cmd_done(cmd, ret, res2, issue_flags);
+}
+
+/* Completion context: every work request of the access completed. */
+static void lite_aop_rw_done(struct lite_rdma_op *op)
+{
+	struct lite_aop *a = container_of(op, struct lite_aop, op);
+
+	io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+}
+
+/* Any context: the atomic's reply came, or it failed or timed out. */
+static void lite_aop_call_done(struct lite_call *call)
+{
+	struct lite_aop *a = container_of(call, struct lite_aop, call);
+
+	io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+}
+
+static void lite_aop_expire(struct work_struct *work)
+{
+	struct lite_aop *a = container_of(to_delayed_work(work),
+					  struct lite_aop, expire);
+
+	lite_call_expire(&a->call);
+}
+
+/* The asynchronous path takes short transfers in few remote pieces. */
+static bool lite_aop_rw_fits(const struct lite_lmr *lmr,
+			     const struct lite_rw *rw, struct lite_seg *segs,
+			     int *n)
+{
+	u64 done;
+
+	if (rw->len > LITE_AOP_MAX_LEN || (rw->flags & LITE_RW_ZCOPY))
+		return false;
+	*n = lite_lmr_segments(&lmr->layout, rw->offset, rw->len, segs,
+			       LITE_AOP_SEGS, &done);
+	return done == rw->len;
+}
+
+/* Buffer the data, then post (or queue) one WR per remote segment. */
+static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
+			     const struct lite_seg *segs, int n)
+{
+	struct ib_device *dev = a->lmr->node->ibdev->dev;
+	u32 lkey = a->lmr->node->pd->local_dma_lkey;
+	u64 dma;
+	int i, ret;
+
+	if (atomic64_add_return(rw->len, &a->lf->aop_bytes) >
+	    LITE_AOP_FILE_BYTES) {
+		atomic64_sub(rw->len, &a->lf->aop_bytes);
+		return -EBUSY;
+	}
+	a->accounted = rw->len;
+	a->len = rw->len;
+	a->ubuf = rw->buf;
+	a->buf = kmalloc(a->len, GFP_KERNEL);
+	if (!a->buf)
+		return -ENOMEM;
+	if (a->write && copy_from_user(a->buf, u64_to_user_ptr(rw->buf),
+				       a->len))
+		return -EFAULT;
+	ret = lite_aop_begin(a);
+	if (ret)
+		return ret;
+	dma = ib_dma_map_single(dev, a->buf, a->len,
+				a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(dev, dma))
+		return -ENOMEM;
+	a->dma = dma;
+	for (i = 0; i < n; i++) {
+		a->sges[i].addr = dma + segs[i].off;
+		a->sges[i].length = segs[i].len;
+		a->sges[i].lkey = lkey;
+		a->wrs[i].wr.opcode = a->write ? IB_WR_RDMA_WRITE :
+						 IB_WR_RDMA_READ;
+		a->wrs[i].wr.sg_list = &a->sges[i];
+		a->wrs[i].wr.num_sge = 1;
+		a->wrs[i].remote_addr = segs[i].addr;
+		a->wrs[i].rkey = a->lmr->rkey;
+	}
+	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
+	lite_rdma_submit(&a->op, a->wrs, n);
+	lite_rdma_op_release(&a->op);
+	return 0;
+}
+
+static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
+			 unsigned int issue_flags, bool write)
+{
+	struct lite_seg segs[LITE_AOP_SEGS];
+	struct lite_lmr *lmr;
+	struct lite_aop *a;
+	struct lite_rw rw;
+	int n, ret;
+
+	memcpy(&rw, cmd->cmd, sizeof(rw));
+	ret = lite_rw_check(&rw);
+	if (ret)
+		return ret;
+	ret = lite_file_access(lf, rw.handle, write ? LITE_LMR_WRITE :
+			       LITE_LMR_READ, rw.offset, rw.len, &lmr);
+	if (ret)
+		return ret;
+	if (!rw.len) {
+		lite_lmr_put(lmr);
+		return 0;
+	}
+	if (!lite_aop_rw_fits(lmr, &rw, segs, &n)) {
+		if (issue_flags & IO_URING_F_NONBLOCK)
+			ret = -EAGAIN;	/* again from an io_uring worker */
+		else
+			ret = lite_rdma_rw(lmr, rw.offset, rw.len,
+					   u64_to_user_ptr(rw.buf), write,
+					   rw.flags);
+		lite_lmr_put(lmr);
+		return ret;
+	}
+	a = lite_aop_new(lf, cmd, lmr);
+	if (!a)
+		return -ENOMEM;
+	a->write = write;
+	ret = lite_aop_rw_start(a, &rw, segs, n);
+	if (ret) {
+		lite_aop_free(a);
+		return ret;
+	}
+	return -EIOCBQUEUED;
+}
+
+static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
+			     unsigned int issue_flags, bool cmp_swap)
+{
+	struct lite_wire_atomic req = {};
+	struct lite_atomic at;
+	struct lite_lmr *lmr;
+	struct lite_aop *a;
+	int ret;
+
+	if (!(issue_flags & IO_URING_F_CQE32))
+		return -EINVAL;		/* the old value needs the big CQE */
+	memcpy(&at, cmd->cmd, sizeof(at));
+	ret = lite_atomic_check(&at, cmp_swap);
+	if (ret)
+		return ret;
+	ret = lite_file_access(lf, at.handle, LITE_LMR_ATOMIC, at.offset, 8,
+			       &lmr);
+	if (ret)
+		return ret;
+	a = lite_aop_new(lf, cmd, lmr);
+	if (!a)
+		return -ENOMEM;
+	a->is_call = true;
+	INIT_DELAYED_WORK(&a->expire, lite_aop_expire);
+	ret = lite_aop_begin(a);
+	if (ret)
+		goto free;
+	req.mr_id = cpu_to_le64(lmr->mr_id);
+	req.offset = cpu_to_le64(at.offset);
+	req.operand = cpu_to_le64(at.operand);
+	req.swap = cpu_to_le64(at.swap);
+	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
+	/* Armed first: the reply may come before the start returns. */
+	queue_delayed_work(system_wq, &a->expire,
+			   msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
+	ret = lite_call_start_async(a->conn, &a->call, lite_aop_call_done,
+				    LITE_MSG_ATOMIC, &req, sizeof(req),
+				    &a->rep, sizeof(a->rep));
+	if (!ret)
+		return -EIOCBQUEUED;
+	cancel_delayed_work_sync(&a->expire);
+free:
+	lite_aop_free(a);
+	return ret;
+}
+
+/* RPC calls wait for their reply: in an io_uring worker, synchronously. */
+static int lite_uring_rpc_call(struct lite_file *lf, struct io_uring_cmd *cmd,
+			       unsigned int issue_flags)
+{
+	struct lite_rpc_call rc;
+	struct lite_node *node;
+	int ret;
+
+	memcpy(&rc, cmd->cmd, sizeof(rc));
+	ret = lite_rpc_call_check(&rc);
+	if (ret)
+		return ret;
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		return -EAGAIN;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	lite_aop_count(node);
+	ret = lite_rpc_call(node, &rc);
+	atomic_dec(&node->aops);
+	lite_node_put(node);
+	if (!ret)
+		ret = rc.reply_len;
+	io_uring_cmd_done(cmd, ret, ret >= 0 || ret == -EMSGSIZE ?
+			  rc.reply_len : 0, issue_flags);
+	return -EIOCBQUEUED;
+}
+
+int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
+{
+	struct lite_file *lf = cmd->file->private_data;
+
+	BUILD_BUG_ON(sizeof(struct lite_rpc_call) > 80);
+	if (!(issue_flags & IO_URING_F_SQE128))
+		return -EINVAL;		/* the structures need the big SQE */
+	switch (cmd->cmd_op) {
+	case LITE_IOC_READ:
+		return lite_uring_rw(lf, cmd, issue_flags, false);
+	case LITE_IOC_WRITE:
+		return lite_uring_rw(lf, cmd, issue_flags, true);
+	case LITE_IOC_FETCH_ADD:
+		return lite_uring_atomic(lf, cmd, issue_flags, false);
+	case LITE_IOC_CMP_SWAP:
+		return lite_uring_atomic(lf, cmd, issue_flags, true);
+	case LITE_IOC_RPC_CALL:
+		return lite_uring_rpc_call(lf, cmd, issue_flags);
+	}
+	return -ENOTTY;
+}

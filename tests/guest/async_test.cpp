@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: MIT
+// Asynchronous operations through io_uring on the real module, 3 nodes in
+// one guest: thousands of checksummed reads and writes in flight at once
+// (local and remote LMRs, some across chunk boundaries, some long enough
+// for io_uring's workers), atomics whose previous values prove each ran
+// exactly once, RPC calls, every rejection with its errno, and processes
+// that exit, are killed, or cancel with operations in flight: node memory
+// and in-flight counters back where they started.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <liburing.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <lite/async.h>
+#include <lite/async.hpp>
+#include <lite/rpc.hpp>
+#include <lite/session.hpp>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "util.hpp"
+
+using namespace lite_guest;
+using namespace std::chrono_literals;
+
+namespace
+{
+
+constexpr uint16_t kPort = 19100;
+constexpr size_t kMiB = size_t{1} << 20;
+using Bytes = std::vector<std::byte>;
+
+Bytes pattern(size_t n, uint64_t seed)
+{
+    Bytes b(n);
+    std::mt19937_64 rng(seed);
+    for (auto& x : b)
+        x = static_cast<std::byte>(rng());
+    return b;
+}
+
+uint64_t checksum(std::span<const std::byte> b)
+{
+    uint64_t h = 0xcbf29ce484222325ULL ^ b.size();
+    for (std::byte x : b)
+        h = (h ^ std::to_integer<uint64_t>(x)) * 0x100000001b3ULL;
+    return h;
+}
+
+class Async : public ::testing::Test
+{
+protected:
+    void SetUp() override
+    {
+        dev_ = std::make_unique<lite::Device>(lite::Device::open());
+        down_all(*dev_);
+        auto a = up(*dev_, kPort, 0);
+        auto b = up(*dev_, kPort + 1, kPort);
+        auto c = up(*dev_, kPort + 2, kPort);
+        ASSERT_EQ(c.node_id, 3u);
+        inst_ = {a.instance, b.instance, c.instance};
+    }
+    void TearDown() override { down_all(*dev_); }
+
+    // Memory held and operations in flight, summed over the nodes.
+    struct Counters {
+        uint64_t mem_bytes = 0, mem_lmrs = 0, inflight = 0;
+        bool operator==(const Counters&) const = default;
+    };
+    [[nodiscard]] Counters counters() const
+    {
+        Counters c;
+        for (uint32_t i : inst_) {
+            auto st = dev_->status(i);
+            c.mem_bytes += st.counters.mem_bytes;
+            c.mem_lmrs += st.counters.mem_lmrs;
+            c.inflight += st.async_inflight;
+        }
+        return c;
+    }
+    // The counters return to @base: nothing leaked.
+    void expect_back_to(const Counters& base)
+    {
+        Counters now;
+        bool ok = wait_until(
+            [&] {
+                now = counters();
+                return now == base;
+            },
+            30s);
+        EXPECT_TRUE(ok) << "mem_bytes " << now.mem_bytes << " (was " << base.mem_bytes << "), lmrs " << now.mem_lmrs
+                        << " (was " << base.mem_lmrs << "), in flight " << now.inflight;
+    }
+
+    std::unique_ptr<lite::Device> dev_;
+    std::vector<uint32_t> inst_;
+};
+
+// 4096 writes, then 4096 reads, all queued before the first completion is
+// reaped, over LMRs on the caller's node and on both others; sizes from 1
+// byte to 64 KiB + 1 (the last go through io_uring's workers); each block
+// read back through the ring and, for a sample, the synchronous path.
+TEST_F(Async, ThousandsInFlightChecksummed)
+{
+    auto s = lite::Session::open(inst_[0]);
+    const Counters base = counters();
+    constexpr size_t kLmrSize = 40 * kMiB;
+    {
+        std::vector<lite::Lmr> lmrs;
+        for (uint32_t node = 1; node <= 3; node++)
+            lmrs.push_back(s.alloc(kLmrSize, node));
+        lite::Ring ring(s, 4096);
+        ASSERT_GE(ring.capacity(), 4096u);
+
+        constexpr size_t kOps = 4096;
+        const std::vector<size_t> sizes = {1, 8, 64, 1000, 4096, 4097, 20000, 65536, 65537};
+        struct Block {
+            size_t lmr, off;
+            Bytes data, back;
+        };
+        std::vector<Block> blocks(kOps);
+        std::vector<size_t> next(lmrs.size(), 4 * kMiB - 3000); // some cross 4 MiB
+        for (size_t i = 0; i < kOps; i++) {
+            Block& b = blocks[i];
+            b.lmr = i % lmrs.size();
+            b.data = pattern(sizes[i % sizes.size()], i);
+            b.off = next[b.lmr];
+            next[b.lmr] += b.data.size() + 13;
+            ASSERT_LE(next[b.lmr], kLmrSize);
+        }
+        size_t ok = 0, peak = 0;
+        std::string first_err;
+        auto count = [&](const lite::Result& r) {
+            if (r.ok()) {
+                ok++;
+            } else if (first_err.empty()) {
+                first_err = std::strerror(r.error());
+            }
+        };
+        for (auto& b : blocks)
+            ring.write(lmrs[b.lmr], b.off, b.data, count);
+        peak = ring.in_flight();
+        ring.submit(); // all 4096 in one system call
+        ring.drain();
+        EXPECT_EQ(ok, kOps) << first_err;
+        EXPECT_EQ(peak, kOps);
+        // Completions are reaped in this task after the submission call
+        // returned: the kernel had them all in flight at once.
+        uint32_t kpeak = dev_->status(inst_[0]).async_peak;
+        std::cout << "async: " << peak << " writes queued, the kernel's peak in flight " << kpeak << '\n';
+        EXPECT_GE(kpeak, 3000u);
+
+        ok = 0;
+        for (auto& b : blocks) {
+            b.back.assign(b.data.size(), std::byte{0x5a});
+            ring.read(lmrs[b.lmr], b.off, b.back, count);
+        }
+        ring.drain();
+        EXPECT_EQ(ok, kOps) << first_err;
+        size_t bad = 0;
+        for (auto& b : blocks)
+            bad += checksum(b.back) != checksum(b.data) || b.back != b.data;
+        EXPECT_EQ(bad, 0u) << "blocks read back different";
+        for (size_t i = 0; i < kOps; i += 97) {
+            Bytes sync(blocks[i].data.size());
+            lmrs[blocks[i].lmr].read(blocks[i].off, std::span<std::byte>(sync));
+            EXPECT_EQ(sync, blocks[i].data) << "block " << i << " through the synchronous path";
+        }
+    }
+    expect_back_to(base);
+}
+
+// 2 x 2000 fetch_adds of 1 from two nodes' rings on one word on node 3:
+// the previous values are exactly 0..3999, each once; then compare-and-swap.
+TEST_F(Async, AtomicsRunExactlyOnce)
+{
+    auto owner = lite::Session::open(inst_[2]);
+    auto word = owner.alloc(4096, 3);
+    word.share("async-word", LITE_PERM_ALL);
+    constexpr uint64_t kEach = 2000;
+    std::vector<std::vector<uint64_t>> olds(2);
+    std::vector<std::string> errs(2);
+    std::vector<std::thread> ts;
+    for (size_t t = 0; t < 2; t++) {
+        ts.emplace_back([&, t] {
+            try {
+                auto s = lite::Session::open(inst_[t]);
+                auto w = s.map("async-word");
+                lite::Ring ring(s, 256);
+                for (uint64_t i = 0; i < kEach; i++)
+                    ring.fetch_add(w, 8, 1, [&](const lite::Result& r) { olds[t].push_back(r.value()); });
+                ring.drain();
+            } catch (const std::exception& e) {
+                errs[t] = e.what();
+            }
+        });
+    }
+    for (auto& t : ts)
+        t.join();
+    ASSERT_EQ(errs[0], "");
+    ASSERT_EQ(errs[1], "");
+    std::set<uint64_t> all(olds[0].begin(), olds[0].end());
+    all.insert(olds[1].begin(), olds[1].end());
+    EXPECT_EQ(olds[0].size() + olds[1].size(), 2 * kEach);
+    EXPECT_EQ(all.size(), 2 * kEach) << "a previous value seen twice";
+    EXPECT_EQ(*all.begin(), 0u);
+    EXPECT_EQ(*all.rbegin(), 2 * kEach - 1);
+    EXPECT_EQ(word.fetch_add(8, 0), 2 * kEach);
+
+    lite::Ring ring(owner, 8);
+    uint64_t seen = 0, failed_old = 0;
+    ring.cmp_swap(word, 8, 2 * kEach, 77, [&](const lite::Result& r) { seen = r.value(); });
+    ring.cmp_swap(word, 8, 1, 99, [&](const lite::Result& r) { failed_old = r.value(); });
+    ring.drain();
+    EXPECT_EQ(seen, 2 * kEach);
+    EXPECT_EQ(failed_old, 77u) << "a failed compare returns the word";
+    EXPECT_EQ(word.fetch_add(8, 0), 77u);
+}
+
+// 300 calls in flight to an echo-like server on node 2; each reply checked.
+TEST_F(Async, RpcCallsInFlight)
+{
+    auto srv_session = lite::Session::open(inst_[1]);
+    lite::Server server(
+        srv_session, 7,
+        [](const lite::Incoming&, std::span<const std::byte> req, std::vector<std::byte>& reply) {
+            reply.assign(req.rbegin(), req.rend());
+            return req.size();
+        },
+        4);
+    auto s = lite::Session::open(inst_[0]);
+    lite::Ring ring(s, 64);
+    constexpr size_t kCalls = 300;
+    std::vector<Bytes> reqs(kCalls), replies(kCalls);
+    size_t good = 0;
+    std::string first_err;
+    for (size_t i = 0; i < kCalls; i++) {
+        reqs[i] = pattern(1 + (i * 37) % 5000, 1000 + i);
+        replies[i].resize(reqs[i].size());
+        ring.call(2, 7, reqs[i], replies[i], [&, i](const lite::Result& r) {
+            if (!r.ok()) {
+                if (first_err.empty())
+                    first_err = std::strerror(r.error());
+                return;
+            }
+            Bytes want(reqs[i].rbegin(), reqs[i].rend());
+            good += r.value() == reqs[i].size() && replies[i] == want;
+        });
+    }
+    ring.drain();
+    EXPECT_EQ(good, kCalls) << first_err;
+
+    // A reply longer than the buffer: EMSGSIZE, and the length it needed.
+    Bytes req = pattern(100, 5), small(10);
+    int err = 0;
+    uint64_t needed = 0;
+    ring.call(2, 7, req, small, [&](const lite::Result& r) {
+        err = r.error();
+        needed = r.needed();
+    });
+    ring.drain();
+    EXPECT_EQ(err, EMSGSIZE);
+    EXPECT_EQ(needed, 100u);
+}
+
+// The raw interface: each malformed command gets its own errno in its CQE.
+class AsyncUapi : public Async
+{
+protected:
+    // Submit one prepared SQE and return its CQE's res (and big_cqe[0]).
+    static int one(io_uring& ring, const std::function<void(io_uring_sqe*)>& prep, uint64_t* extra = nullptr)
+    {
+        io_uring_sqe* e = io_uring_get_sqe(&ring);
+        prep(e);
+        e->user_data = 42;
+        if (io_uring_submit(&ring) != 1)
+            return -9999;
+        io_uring_cqe* cqe = nullptr;
+        if (io_uring_wait_cqe(&ring, &cqe) < 0)
+            return -9998;
+        int res = cqe->res;
+        if (extra != nullptr)
+            *extra = (ring.flags & IORING_SETUP_CQE32) != 0 ? cqe->big_cqe[0] : 0;
+        io_uring_cqe_seen(&ring, cqe);
+        return res;
+    }
+};
+
+TEST_F(AsyncUapi, Rejections)
+{
+    auto s = lite::Session::open(inst_[0]);
+    int fd = LITE_fd(s.get());
+    auto lmr = s.alloc(kMiB, 2);
+    auto h = lmr.handle();
+    std::vector<std::byte> buf(4096);
+
+    io_uring small{};
+    ASSERT_EQ(io_uring_queue_init(8, &small, 0), 0);
+    EXPECT_EQ(one(small,
+                  [&](io_uring_sqe* e) {
+                      std::memset(e, 0, sizeof(*e));
+                      e->opcode = IORING_OP_URING_CMD;
+                      e->fd = fd;
+                      e->cmd_op = LITE_IOC_READ;
+                  }),
+              -EINVAL)
+        << "64-byte SQEs";
+    io_uring_queue_exit(&small);
+
+    io_uring no32{};
+    ASSERT_EQ(io_uring_queue_init(8, &no32, IORING_SETUP_SQE128), 0);
+    EXPECT_EQ(one(no32, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 0, h, 0, 1, 0); }), -EINVAL)
+        << "atomics without 32-byte CQEs";
+    EXPECT_EQ(one(no32, [&](io_uring_sqe* e) { LITE_prep_write(e, fd, h, 0, buf.data(), 64); }), 0)
+        << "writes need no big CQE";
+    io_uring_queue_exit(&no32);
+
+    io_uring r{};
+    ASSERT_EQ(io_uring_queue_init(8, &r, IORING_SETUP_SQE128 | IORING_SETUP_CQE32), 0);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_cmd(e, fd, LITE_IOC_MEMSET); }), -ENOTTY) << "not async";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_cmd(e, fd, 0x1234); }), -ENOTTY) << "unknown cmd_op";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, 999, 0, buf.data(), 8); }), -EBADF);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, kMiB - 4, buf.data(), 8); }), -ERANGE);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, ~0ULL, buf.data(), 8); }), -EOVERFLOW);
+    EXPECT_EQ(
+        one(r, [&](io_uring_sqe* e) { LITE_prep_rw(e, fd, 0, h, 0, buf.data(), 8, LITE_RW_COPY | LITE_RW_ZCOPY); }),
+        -EINVAL)
+        << "both copy flags";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_rw(e, fd, 0, h, 0, buf.data(), 8, 1U << 7); }), -EINVAL)
+        << "unknown flag";
+    EXPECT_EQ(one(r,
+                  [&](io_uring_sqe* e) {
+                      LITE_prep_read(e, fd, h, 0, buf.data(), 8);
+                      reinterpret_cast<lite_rw*>(e->cmd)->reserved[1] = 1;
+                  }),
+              -EINVAL)
+        << "reserved";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, 0, nullptr, 0); }), 0) << "empty read";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, 0, reinterpret_cast<void*>(8), 64); }), -EFAULT)
+        << "bad user buffer";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 0, h, 4, 1, 0); }), -EINVAL) << "unaligned";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 0, h, 0, 1, 5); }), -EINVAL)
+        << "swap value on fetch_add";
+    EXPECT_EQ(one(r,
+                  [&](io_uring_sqe* e) {
+                      LITE_prep_atomic(e, fd, 1, h, 0, 0, 1);
+                      reinterpret_cast<lite_atomic*>(e->cmd)->result = 3;
+                  }),
+              -EINVAL)
+        << "output field set";
+    uint64_t old = 1;
+    EXPECT_EQ(one(
+                  r, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 1, h, 0, 0, 9); }, &old),
+              0);
+    EXPECT_EQ(old, 0u);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_call(e, fd, 2, 0, buf.data(), 8, buf.data(), 8, 0); }), -EINVAL)
+        << "port 0";
+    EXPECT_EQ(
+        one(r, [&](io_uring_sqe* e) { LITE_prep_call(e, fd, 2, 5, buf.data(), LITE_RPC_MAX + 1, buf.data(), 8, 0); }),
+        -EMSGSIZE);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_call(e, fd, 2, 5, buf.data(), 8, buf.data(), 8, 500); }), -ENOENT)
+        << "nobody serves the port";
+
+    // A read-only mapping cannot be written or added to.
+    lmr.share("async-ro", LITE_PERM_READ);
+    auto ro = s.map("async-ro");
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_write(e, fd, ro.handle(), 0, buf.data(), 8); }), -EACCES);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 0, ro.handle(), 0, 1, 0); }), -EACCES);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, ro.handle(), 0, buf.data(), 8); }), 0);
+
+    // A file not attached to a node has no handles.
+    int raw = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+    ASSERT_GE(raw, 0);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, raw, h, 0, buf.data(), 8); }), -EBADF);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_call(e, raw, 2, 5, buf.data(), 8, buf.data(), 8, 0); }), -EBADFD);
+    ::close(raw);
+    io_uring_queue_exit(&r);
+}
+
+// A child process queues thousands of operations on LMRs it allocated on
+// nodes 2 and 3 and exits (or is killed, or cancels them) without waiting:
+// the node memory and in-flight counters come back to where they were.
+enum class Ending { Exit, Kill, Cancel };
+
+void child_body(uint32_t instance, Ending how, int ready_fd)
+{
+    auto s = lite::Session::open(instance);
+    auto a = s.alloc(8 * kMiB, 2);
+    auto b = s.alloc(8 * kMiB, 3);
+    io_uring r{};
+    if (io_uring_queue_init(4096, &r, IORING_SETUP_SQE128 | IORING_SETUP_CQE32) != 0)
+        _exit(2);
+    int fd = LITE_fd(s.get());
+    static std::vector<std::byte> buf(8 * kMiB, std::byte{1});
+    constexpr unsigned kOps = 4000;
+    for (unsigned i = 0; i < kOps; i++) {
+        io_uring_sqe* e = io_uring_get_sqe(&r);
+        const lite::Lmr& l = i % 2 ? a : b;
+        uint64_t off = (i * 2048ULL) % (8 * kMiB - 2048);
+        if (i % 5 == 4) {
+            LITE_prep_atomic(e, fd, 0, l.handle(), 0, 1, 0);
+        } else if (i % 2) {
+            LITE_prep_write(e, fd, l.handle(), off, buf.data() + off, 2048);
+        } else {
+            LITE_prep_read(e, fd, l.handle(), off, buf.data() + off, 2048);
+        }
+        e->user_data = i + 1;
+    }
+    if (io_uring_submit(&r) != static_cast<int>(kOps))
+        _exit(3);
+    if (how == Ending::Cancel) {
+        unsigned cancels = 0, done = 0, cancelled = 0;
+        for (unsigned i = 0; i < kOps; i += 3) {
+            io_uring_sqe* e = io_uring_get_sqe(&r);
+            if (e == nullptr) {
+                io_uring_submit(&r);
+                e = io_uring_get_sqe(&r);
+            }
+            io_uring_prep_cancel64(e, i + 1, 0);
+            e->user_data = 1000000 + i;
+            cancels++;
+        }
+        io_uring_submit(&r);
+        std::vector<int> seen(kOps, 0);
+        unsigned bad = 0;
+        while (done < kOps + cancels) {
+            io_uring_cqe* cqe = nullptr;
+            if (io_uring_wait_cqe(&r, &cqe) != 0)
+                _exit(4);
+            if (cqe->user_data >= 1000000) {
+                // Started commands cannot be cancelled on this kernel.
+                bad += cqe->res != 0 && cqe->res != -ENOENT && cqe->res != -EALREADY;
+            } else {
+                seen[cqe->user_data - 1]++;
+                cancelled += cqe->res == -ECANCELED;
+                bad += cqe->res != 0 && cqe->res != -ECANCELED;
+            }
+            io_uring_cqe_seen(&r, cqe);
+            done++;
+        }
+        bad += std::count_if(seen.begin(), seen.end(), [](int n) { return n != 1; });
+        std::printf("cancel: %u ops, %u cancel requests, %u cancelled\n", kOps, cancels, cancelled);
+        _exit(bad == 0 ? 0 : 5);
+    }
+    if (ready_fd >= 0) {
+        char c = 'x';
+        (void)!write(ready_fd, &c, 1);
+        pause();
+    }
+    _exit(0); // with everything in flight: no io_uring_queue_exit, no LITE_close
+}
+
+TEST_F(Async, ProcessExitKillAndCancelMidFlight)
+{
+    const Counters base = counters();
+    for (Ending how : {Ending::Exit, Ending::Kill, Ending::Cancel}) {
+        int p[2];
+        ASSERT_EQ(pipe(p), 0);
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            close(p[0]);
+            child_body(inst_[0], how, how == Ending::Kill ? p[1] : -1);
+        }
+        close(p[1]);
+        if (how == Ending::Kill) {
+            char c = 0;
+            ASSERT_EQ(read(p[0], &c, 1), 1);
+            kill(pid, SIGKILL);
+        }
+        close(p[0]);
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        if (how == Ending::Kill) {
+            EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        } else {
+            EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+        }
+        expect_back_to(base);
+    }
+    // The nodes still work.
+    auto s = lite::Session::open(inst_[0]);
+    auto l = s.alloc(4096, 3);
+    lite::Ring ring(s, 4);
+    Bytes w = pattern(512, 9), rd(512);
+    ring.write(l, 100, w, [](const lite::Result& r) { (void)r.value(); });
+    ring.drain();
+    ring.read(l, 100, rd, [](const lite::Result& r) { (void)r.value(); });
+    ring.drain();
+    EXPECT_EQ(rd, w);
+}
+
+// Freeing an LMR waits for its operations in flight; later ones fail.
+TEST_F(Async, FreeWithOperationsInFlight)
+{
+    auto s = lite::Session::open(inst_[0]);
+    const Counters base = counters();
+    {
+        lite::Ring ring(s, 512);
+        auto l = s.alloc(4 * kMiB, 2);
+        Bytes data = pattern(4096, 3);
+        size_t ok = 0, other = 0;
+        for (int i = 0; i < 1000; i++)
+            ring.write(l, (i * 4096ULL) % (4 * kMiB), data, [&](const lite::Result& r) { (r.ok() ? ok : other)++; });
+        ring.submit();
+        lite::Lmr gone = std::move(l);
+        {
+            auto drop = std::move(gone);
+        } // LITE_free while writes are in flight
+        ring.drain();
+        EXPECT_EQ(ok + other, 1000u);
+        std::cout << "free mid-flight: " << ok << " completed, " << other << " failed\n";
+    }
+    expect_back_to(base);
+}
+
+} // namespace
