@@ -65,6 +65,11 @@ say build/meson/examples/lock_counter --instance 0 --name demo-lock --create --i
 wait "$p1" "$p2"
 
 echo
+echo "Many operations in flight through io_uring (lite::Ring): node 1 fills 8 MiB"
+echo "on node 2 with 4 KiB writes and a fetch-and-add per block, reads it back:"
+say build/meson/examples/async_fill --instance 0 --node 2 --size 8M --block 4K --depth 256
+
+echo
 echo "A node with the wrong secret is refused:"
 echo "not-the-secret" >/tmp/lite-wrong
 say "$litectl" up --dev rxe0 --listen "$addr:18518" --secret-file /tmp/lite-wrong \
