@@ -50,7 +50,7 @@ bench: deps kmod user
 	@rm -f build/bench/*.png
 	@echo "make bench: booting a guest, 2 lite nodes on Soft-RoCE, native and lite runs (about 6 min)..."
 	tools/vm/lite-vm --quiet --timeout 1500 --out build/bench -- env BUILD=$(BUILD) bash benchmarks/bench.sh
-	@for t in latency rpc rpc_tput cq_modes ops first_op reg; do echo; cat build/bench/$$t.txt; done
+	@for t in latency rpc rpc_tput cq_modes ops first_op reg async; do echo; cat build/bench/$$t.txt; done
 	@echo; ls build/bench/*.png
 
 # The guest tests under a debug kernel (KASAN, lockdep, kmemleak, UBSAN, ...)

@@ -29,6 +29,9 @@
 #                connect, RDMA WRITE)
 #   reg          making memory usable (reg-cost): LITE_alloc + LITE_free
 #                on node 2 against ibv_reg_mr + ibv_dereg_mr, by size
+#   async        throughput with 1..64 operations in flight (async-tput):
+#                lite::Ring over io_uring and one blocking ioctl per thread
+#                against native verbs with that many WRs outstanding
 #
 # Every native measurement is made in both of the native programs' poll
 # modes: busy (ibv_poll_cq in a loop) and event (sleeping on a completion
@@ -46,7 +49,9 @@
 # (64), BENCH_TPUT_SECONDS (3), BENCH_CQ_MODES ("busy softirq workqueue
 # adaptive"), BENCH_CQ_ITERS (BENCH_ITERS), BENCH_CQ_SIZES (8,4096),
 # BENCH_OPS_ITERS (500), BENCH_OPS_SIZES (BENCH_SIZES), BENCH_FIRST_RUNS
-# (20), BENCH_REG_SIZES (4K,64K,1M,16M,256M,1G), LITE_ADDR (10.99.0.1),
+# (20), BENCH_REG_SIZES (4K,64K,1M,16M,256M,1G), BENCH_ASYNC_QDS
+# (1,2,4,8,16,32,64), BENCH_ASYNC_LEN (64), BENCH_ASYNC_SECONDS (1),
+# LITE_ADDR (10.99.0.1),
 # LITE_RXE (rxe0), LITE_OUT (/tmp).
 # Exit status 0 only if every measurement ran and passed its checks; a
 # program that fails contributes no numbers ("-" in the tables).
@@ -61,6 +66,7 @@ lite_rpc=$build/benchmarks/lite-rpc
 native_ops=$build/benchmarks/native-ops
 first_op=$build/benchmarks/first-op
 reg_cost=$build/benchmarks/reg-cost
+async_tput=$build/benchmarks/async-tput
 iters=${BENCH_ITERS:-1000}
 warmup=${BENCH_WARMUP:-100}
 sizes=${BENCH_SIZES:-8,64,512,4096,32768}
@@ -71,7 +77,7 @@ opts=(--iters "$iters" --warmup "$warmup" --sizes "$sizes")
 
 say() { echo "bench: $*" >&2; }
 
-for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost"; do
+for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$async_tput"; do
 	[ -x "$f" ] || { say "$f not built (make user)"; exit 1; }
 done
 
@@ -185,6 +191,7 @@ kver=$(uname -r)
 awk -F, -v kver="$kver" -v iters="$iters" -v warmup="$warmup" -v dev="$dev" \
 	-v csv="$out/latency.csv" "$awk_lib"'
 	FNR == 1 { next }
+	src == "lite" && ($1 == "fetch-add" || $1 == "cmp-swap") { next }	# in the ops table
 	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
 	src == "busy" { bmed[k] = $4; bp99[k] = $5; next }
 	src == "event" { emed[k] = $4; ep99[k] = $5; next }
@@ -450,23 +457,36 @@ run_to "$out/native-ops-event.csv" "$native_ops" --addr "$addr" --poll event "${
 awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$dev" -v csv="$out/ops.csv" \
 	"$awk_lib"'
 	FNR == 1 { next }
+	src == "lite" { lmed[$1 "," $2] = $4; next }	# lite-lat: write, read, fetch-add, cmp-swap
 	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k }; ops[op] = 1 }
 	src == "busy" { bmed[k] = $4; bp99[k] = $5; bmean[k] = $6; next }
 	{ emed[k] = $4; ep99[k] = $5; emean[k] = $6 }
 	END {
-		printf "\nnative verbs latency by operation (the transport'"'"'s ceiling; no lite counterpart),\n"
+		printf "\nlatency by operation: native verbs (the transport'"'"'s ceiling) and lite where it has the\n"
+		printf "operation (lite-lat: LITE_write, LITE_read, LITE_fetch_add, LITE_cmp_swap; send and\n"
+		printf "write-imm have no one-sided lite counterpart, RPC is in the rpc table),\n"
 		printf "guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up);\n", kver, dev, iters,
 			warmup
 		printf "times in us at the sender'"'"'s completion; busy: busy-polled CQ, event: completion channel\n"
-		fmt = "%-10s %6s %9s %9s %9s %9s %9s %9s\n"
-		printf fmt, "op", "size", "busy med", "busy p99", "busy mean", "event med", "event p99", "event mean"
+		fmt = "%-10s %6s %9s %9s %9s %9s %9s %9s %9s %6s %6s\n"
+		printf fmt, "op", "size", "busy med", "busy p99", "busy mean", "event med", "event p99", "event mean",
+			"lite med", "ratio", "native"
 		print "op,size,iters,median_us,p99_us,mean_us,kernel" >csv
 		for (i = 1; i <= n; i++) {
 			k = order[i]
 			split(k, f, ",")
-			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(bmean, k), v(emed, k), v(ep99, k), v(emean, k)
+			m = better(bmed, emed, k, 1)
+			r = ratio(lmed, k, bmed, emed, k, m)
+			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(bmean, k), v(emed, k), v(ep99, k), v(emean, k),
+				v(lmed, k), r, (k in lmed) ? m : "-"
 			if (k in bmed)
 				print k "," iters "," bmed[k] "," bp99[k] "," bmean[k] "," kver >csv
+		}
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			split(k, f, ",")
+			if (k in lmed)
+				print "lite-" f[1] "," f[2] ",," lmed[k] ",,," kver >csv
 		}
 		for (i = 1; i <= n; i++) {
 			k = order[i]
@@ -478,7 +498,8 @@ awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$d
 		for (j = 1; j <= nm; j++)
 			if (!(want[j] in ops))
 				printf "%s: not measured (failed or not supported; see the log)\n", want[j]
-	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" | tee "$out/ops.txt"
+	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" src=lite "$out/lite.csv" |
+	tee "$out/ops.txt"
 
 # Time to the first operation, lite against native, in fresh processes.
 first_runs=${BENCH_FIRST_RUNS:-20}
@@ -544,15 +565,68 @@ awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.cs
 		printf "in the log); lite also allocates and zeroes the memory, native only registers it\n"
 	}' "$out/reg-cost.csv" | tee "$out/reg.txt"
 
+# Throughput with operations in flight, by queue depth: lite over io_uring,
+# lite with one blocking ioctl per thread, native verbs.
+async_qds=${BENCH_ASYNC_QDS:-1,2,4,8,16,32,64}
+async_len=${BENCH_ASYNC_LEN:-64}
+async_secs=${BENCH_ASYNC_SECONDS:-1}
+async_opts=(--qd "$async_qds" --len "$async_len" --seconds "$async_secs")
+: >"$out/async-all.csv"
+for op in write read; do
+	say "async throughput ($op, $async_len B, queue depths $async_qds): $async_tput"
+	run_to "$out/async-native-$op.csv" "$async_tput" --mode native --poll busy --op "$op" --addr "$addr" \
+		"${async_opts[@]}" || true
+	run_to "$out/async-native-event-$op.csv" "$async_tput" --mode native --poll event --op "$op" \
+		--addr "$addr" "${async_opts[@]}" || true
+	for m in lite-ring lite-sync; do
+		run_to "$out/async-$m-$op.csv" "$async_tput" --mode "$m" --op "$op" --instance "$client_inst" \
+			--node "$server_node" "${async_opts[@]}" || true
+	done
+	for f in native native-event lite-ring lite-sync; do
+		tail -n +2 "$out/async-$f-$op.csv" >>"$out/async-all.csv"
+	done
+done
+
+# async-tput's rows (mode,op,qd,len,ops,seconds,ops_per_s) joined on op and
+# queue depth; async.csv has the table with the ratios.
+awk -F, -v kver="$kver" -v dev="$dev" -v len="$async_len" -v secs="$async_secs" -v csv="$out/async.csv" \
+	"$awk_lib"'
+	{ k = $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+	$1 == "native_busy" { b[k] = $7 }
+	$1 == "native_event" { e[k] = $7 }
+	$1 == "lite_ring" { l[k] = $7 }
+	$1 == "lite_sync" { sy[k] = $7 }
+	END {
+		printf "\nasynchronous throughput by queue depth (operations in flight), %d-byte operations,\n", len
+		printf "guest kernel %s, %s on QEMU/TCG, %d s per point; operations per second\n", kver, dev, secs
+		printf "lite ring: lite::Ring (io_uring URING_CMD); lite sync: QD threads, one ioctl each;\n"
+		printf "native: QD work requests outstanding on one RC QP (busy-polled or completion channel)\n"
+		fmt = "%-6s %4s %11s %11s %11s %11s %7s %6s %9s\n"
+		printf fmt, "op", "qd", "busy", "event", "lite ring", "lite sync", "ratio", "native", "ring/sync"
+		print "op,qd,len,native_busy_ops_s,native_event_ops_s,lite_ring_ops_s,lite_sync_ops_s,ratio,native_mode," \
+			"ring_over_sync,kernel" >csv
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			split(k, f, ",")
+			m = better(b, e, k, 0)
+			r = ratio(l, k, b, e, k, m)
+			rs = (k in l && k in sy && sy[k] + 0 > 0) ? sprintf("%.2f", l[k] / sy[k]) : "-"
+			printf fmt, f[1], f[2], v(b, k), v(e, k), v(l, k), v(sy, k), r, m, rs
+			print k "," len "," v(b, k) "," v(e, k) "," v(l, k) "," v(sy, k) "," r "," m "," rs "," kver >csv
+		}
+		printf "ratio = lite ring / the higher native throughput, from the native mode named\n"
+	}' "$out/async-all.csv" | tee "$out/async.txt"
+
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
 	for f in "$out/rpc.txt" "$out/rpc_tput.txt" "$out/cq_modes.txt" "$out/ops.txt" "$out/first_op.txt" \
-		"$out/reg.txt"; do
+		"$out/reg.txt" "$out/async.txt"; do
 		echo "$note" >>"$f"
 	done
 fi
-say "CSV in $out/rpc.csv, $out/rpc_tput.csv, $out/cq_modes.csv, $out/ops.csv, $out/first_op.csv, $out/reg.csv"
+say "CSV in $out/rpc.csv, $out/rpc_tput.csv, $out/cq_modes.csv, $out/ops.csv, $out/first_op.csv, $out/reg.csv," \
+	"$out/async.csv"
 
 # Figures: a PNG next to each CSV (benchmarks/plot.py, python3-matplotlib),
 # made after every measurement; Debian's python3 first, which has matplotlib.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
-// lite-lat: LITE_write and LITE_read latency through liblite's C API
+// lite-lat: LITE_write, LITE_read, LITE_fetch_add and LITE_cmp_swap latency
+// through liblite's C API
 // (lite/lite.h), to compare with native-lat (see benchmarks/bench.sh).
 //
 // Brings nothing up itself: the nodes must already run (litectl up). It
@@ -87,6 +88,34 @@ void read_lmr(lite_t* lite, const Lmr& lmr, std::vector<uint8_t>& buf, size_t le
         throw lite_error("LITE_read(" + std::to_string(len) + " bytes)", rc);
 }
 
+// LITE_fetch_add and LITE_cmp_swap on the LMR's first word (8 bytes), each
+// checked once: the old value returned and the word after.
+void measure_atomics(lite_t* lite, const Lmr& lmr, const bench::Options& opt)
+{
+    uint64_t old = 0;
+    auto call = [](int rc, const char* what) {
+        if (rc < 0)
+            throw lite_error(what, rc);
+    };
+    call(LITE_cmp_swap(lite, lmr.handle(), 0, 0, 0, &old), "LITE_cmp_swap"); // read the word
+    const uint64_t base = old;
+    call(LITE_fetch_add(lite, lmr.handle(), 0, 5, &old), "LITE_fetch_add");
+    uint64_t now = 0;
+    call(LITE_fetch_add(lite, lmr.handle(), 0, 0, &now), "LITE_fetch_add");
+    if (old != base || now != base + 5)
+        throw std::runtime_error("LITE_fetch_add: wrong old value returned or wrong result");
+    call(LITE_cmp_swap(lite, lmr.handle(), 0, now, 42, &old), "LITE_cmp_swap");
+    call(LITE_fetch_add(lite, lmr.handle(), 0, 0, &now), "LITE_fetch_add");
+    if (old != base + 5 || now != 42)
+        throw std::runtime_error("LITE_cmp_swap: wrong old value returned or wrong result");
+
+    bench::Stats s =
+        bench::measure(opt, [&] { call(LITE_fetch_add(lite, lmr.handle(), 0, 1, &old), "LITE_fetch_add"); });
+    bench::print_csv_row("fetch-add", 8, opt, s);
+    s = bench::measure(opt, [&] { call(LITE_cmp_swap(lite, lmr.handle(), 0, 1, 2, &old), "LITE_cmp_swap"); });
+    bench::print_csv_row("cmp-swap", 8, opt, s);
+}
+
 int run(int argc, char** argv)
 {
     bench::Options opt;
@@ -162,6 +191,7 @@ int run(int argc, char** argv)
         bench::Stats s = bench::measure(opt, [&] { read_lmr(lite.get(), lmr, in, size); });
         bench::print_csv_row("read", size, opt, s);
     }
+    measure_atomics(lite.get(), lmr, opt);
     return 0;
 }
 

@@ -276,14 +276,23 @@ def plot_ops(d):
     for r in rows:
         if r["op"] not in ops:
             ops.append(r["op"])
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
     colors = plt.get_cmap("tab10").colors
+    # One colour per operation: native busy solid, native event dotted,
+    # lite (rows "lite-OP") dashed.
+    bases = []
+    for op in ops:
+        base = op.removeprefix("lite-").removesuffix("-event")
+        if base not in bases:
+            bases.append(base)
     drawn, sizes = 0, []
-    for i, op in enumerate(ops):
+    for op in ops:
+        base = op.removeprefix("lite-").removesuffix("-event")
+        style = "--" if op.startswith("lite-") else ":" if op.endswith("-event") else "-"
         rs = [r for r in rows if r["op"] == op]
         xs = [key_num(r, "size") for r in rs]
         sizes += xs
-        drawn += line(ax, xs, [num(r, "median_us") for r in rs], op, colors[i % 10])
+        drawn += line(ax, xs, [num(r, "median_us") for r in rs], op, colors[bases.index(base) % 10], style)
     if not drawn:
         plt.close(fig)
         raise Skip("ops.csv has no measured medians")
@@ -291,7 +300,8 @@ def plot_ops(d):
     ax.set_xlabel("size (bytes)")
     ax.set_ylabel("median latency (µs)")
     ax.legend(fontsize="small")
-    title(ax, "native verbs, median latency per operation", rows)
+    ax.legend(fontsize="x-small", ncol=2)
+    title(ax, "median latency per operation: native verbs and lite (dashed)", rows)
     return fig
 
 
@@ -343,6 +353,43 @@ def plot_reg(d):
     return fig
 
 
+def plot_async(d):
+    rows = read_csv(os.path.join(d, "async.csv"), ["op", "qd", "lite_ring_ops_s"])
+    ops = []
+    for r in rows:
+        if r["op"] not in ops:
+            ops.append(r["op"])
+    fig, axes = plt.subplots(1, len(ops), figsize=(6 * len(ops), 4.8), squeeze=False)
+    drawn = 0
+    series = (
+        ("lite_ring_ops_s", "lite ring (io_uring)", "tab:blue", "-"),
+        ("lite_sync_ops_s", "lite sync (ioctl per thread)", "tab:purple", "--"),
+        ("native_busy_ops_s", BUSY[0], BUSY[1], "-"),
+        ("native_event_ops_s", EVENT[0], EVENT[1], "-"),
+    )
+    for ax, op in zip(axes[0], ops):
+        rs = [r for r in rows if r["op"] == op]
+        qds = [key_num(r, "qd") for r in rs]
+        for col, label, color, style in series:
+            if col in rs[0]:
+                drawn += line(ax, qds, [num(r, col) for r in rs], label, color, style)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(set(qds)))
+        ax.set_xticklabels([str(int(q)) for q in sorted(set(qds))])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("queue depth (operations in flight)")
+        ax.set_ylabel(f"{op}s per second")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+        ax.set_title(f"{op}, {rs[0].get('len', '?')} B", fontsize="medium")
+    if not drawn:
+        plt.close(fig)
+        raise Skip("async.csv has no measured throughput")
+    title(fig, "throughput by queue depth", rows)
+    return fig
+
+
 FIGURES = (
     ("latency", plot_latency),
     ("rpc", plot_rpc),
@@ -351,6 +398,7 @@ FIGURES = (
     ("ops", plot_ops),
     ("first_op", plot_first_op),
     ("reg", plot_reg),
+    ("async", plot_async),
 )
 
 
