@@ -41,7 +41,7 @@ static int lite_node_set_peer(struct lite_node *node, u16 id,
 		return ret;
 	if (node->peers[id] && node->peers[id] != conn)
 		lite_conn_close(node->peers[id]);	/* a stale one */
-	node->peers[id] = conn;
+	lite_node_set_conn(node, id, conn);
 	return 0;
 }
 
@@ -73,7 +73,7 @@ static void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
 		return;
 	if (node->peers[id]) {
 		lite_conn_close(node->peers[id]);
-		node->peers[id] = NULL;
+		lite_node_set_conn(node, id, NULL);
 	}
 	atomic64_inc(left ? &node->stats.leaves : &node->stats.losses);
 	pr_info("lite%u: node %u %s\n", node->instance, id,
@@ -124,7 +124,7 @@ static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
 	} else if (hs->auth.purpose == LITE_PURPOSE_SELF) {
 		ret = lite_conn_set_ready(conn, node->mb.self);
 		if (!ret)
-			node->self_conn = conn;
+			lite_node_set_conn(node, 0, conn);
 	} else if (!lite_mbr_present(&node->mb, hs->peer_id)) {
 		ret = -ENOENT;	/* it left while we were connecting */
 	} else {
@@ -610,9 +610,9 @@ void lite_cluster_conn_closed(struct lite_conn *conn)
 
 	mutex_lock(&node->lock);
 	if (node->self_conn == conn)
-		node->self_conn = NULL;
+		lite_node_set_conn(node, 0, NULL);
 	if (id && node->peers[id] == conn) {
-		node->peers[id] = NULL;
+		lite_node_set_conn(node, id, NULL);
 		if (!node->dying)
 			lite_node_drop_member(node, id,
 					      READ_ONCE(conn->peer_left));

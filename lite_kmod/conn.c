@@ -852,7 +852,6 @@ void lite_conn_close(struct lite_conn *conn)
 		conn->cm_status = -ECONNABORTED;
 		complete_all(&conn->cm_done);
 	}
-	lite_calls_fail(conn->node, conn, -ECONNRESET);
 	lite_rdma_conn_closed(conn);
 	lite_rpc_conn_failed(conn);
 	/* close_work inherits the existence reference. */
@@ -887,6 +886,12 @@ static void lite_conn_close_work(struct work_struct *work)
 	cancel_work_sync(&conn->event_work);
 	lite_poll_del(conn);
 	flush_work(&conn->defer_work);	/* what the CQ handed over */
+	/*
+	 * Only now: a reply that arrived before the close (say, the verdict
+	 * of a peer that then disconnected) was delivered by the drain and
+	 * the flush above, and must win over ECONNRESET.
+	 */
+	lite_calls_fail(conn->node, conn, -ECONNRESET);
 	if (conn->cq)
 		ib_free_cq(conn->cq);
 	conn->cq = NULL;

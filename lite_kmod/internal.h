@@ -132,7 +132,8 @@ struct lite_node {
 
 	struct mutex lock;		/* protects the fields below */
 	struct lite_membership mb;
-	struct lite_conn *peers[LITE_MAX_NODES + 1];	/* READY conns only */
+	struct lite_conn *peers[LITE_MAX_NODES + 1];	/* READY conns only;
+							 * also peers_lock */
 	struct list_head conns;		/* every lite_conn of this node */
 	bool dying;			/* leaving: refuse new connections */
 	u16 self_id;			/* also read with READ_ONCE */
@@ -146,7 +147,11 @@ struct lite_node {
 	struct lite_node_stats stats;	/* atomics */
 
 	u32 rkey;			/* immutable: the PD's global rkey */
-	struct lite_conn *self_conn;	/* node lock: loopback, active end */
+	struct lite_conn *self_conn;	/* node lock and peers_lock: loopback,
+					 * active end */
+	spinlock_t peers_lock;		/* writers of @peers and @self_conn hold
+					 * it with @lock; lite_node_conn() (the
+					 * data path) only it */
 	struct xarray exports;		/* id -> lite_export; node lock */
 	u32 next_export;		/* node lock */
 	struct list_head orphans;	/* exports to reap; node lock */
@@ -599,6 +604,7 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);
 
 /* lmr.c: LMRs as their users see them */
 struct lite_conn *lite_node_conn(struct lite_node *node, u16 id);
+void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn);
 struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		   struct lite_lmr **out);

@@ -21,12 +21,25 @@ struct lite_conn *lite_node_conn(struct lite_node *node, u16 id)
 
 	if (!id || id > LITE_MAX_NODES)
 		return NULL;
-	mutex_lock(&node->lock);
-	conn = id == node->mb.self ? node->self_conn : node->peers[id];
+	spin_lock(&node->peers_lock);
+	conn = id == READ_ONCE(node->self_id) ? node->self_conn :
+						node->peers[id];
 	if (conn)
 		lite_conn_get(conn);
-	mutex_unlock(&node->lock);
+	spin_unlock(&node->peers_lock);
 	return conn;
+}
+
+/* Set the connection to node @id (0: the loopback one); node->lock held. */
+void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
+{
+	lockdep_assert_held(&node->lock);
+	spin_lock(&node->peers_lock);
+	if (id)
+		node->peers[id] = conn;
+	else
+		node->self_conn = conn;
+	spin_unlock(&node->peers_lock);
 }
 
 /* A connection to the manager (the registry), referenced; or NULL. */

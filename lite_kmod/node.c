@@ -192,6 +192,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	node->cm_kind = LITE_CM_LISTENER;
 	kref_init(&node->ref);
 	mutex_init(&node->lock);
+	spin_lock_init(&node->peers_lock);
 	INIT_LIST_HEAD(&node->conns);
 	INIT_LIST_HEAD(&node->dev_entry);
 	init_waitqueue_head(&node->conns_wq);
