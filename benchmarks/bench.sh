@@ -630,12 +630,11 @@ awk -F, -v kver="$kver" -v secs="$mr_secs" -v dev="$dev" -v node="$server_node" 
 	src == "event" { er[k] = $11; eo[k] = $9; es[k] = $10; eset[k] = $12; edown[k] = $13; next }
 	{ lr[k] = $11; lo[k] = $9; ls[k] = $10; lset[k] = $12; ldown[k] = $13 }
 	END {
-		printf "\nMR scalability: random remote writes, one outstanding at a time (queue depth 1), about %d s\n", secs
-		printf "per point, guest kernel %s, %s on QEMU/TCG; each write goes to a random region at a random\n", kver, dev
-		printf "offset; native: one MR per region (ibv_reg_mr), RDMA WRITE, busy-polled or event-driven;\n"
-		printf "lite: one LMR per region on node %s, LITE_write; setup in s: mmap + ibv_reg_mr of every\n", node
-		printf "region (native: the faster of the busy and event runs, which set up the same) or\n"
-		printf "LITE_alloc of every region (lite)\n"
+		printf "\nMR scalability, guest kernel %s, %s on QEMU/TCG: random remote writes, one at a time\n", kver, dev
+		printf "(queue depth 1), about %d s per point, each to a random region at a random offset; native:\n", secs
+		printf "one MR per region (ibv_reg_mr), RDMA WRITE, busy-polled or event-driven; lite: one LMR per\n"
+		printf "region on node %s, LITE_write. Setup in s: mmap + ibv_reg_mr of every region (native: the\n", node
+		printf "faster of the busy and event runs, which set up the same) or LITE_alloc of every region (lite)\n"
 		fmt = "%-7s %7s %6s %6s %5s %10s %10s %10s %6s %6s %9s %9s\n"
 		printf fmt, "sweep", "regions", "region", "total", "len", "busy w/s", "event w/s", "lite w/s", "ratio",
 			"native", "nat setup", "lite setup"
