@@ -29,6 +29,13 @@
 #                connect, RDMA WRITE)
 #   reg          making memory usable (reg-cost): LITE_alloc + LITE_free
 #                on node 2 against ibv_reg_mr + ibv_dereg_mr, by size
+#   mr_scale     MR scalability (mr-scale): writes per second of random
+#                64 B and 1 KB writes, one outstanding at a time, into one
+#                region of 1 MiB to 4 GiB and into 1 to 10,000 regions of
+#                64 KiB: lite (one LMR per region on node 2, LITE_write)
+#                against native (one MR per region, RDMA WRITE), with the
+#                time to set the regions up; the programs run one after
+#                another, so only one of them holds the memory at a time
 #   async        throughput with 1..64 operations in flight (async-tput):
 #                lite::Ring over io_uring and one blocking ioctl per thread
 #                against native verbs with that many WRs outstanding
@@ -49,10 +56,15 @@
 # (64), BENCH_TPUT_SECONDS (3), BENCH_CQ_MODES ("busy softirq workqueue
 # adaptive"), BENCH_CQ_ITERS (BENCH_ITERS), BENCH_CQ_SIZES (8,4096),
 # BENCH_OPS_ITERS (500), BENCH_OPS_SIZES (BENCH_SIZES), BENCH_FIRST_RUNS
-# (20), BENCH_REG_SIZES (4K,64K,1M,16M,256M,1G), BENCH_ASYNC_QDS
-# (1,2,4,8,16,32,64), BENCH_ASYNC_LEN (64), BENCH_ASYNC_SECONDS (1),
-# LITE_ADDR (10.99.0.1),
-# LITE_RXE (rxe0), LITE_OUT (/tmp).
+# (20), BENCH_REG_SIZES (4K,64K,1M,16M,256M,1G), BENCH_MR_SIZES
+# (1M,16M,256M,1G,4G), BENCH_MR_REGIONS (1,10,100,1000,10000),
+# BENCH_MR_REGION_SIZE (64K), BENCH_MR_LENS (64,1024), BENCH_MR_SECONDS (2),
+# BENCH_ASYNC_QDS (1,2,4,8,16,32,64), BENCH_ASYNC_LEN (64),
+# BENCH_ASYNC_SECONDS (1), LITE_ADDR (10.99.0.1), LITE_RXE (rxe0),
+# LITE_OUT (/tmp).
+# BENCH_ONLY: the sections to run, by the names above, separated by spaces
+# (default: all of them, in the order above); the nodes are brought up
+# whatever it says.
 # Exit status 0 only if every measurement ran and passed its checks; a
 # program that fails contributes no numbers ("-" in the tables).
 set -euo pipefail
@@ -66,6 +78,7 @@ lite_rpc=$build/benchmarks/lite-rpc
 native_ops=$build/benchmarks/native-ops
 first_op=$build/benchmarks/first-op
 reg_cost=$build/benchmarks/reg-cost
+mr_scale=$build/benchmarks/mr-scale
 async_tput=$build/benchmarks/async-tput
 iters=${BENCH_ITERS:-1000}
 warmup=${BENCH_WARMUP:-100}
@@ -74,10 +87,21 @@ addr=${LITE_ADDR:-10.99.0.1}
 dev=${LITE_RXE:-rxe0}
 out=${LITE_OUT:-/tmp}
 opts=(--iters "$iters" --warmup "$warmup" --sizes "$sizes")
+kver=$(uname -r)
 
 say() { echo "bench: $*" >&2; }
 
-for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$async_tput"; do
+# The sections (each a table, NAME.txt and NAME.csv); want NAME: whether
+# BENCH_ONLY asks for it. The sections' code below is not indented under
+# its "if want NAME" guard.
+sections="latency rpc rpc_tput cq_modes ops first_op reg mr_scale async"
+only=${BENCH_ONLY:-$sections}
+for s in $only; do
+	[[ " $sections " == *" $s "* ]] || { say "BENCH_ONLY: no section '$s' (there are: $sections)"; exit 2; }
+done
+want() { [[ " $only " == *" $1 "* ]]; }
+
+for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$mr_scale" "$async_tput"; do
 	[ -x "$f" ] || { say "$f not built (make user)"; exit 1; }
 done
 
@@ -152,7 +176,14 @@ run_to() {
 #   ratio(l, lk, b, e, nk, mode)
 #                 l[lk] divided by b[nk] (mode "busy") or e[nk] ("event"),
 #                 to 2 places; "-" if a number is missing or the divisor is 0
+#   human(b)      a byte count as 4K, 16M, 1G where it divides evenly
 awk_lib='
+function human(b) {
+	if (b % 1073741824 == 0) return (b / 1073741824) "G"
+	if (b % 1048576 == 0) return (b / 1048576) "M"
+	if (b % 1024 == 0) return (b / 1024) "K"
+	return b
+}
 function v(a, k) { return (k in a) ? a[k] : "-" }
 function better(b, e, k, lower) {
 	if (!(k in b) || !(k in e)) return "-"
@@ -171,6 +202,7 @@ say "bringing up 2 lite nodes on $dev ($addr:18515, $addr:18516)"
 nodes_up
 
 rc=0
+if want latency; then
 say "native verbs: $native (--poll busy, then --poll event)"
 run_to "$out/native.csv" "$native" --addr "$addr" --poll busy "${opts[@]}" || true
 run_to "$out/native-event.csv" "$native" --addr "$addr" --poll event "${opts[@]}" || true
@@ -187,7 +219,6 @@ fi
 # Join the three CSVs (op,size,iters,median_us,p99_us,min_us) on op (less
 # native-lat's -event suffix) and size, in native-lat's order; a side that
 # is missing shows as "-".
-kver=$(uname -r)
 awk -F, -v kver="$kver" -v iters="$iters" -v warmup="$warmup" -v dev="$dev" \
 	-v csv="$out/latency.csv" "$awk_lib"'
 	FNR == 1 { next }
@@ -248,7 +279,9 @@ if [ -x "$lite" ]; then
 			}
 		}' "$out/copy.csv" "$out/zcopy.csv" | tee -a "$out/latency.txt"
 fi
+fi # latency
 
+if want rpc; then
 # RPC latency: native-rpc against lite-rpc, one call at a time per size.
 rpc_iters=${BENCH_RPC_ITERS:-$iters}
 rpc_sizes=${BENCH_RPC_SIZES:-8,64,512,4096,32768,65536}
@@ -290,7 +323,9 @@ awk -F, -v kver="$kver" -v iters="$rpc_iters" -v warmup="$warmup" -v dev="$dev" 
 		printf "both against the native mode named (the one with the lower median)\n"
 	}' src=busy "$out/native-rpc.csv" src=event "$out/native-rpc-event.csv" src=lite "$out/lite-rpc.csv" |
 	tee "$out/rpc.txt"
+fi # rpc
 
+if want rpc_tput; then
 # RPC throughput: calls per second from each number of client threads.
 tput_threads=${BENCH_TPUT_THREADS:-1,2,4}
 tput_size=${BENCH_TPUT_SIZE:-64}
@@ -334,7 +369,9 @@ awk -F, -v kver="$kver" -v size="$tput_size" -v secs="$tput_secs" -v dev="$dev" 
 		printf "ratio = lite calls/s / the higher native calls/s, from the native mode named\n"
 	}' src=busy "$out/native-rpc-tput.csv" src=event "$out/native-rpc-tput-event.csv" src=lite "$out/lite-rpc-tput.csv" |
 	tee "$out/rpc_tput.txt"
+fi # rpc_tput
 
+if want cq_modes; then
 # Completion delivery: the nodes brought up again in each mode; lite-rpc at
 # a small and a page-sized call and lite-lat at 8 bytes, against native runs
 # made once here in both poll modes (native code does not depend on lite's
@@ -439,7 +476,12 @@ awk -F, -v kver="$kver" -v iters="$cq_iters" -v warmup="$warmup" -v dev="$dev" -
 		printf "ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99, both\n"
 		printf "against the native mode named (rpc: native-rpc; write, read: native-lat)\n"
 	}' "$out/cq-all.csv" | tee "$out/cq_modes.txt"
+fi # cq_modes
 
+if want ops; then
+# lite's latency by operation comes from the latency section (lite-lat).
+lite_csv=/dev/null
+if want latency; then lite_csv=$out/lite.csv; fi
 # The transport's ceiling: native verbs latency by operation and size.
 ops_iters=${BENCH_OPS_ITERS:-500}
 ops_sizes=${BENCH_OPS_SIZES:-$sizes}
@@ -498,9 +540,11 @@ awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$d
 		for (j = 1; j <= nm; j++)
 			if (!(want[j] in ops))
 				printf "%s: not measured (failed or not supported; see the log)\n", want[j]
-	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" src=lite "$out/lite.csv" |
+	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" src=lite "$lite_csv" |
 	tee "$out/ops.txt"
+fi # ops
 
+if want first_op; then
 # Time to the first operation, lite against native, in fresh processes.
 first_runs=${BENCH_FIRST_RUNS:-20}
 say "time to first operation: $first_op, $first_runs runs each (native, then lite on node $server_node)"
@@ -529,7 +573,9 @@ awk -F, -v kver="$kver" -v dev="$dev" -v runs="$first_runs" -v csv="$out/first_o
 		print "native," runs "," g(med, "native") "," g(p99, "native") "," g(mn, "native") ",-," kver >csv
 		print "lite," runs "," g(med, "lite") "," g(p99, "lite") "," g(mn, "lite") "," r "," kver >csv
 	}' "$out/first-op-native.csv" "$out/first-op-lite.csv" | tee "$out/first_op.txt"
+fi # first_op
 
+if want reg; then
 # Making memory usable: registration against LITE_alloc, by size.
 reg_sizes=${BENCH_REG_SIZES:-4K,64K,1M,16M,256M,1G}
 say "registration cost: $reg_cost --sizes $reg_sizes (LMRs on node $server_node)"
@@ -538,13 +584,7 @@ run_to "$out/reg-cost.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" 
 
 # reg-cost's CSV (size,native_reg_us,native_dereg_us,lite_alloc_us,
 # lite_free_us; "-" for a side skipped on ENOMEM) with the ratio added.
-awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.csv" '
-	function human(b) {
-		if (b % 1073741824 == 0) return (b / 1073741824) "G"
-		if (b % 1048576 == 0) return (b / 1048576) "M"
-		if (b % 1024 == 0) return (b / 1024) "K"
-		return b
-	}
+awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.csv" "$awk_lib"'
 	BEGIN {
 		printf "\nmaking memory usable, guest kernel %s, %s on QEMU/TCG; median us per call\n", kver, dev
 		printf "native: ibv_reg_mr / ibv_dereg_mr of a touched buffer; lite: LITE_alloc / LITE_free on node %s\n", node
@@ -564,7 +604,87 @@ awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.cs
 		printf "ratio = (lite alloc + free) / (native reg + dereg); \"-\": not measured (ENOMEM skips are\n"
 		printf "in the log); lite also allocates and zeroes the memory, native only registers it\n"
 	}' "$out/reg-cost.csv" | tee "$out/reg.txt"
+fi # reg
+if want mr_scale; then
+# MR scalability: random writes into one region of growing size and into a
+# growing number of regions, native (one MR per region, both poll modes)
+# against lite (one LMR per region on node 2), one write outstanding at a
+# time. The programs run one after another and free every point's memory
+# before the next point, so the largest (4 GiB) is held once, on one side.
+mr_sizes=${BENCH_MR_SIZES:-1M,16M,256M,1G,4G}
+mr_regions=${BENCH_MR_REGIONS:-1,10,100,1000,10000}
+mr_region_size=${BENCH_MR_REGION_SIZE:-64K}
+mr_lens=${BENCH_MR_LENS:-64,1024}
+mr_secs=${BENCH_MR_SECONDS:-2}
+mr_start=$SECONDS
+for sweep in memory regions; do
+	if [ "$sweep" = memory ]; then
+		mr_opts=(--sweep memory --sizes "$mr_sizes")
+	else
+		mr_opts=(--sweep regions --regions "$mr_regions" --region-size "$mr_region_size")
+	fi
+	mr_opts+=(--lens "$mr_lens" --seconds "$mr_secs")
+	say "MR scalability, $sweep sweep: $mr_scale ${mr_opts[*]} (native --poll busy, --poll event, lite on node $server_node)"
+	run_to "$out/mr-$sweep-native.csv" "$mr_scale" --mode native --addr "$addr" --poll busy "${mr_opts[@]}" || true
+	run_to "$out/mr-$sweep-native-event.csv" "$mr_scale" --mode native --addr "$addr" --poll event "${mr_opts[@]}" ||
+		true
+	run_to "$out/mr-$sweep-lite.csv" "$mr_scale" --mode lite --instance "$client_inst" --node "$server_node" \
+		"${mr_opts[@]}" || true
+done
+say "MR scalability: $((SECONDS - mr_start)) s"
 
+# Joins the six CSVs (sweep,mode,poll,qd,regions,region_bytes,total_bytes,
+# len,ops,seconds,ops_per_s,setup_s,teardown_s) on sweep, regions, region
+# size and write size; a point not measured ("-", or a failed program) shows
+# as "-".
+awk -F, -v kver="$kver" -v secs="$mr_secs" -v dev="$dev" -v node="$server_node" -v csv="$out/mr_scale.csv" \
+	"$awk_lib"'
+	# lower(b, e, k): the lower of b[k] and e[k], or the one there is, or "-"
+	function lower(b, e, k) {
+		if ((k in b) && (k in e)) return (e[k] + 0 < b[k] + 0) ? e[k] : b[k]
+		return (k in b) ? b[k] : v(e, k)
+	}
+	FNR == 1 { next }
+	{
+		k = $1 "," $5 "," $6 "," $8
+		if (!(k in seen)) { seen[k] = 1; order[++n] = k; total[k] = $7; qd[k] = $4 }
+		if ($11 == "-") next
+	}
+	src == "busy" { br[k] = $11; bo[k] = $9; bs[k] = $10; bset[k] = $12; bdown[k] = $13; next }
+	src == "event" { er[k] = $11; eo[k] = $9; es[k] = $10; eset[k] = $12; edown[k] = $13; next }
+	{ lr[k] = $11; lo[k] = $9; ls[k] = $10; lset[k] = $12; ldown[k] = $13 }
+	END {
+		printf "\nMR scalability, guest kernel %s, %s on QEMU/TCG: random remote writes, one at a time\n", kver, dev
+		printf "(queue depth 1), about %d s per point, each to a random region at a random offset; native:\n", secs
+		printf "one MR per region (ibv_reg_mr), RDMA WRITE, busy-polled or event-driven; lite: one LMR per\n"
+		printf "region on node %s, LITE_write. Setup in s: mmap + ibv_reg_mr of every region (native: the\n", node
+		printf "faster of the busy and event runs, which set up the same) or LITE_alloc of every region (lite)\n"
+		fmt = "%-7s %7s %6s %6s %5s %10s %10s %10s %6s %6s %9s %9s\n"
+		printf fmt, "sweep", "regions", "region", "total", "len", "busy w/s", "event w/s", "lite w/s", "ratio",
+			"native", "nat setup", "lite setup"
+		print "sweep,regions,region_bytes,total_bytes,len,qd,native_busy_ops_per_s,native_event_ops_per_s," \
+			"lite_ops_per_s,ratio,native_mode,native_busy_ops,native_busy_seconds,native_event_ops," \
+			"native_event_seconds,lite_ops,lite_seconds,native_busy_setup_s,native_event_setup_s,lite_setup_s," \
+			"native_busy_teardown_s,native_event_teardown_s,lite_teardown_s,kernel" >csv
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			split(k, f, ",")
+			m = better(br, er, k, 0)
+			r = ratio(lr, k, br, er, k, m)
+			printf fmt, f[1], f[2], human(f[3]), human(total[k]), f[4], v(br, k), v(er, k), v(lr, k), r, m,
+				lower(bset, eset, k), v(lset, k)
+			print f[1] "," f[2] "," f[3] "," total[k] "," f[4] "," qd[k] "," v(br, k) "," v(er, k) "," v(lr, k) "," r "," m "," v(bo, k) "," \
+				v(bs, k) "," v(eo, k) "," v(es, k) "," v(lo, k) "," v(ls, k) "," v(bset, k) "," v(eset, k) "," \
+				v(lset, k) "," v(bdown, k) "," v(edown, k) "," v(ldown, k) "," kver >csv
+		}
+		printf "ratio = lite writes/s / the higher native writes/s, from the native mode named;\n"
+		printf "\"-\": not measured (ENOMEM skips and failures are in the log)\n"
+	}' src=busy "$out/mr-memory-native.csv" src=event "$out/mr-memory-native-event.csv" \
+	src=lite "$out/mr-memory-lite.csv" src=busy "$out/mr-regions-native.csv" \
+	src=event "$out/mr-regions-native-event.csv" src=lite "$out/mr-regions-lite.csv" | tee "$out/mr_scale.txt"
+fi # mr_scale
+
+if want async; then
 # Throughput with operations in flight, by queue depth: lite over io_uring,
 # lite with one blocking ioctl per thread, native verbs.
 async_qds=${BENCH_ASYNC_QDS:-1,2,4,8,16,32,64}
@@ -616,17 +736,20 @@ awk -F, -v kver="$kver" -v dev="$dev" -v len="$async_len" -v secs="$async_secs" 
 		}
 		printf "ratio = lite ring / the higher native throughput, from the native mode named\n"
 	}' "$out/async-all.csv" | tee "$out/async.txt"
+fi # async
 
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
-	for f in "$out/rpc.txt" "$out/rpc_tput.txt" "$out/cq_modes.txt" "$out/ops.txt" "$out/first_op.txt" \
-		"$out/reg.txt" "$out/async.txt"; do
-		echo "$note" >>"$f"
+	for t in $only; do
+		echo "$note" >>"$out/$t.txt"
 	done
 fi
-say "CSV in $out/rpc.csv, $out/rpc_tput.csv, $out/cq_modes.csv, $out/ops.csv, $out/first_op.csv, $out/reg.csv," \
-	"$out/async.csv"
+csvs=''
+for t in $only; do
+	csvs+="${csvs:+, }$out/$t.csv"
+done
+say "CSV in $csvs"
 
 # Figures: a PNG next to each CSV (benchmarks/plot.py, python3-matplotlib),
 # made after every measurement; Debian's python3 first, which has matplotlib.

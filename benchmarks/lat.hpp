@@ -49,6 +49,56 @@ inline uint64_t parse_number(std::string_view text, std::string_view what, uint6
     return v;
 }
 
+// "4K", "16M", "1G", "4096": a byte count with an optional K, M or G suffix
+// (binary units), in 1..@max; throws UsageError naming @what.
+inline uint64_t parse_bytes(std::string_view text, std::string_view what, uint64_t max)
+{
+    uint64_t unit = 1;
+    std::string_view digits = text;
+    if (!digits.empty()) {
+        switch (digits.back()) {
+        case 'K':
+        case 'k':
+            unit = uint64_t{1} << 10;
+            break;
+        case 'M':
+        case 'm':
+            unit = uint64_t{1} << 20;
+            break;
+        case 'G':
+        case 'g':
+            unit = uint64_t{1} << 30;
+            break;
+        default:
+            break;
+        }
+    }
+    if (unit != 1)
+        digits.remove_suffix(1);
+    uint64_t v = 0;
+    const char* end = digits.data() + digits.size();
+    auto [ptr, ec] = std::from_chars(digits.data(), end, v);
+    if (ec != std::errc{} || ptr != end || digits.empty() || v == 0 || v > max / unit) {
+        throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not a size in 1.." +
+                         std::to_string(max) + " bytes (a number with an optional K, M or G suffix)");
+    }
+    return v * unit;
+}
+
+// "a,b,c": @one applied to each comma-separated item, in order.
+template <typename Fn> auto parse_list(std::string_view text, const Fn& one)
+{
+    std::vector<decltype(one(text))> items;
+    while (true) {
+        const size_t comma = text.find(',');
+        items.push_back(one(text.substr(0, comma)));
+        if (comma == std::string_view::npos)
+            break;
+        text.remove_prefix(comma + 1);
+    }
+    return items;
+}
+
 // "8,64,512": sizes in bytes, each in 1..@max.
 inline std::vector<size_t> parse_sizes(std::string_view text, size_t max)
 {

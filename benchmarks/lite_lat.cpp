@@ -31,6 +31,7 @@ namespace
 
 using bench::Lite;
 using bench::lite_error;
+using bench::Lmr;
 using bench::open_lite;
 
 constexpr const char* kProg = "lite-lat";
@@ -47,32 +48,6 @@ The nodes must be up already (litectl up).
   --path P          auto (default: the kernel picks by size), copy (through
                     a kernel buffer) or zcopy (pinned user pages)
 )";
-
-// An LMR this lite_t allocated; freed (on its node) on destruction.
-class Lmr
-{
-public:
-    Lmr(lite_t* lite, uint64_t size, uint32_t node) : lite_(lite)
-    {
-        if (int rc = LITE_alloc(lite, size, node, &handle_); rc < 0)
-            throw lite_error("LITE_alloc(" + std::to_string(size) + " bytes on node " + std::to_string(node) + ")", rc);
-    }
-    Lmr(const Lmr&) = delete;
-    Lmr& operator=(const Lmr&) = delete;
-    Lmr(Lmr&&) = delete;
-    Lmr& operator=(Lmr&&) = delete;
-    ~Lmr()
-    {
-        if (int rc = LITE_free(lite_, handle_); rc < 0)
-            (void)std::fprintf(stderr, "%s: warning: LITE_free failed: %s\n", kProg, LITE_strerror(rc));
-    }
-
-    [[nodiscard]] lite_lmr_t handle() const noexcept { return handle_; }
-
-private:
-    lite_t* lite_;
-    lite_lmr_t handle_ = 0;
-};
 
 uint32_t g_flags = 0; // LITE_RW_* from --path
 

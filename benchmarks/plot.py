@@ -5,8 +5,10 @@
 Usage: python3 benchmarks/plot.py DIR
 
 Reads DIR/latency.csv, rpc.csv, rpc_tput.csv, cq_modes.csv and, when they
-are there, ops.csv, first_op.csv, reg.csv, and writes a PNG of the same name
-next to each. Columns are found by their header name. A "-" (or empty) cell
+are there, ops.csv, first_op.csv, reg.csv, async.csv, and writes a PNG of
+the same name next to each; from mr_scale.csv two, mr_scale_memory.png and
+mr_scale_regions.png (one per sweep). Columns are found by their header
+name. A "-" (or empty) cell
 is a number that was not measured and is left out of the figure. A figure
 whose CSV is missing or has no numbers is skipped with a note on stderr.
 
@@ -118,7 +120,7 @@ def title(ax_or_fig, what, rows=()):
 
 def size_label(n):
     n = int(n)
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= div and n % div == 0:
             return f"{n // div} {unit}"
     return f"{n} B"
@@ -390,6 +392,64 @@ def plot_async(d):
     return fig
 
 
+def plot_mr_scale(d, sweep):
+    """Writes/s against total registered memory (memory sweep) or the number
+    of regions (regions sweep): a line per mode and write size."""
+    series = (
+        ("lite_ops_per_s", LITE),
+        ("native_busy_ops_per_s", BUSY),
+        ("native_event_ops_per_s", EVENT),
+    )
+    xcol = "total_bytes" if sweep == "memory" else "regions"
+    rows = read_csv(os.path.join(d, "mr_scale.csv"), ["sweep", "len", xcol] + [c for c, _ in series])
+    rows = [r for r in rows if r["sweep"] == sweep]
+    if not rows:
+        raise Skip(f"mr_scale.csv has no {sweep} sweep")
+    lens = []
+    for r in rows:
+        n = int(key_num(r, "len"))
+        if n not in lens:
+            lens.append(n)
+    styles = ("-", "--", ":", "-.")
+    markers = ("o", "s", "^", "D")
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    drawn, xs_all = 0, []
+    for i, n in enumerate(lens):
+        rs = [r for r in rows if int(key_num(r, "len")) == n]
+        xs = [key_num(r, xcol) for r in rs]
+        xs_all += xs
+        for col, (label, color) in series:
+            drawn += line(ax, xs, [num(r, col) for r in rs], f"{label}, {size_label(n)}", color,
+                          styles[i % len(styles)], markers[i % len(markers)])
+    if not drawn:
+        plt.close(fig)
+        raise Skip(f"mr_scale.csv has no measured {sweep} throughput")
+    ticks = sorted(set(xs_all))
+    if sweep == "memory":
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([size_label(t) for t in ticks])
+        ax.set_xlabel("registered memory, one region (bytes)")
+    else:
+        ax.set_xscale("log")
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{int(t):,}" for t in ticks])
+        sizes = sorted({r.get("region_bytes", "") for r in rows} - {"", "-"})
+        each = f" of {size_label(sizes[0])}" if len(sizes) == 1 else ""
+        ax.set_xlabel(f"regions{each} (one MR or LMR each)")
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_yscale("log")
+    plain = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.0f}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.set_ylabel("random writes per second (queue depth 1)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small", ncol=2)
+    what = "registered memory" if sweep == "memory" else "number of regions"
+    title(ax, f"MR scalability: random remote writes as the {what} grows", rows)
+    return fig
+
+
 FIGURES = (
     ("latency", plot_latency),
     ("rpc", plot_rpc),
@@ -398,6 +458,8 @@ FIGURES = (
     ("ops", plot_ops),
     ("first_op", plot_first_op),
     ("reg", plot_reg),
+    ("mr_scale_memory", lambda d: plot_mr_scale(d, "memory")),
+    ("mr_scale_regions", lambda d: plot_mr_scale(d, "regions")),
     ("async", plot_async),
 )
 

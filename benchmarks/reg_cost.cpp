@@ -81,46 +81,6 @@ int64_t ns_since(Clock::time_point t0)
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-// "4K", "1G", "4096": bytes in 1..LITE_LMR_MAX.
-uint64_t parse_size(std::string_view text)
-{
-    uint64_t unit = 1;
-    if (!text.empty()) {
-        switch (text.back()) {
-        case 'K':
-        case 'k':
-            unit = kKiB;
-            break;
-        case 'M':
-        case 'm':
-            unit = kMiB;
-            break;
-        case 'G':
-        case 'g':
-            unit = kGiB;
-            break;
-        default:
-            break;
-        }
-    }
-    if (unit != 1)
-        text.remove_suffix(1);
-    return bench::parse_number(text, "--sizes", 1, LITE_LMR_MAX / unit) * unit;
-}
-
-std::vector<uint64_t> parse_sizes(std::string_view text)
-{
-    std::vector<uint64_t> sizes;
-    while (true) {
-        const size_t comma = text.find(',');
-        sizes.push_back(parse_size(text.substr(0, comma)));
-        if (comma == std::string_view::npos)
-            break;
-        text.remove_prefix(comma + 1);
-    }
-    return sizes;
-}
-
 unsigned default_iters(uint64_t size)
 {
     if (size <= kMiB)
@@ -247,7 +207,8 @@ int run(int argc, char** argv)
         } else if (arg == "--iters") {
             iters = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 1, 1'000'000));
         } else {
-            sizes = parse_sizes(argv[++i]);
+            sizes = bench::parse_list(
+                argv[++i], [](std::string_view t) { return bench::parse_bytes(t, "--sizes", LITE_LMR_MAX); });
         }
     }
     sockaddr_in sin = parse_addr(addr, 0);
