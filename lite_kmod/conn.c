@@ -226,7 +226,7 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	rx->byte_len = wc->byte_len;
 	ib_dma_sync_single_for_cpu(conn->node->ibdev->dev, rx->dma,
 				   LITE_MSG_MAX, DMA_FROM_DEVICE);
-	if (cq->poll_ctx == IB_POLL_WORKQUEUE) {
+	if (cq->poll_ctx == IB_POLL_WORKQUEUE || lite_msg_in_cq(rx)) {
 		lite_msg_received(rx);
 		return;
 	}
@@ -726,9 +726,10 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
 	struct lite_tx *tx;
 	size_t hdr;
 
-	/* CREDIT messages are sent from completion handlers. */
+	/* CREDIT messages and ATOMIC replies go from completion handlers. */
 	tx = kmalloc(struct_size(tx, buf, sizeof(struct lite_wire_hdr) + len),
-		     type == LITE_MSG_CREDIT ? GFP_ATOMIC : GFP_KERNEL);
+		     type == LITE_MSG_CREDIT || type == LITE_MSG_ATOMIC ?
+		     GFP_ATOMIC : GFP_KERNEL);
 	if (!tx)
 		return NULL;
 	hdr = lite_wire_put_hdr(tx->buf, type, reply,

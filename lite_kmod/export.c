@@ -166,9 +166,9 @@ static void lite_export_handle_alloc(struct lite_conn *conn,
 		mutex_lock(&node->lock);
 		ex->mappers[conn->peer_id] = true;	/* has the chunks */
 		ret = node->dying ? -ESHUTDOWN :
-		      xa_alloc_cyclic(&node->exports, &ex->id, ex,
-				      xa_limit_32b, &node->next_export,
-				      GFP_KERNEL);
+		      xa_alloc_cyclic_bh(&node->exports, &ex->id, ex,
+					 xa_limit_32b, &node->next_export,
+					 GFP_KERNEL);
 		mutex_unlock(&node->lock);
 		if (ret < 0)
 			lite_export_free(node, ex);
@@ -261,7 +261,7 @@ static void lite_export_handle_free(struct lite_conn *conn,
 	else if (ex->owner != conn->peer_id)
 		ret = -EPERM;	/* only the node that allocated frees */
 	else
-		xa_erase(&node->exports, ex->id);
+		xa_erase_bh(&node->exports, ex->id);
 	mutex_unlock(&node->lock);
 	if (!ret) {
 		lite_export_invalidate(node, ex);
@@ -313,8 +313,9 @@ atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 
 /*
  * ATOMIC: run on this node's CPU against its own memory, in CQ context
- * (short, never sleeps beyond node->lock). The requester checked rights
- * and bounds; we check the LMR and the range again.
+ * (softirq included: never sleeps). The requester checked rights and
+ * bounds; we check the LMR and the range again. The exports' xarray lock
+ * keeps the export alive: it is freed only after it was erased.
  */
 void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 {
@@ -327,8 +328,8 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 	atomic64_t *word;
 	int ret = 0;
 
-	mutex_lock(&node->lock);
-	ex = lite_export_find(node, id);
+	xa_lock_bh(&node->exports);
+	ex = id >> 32 == node->nonce ? xa_load(&node->exports, (u32)id) : NULL;
 	if (!ex)
 		ret = -ENOENT;
 	else if (off >= ex->size || ex->size - off < 8)
@@ -345,7 +346,7 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 				le64_to_cpu(req->operand),
 				le64_to_cpu(req->swap)));
 	}
-	mutex_unlock(&node->lock);
+	xa_unlock_bh(&node->exports);
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
 }
 
@@ -378,7 +379,7 @@ void lite_exports_drop_owner(struct lite_node *node, u16 owner)
 	xa_for_each(&node->exports, id, ex) {
 		if (ex->owner != owner)
 			continue;
-		xa_erase(&node->exports, id);
+		xa_erase_bh(&node->exports, id);
 		list_add_tail(&ex->orphan, &node->orphans);
 	}
 	if (!list_empty(&node->orphans))
@@ -437,7 +438,7 @@ void lite_exports_free_all(struct lite_node *node)
 	unsigned long id;
 
 	xa_for_each(&node->exports, id, ex) {
-		xa_erase(&node->exports, id);
+		xa_erase_bh(&node->exports, id);
 		lite_export_free(node, ex);
 	}
 	list_for_each_entry_safe(ex, tmp, &node->orphans, orphan)

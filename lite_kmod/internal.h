@@ -152,7 +152,9 @@ struct lite_node {
 	spinlock_t peers_lock;		/* writers of @peers and @self_conn hold
 					 * it with @lock; lite_node_conn() (the
 					 * data path) only it */
-	struct xarray exports;		/* id -> lite_export; node lock */
+	struct xarray exports;		/* id -> lite_export; changed under node
+					 * lock, read by atomics under its xa
+					 * lock (bh) */
 	u32 next_export;		/* node lock */
 	struct list_head orphans;	/* exports to reap; node lock */
 	struct delayed_work reap_work;	/* on close_wq: frees orphans */
@@ -575,6 +577,7 @@ int lite_conn_grant(struct lite_conn *conn, u16 n);
 enum lite_conn_state lite_conn_state(struct lite_conn *conn);
 
 /* msg.c */
+bool lite_msg_in_cq(struct lite_rx *rx);
 void lite_msg_received(struct lite_rx *rx);
 void lite_msg_work(struct work_struct *work);
 int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,

@@ -45,6 +45,21 @@ static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
 	lite_call_done(call);
 }
 
+/*
+ * Whether @rx can be handled right in the CQ handler (softirq, or the busy
+ * poller under RCU) rather than in process context: atomics and their
+ * replies, which never sleep (lite_export_atomic(), lite_call_complete()
+ * without on_reply). Their order against other control messages does not
+ * matter: an atomic's requester holds its LMR access until the reply.
+ */
+bool lite_msg_in_cq(struct lite_rx *rx)
+{
+	struct lite_msg msg;
+
+	return !lite_wire_parse(rx->buf, rx->byte_len, &msg) &&
+	       msg.type == LITE_MSG_ATOMIC;
+}
+
 /* A receive completed: check it, then dispatch it. CQ context. */
 void lite_msg_received(struct lite_rx *rx)
 {

@@ -197,7 +197,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	INIT_LIST_HEAD(&node->dev_entry);
 	init_waitqueue_head(&node->conns_wq);
 	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
-	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1);
+	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	node->cq_mode = cq_mode;
 	spin_lock_init(&node->poll_lock);
 	INIT_LIST_HEAD(&node->poll_conns);
