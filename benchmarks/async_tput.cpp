@@ -3,7 +3,8 @@
 // async-tput: throughput of remote writes (or reads) of LEN bytes with QD
 // operations in flight, for each queue depth in QDS (see bench.sh):
 //
-//   native      RDMA WRITE/READ on one RC QP from the device to itself,
+//   native      RDMA WRITE/READ on one RC QP from the device to itself
+//               (as many READs in flight as the device allows, up to QD),
 //               QD work requests outstanding, each completion reposted
 //               (--poll busy or event)
 //   lite-ring   lite::Ring (io_uring, lite/async.hpp): QD operations in
@@ -102,6 +103,7 @@ void run_native(const Options& o, const Target& at)
     unsigned max_qd = *std::max_element(o.qds.begin(), o.qds.end());
     PairConfig cfg;
     cfg.send_depth = max_qd;
+    cfg.rd_atomic = static_cast<uint8_t>(std::min(max_qd, 255U)); // READs in flight: as many as the device allows
     Side server;
     Side client;
     RemoteBuffer remote = connect_pair(server, client, at.sockaddr(), kRegion, o.poll, cfg);

@@ -47,7 +47,8 @@ struct PairConfig {
     uint32_t send_depth = 16; // send queue (and CQ) size
     uint32_t recv_depth = 1;  // receive queue size
     int server_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-    bool server_busy = false;                        // the server's CQ is busy-polled whatever the mode
+    bool server_busy = false; // the server's CQ is busy-polled whatever the mode
+    uint8_t rd_atomic = 1;    // READs and atomics in flight at once (at most what the device allows)
     std::function<void(Side& server)> before_accept; // e.g. post RECVs
 };
 
@@ -79,11 +80,14 @@ inline void make_resources(Side& s, size_t len, int access, PollMode mode, const
         throw verb_error("ibv_reg_mr", errno);
 }
 
-inline rdma_conn_param conn_param()
+inline rdma_conn_param conn_param(ibv_context* verbs, uint8_t rd_atomic)
 {
+    ibv_device_attr attr{};
+    if (int rc = ibv_query_device(verbs, &attr); rc != 0)
+        throw verb_error("ibv_query_device", rc);
     rdma_conn_param p{};
-    p.initiator_depth = 1; // one READ or atomic in flight at a time
-    p.responder_resources = 1;
+    p.initiator_depth = static_cast<uint8_t>(std::min<int>(rd_atomic, attr.max_qp_init_rd_atom));
+    p.responder_resources = static_cast<uint8_t>(std::min<int>(rd_atomic, attr.max_qp_rd_atom));
     p.retry_count = 7;
     p.rnr_retry_count = 7;
     return p;
@@ -107,7 +111,7 @@ inline RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, si
     check_cm(rdma_resolve_route(client.id.get(), kCmTimeoutMs), "rdma_resolve_route");
     wait_event(client.channel.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, "client");
     make_resources(client, len, IBV_ACCESS_LOCAL_WRITE, mode, cfg);
-    rdma_conn_param cp = conn_param();
+    rdma_conn_param cp = conn_param(client.id->verbs, cfg.rd_atomic);
     check_cm(rdma_connect(client.id.get(), &cp), "rdma_connect");
 
     {
@@ -118,7 +122,7 @@ inline RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, si
     if (cfg.before_accept)
         cfg.before_accept(server);
     RemoteBuffer rb{reinterpret_cast<uintptr_t>(server.bytes()), server.mr->rkey, static_cast<uint32_t>(server.size())};
-    rdma_conn_param ap = conn_param();
+    rdma_conn_param ap = conn_param(server.id->verbs, cfg.rd_atomic);
     ap.private_data = &rb;
     ap.private_data_len = sizeof(rb);
     check_cm(rdma_accept(server.id.get(), &ap), "rdma_accept");
