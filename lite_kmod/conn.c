@@ -149,6 +149,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_LIST_HEAD(&conn->rpc_errs);
 	INIT_WORK(&conn->rpc_work, lite_rpc_work);
 	INIT_LIST_HEAD(&conn->aops);
+	INIT_WORK(&conn->aop_work, lite_rdma_aop_work);
 
 	mutex_lock(&node->lock);
 	if (node->dying)
@@ -887,6 +888,7 @@ static void lite_conn_close_work(struct work_struct *work)
 	cancel_work_sync(&conn->event_work);
 	lite_poll_del(conn);
 	flush_work(&conn->defer_work);	/* what the CQ handed over */
+	flush_work(&conn->aop_work);
 	/*
 	 * Only now: a reply that arrived before the close (say, the verdict
 	 * of a peer that then disconnected) was delivered by the drain and

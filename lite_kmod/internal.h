@@ -38,6 +38,7 @@
 #define LITE_RX_DEPTH		32	/* receive buffers per connection */
 #define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)	/* control sends */
 #define LITE_DATA_WRS		64	/* one-sided WRs in flight per conn */
+#define LITE_DATA_SYNC_SLOTS	16	/* of them, never taken by async ops */
 #define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
 #define LITE_ZCOPY_MIN		(256 * 1024)	/* pin user pages from here on: */
 					/* measured, docs/benchmarks.md */
@@ -60,11 +61,13 @@
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
 #define LITE_CQ_MODE_BEST	LITE_CQ_SOFTIRQ	/* measured: see
 					 * docs/benchmarks.md */
-#define LITE_AOP_MAX_LEN	(64 * 1024)	/* io_uring reads/writes up to
-					 * this run asynchronously; longer
-					 * ones in io_uring's workers */
+/* io_uring reads/writes up to this run asynchronously, longer ones in
+ * io_uring's workers
+ */
+#define LITE_AOP_MAX_LEN	(64 * 1024)
 #define LITE_AOP_SEGS		8	/* remote segments of an async access */
-#define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* buffered async bytes per file */
+#define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* kernel memory of a file's
+						 * async operations */
 
 /* rdma_cm private data of a connect request and its accept. */
 struct lite_cm_pdata {
@@ -182,8 +185,8 @@ struct lite_node {
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
 	u32 next_owner;			/* node lock: lock owner tokens */
 
-	atomic_t aops;			/* io_uring operations in flight */
-	atomic_t aops_peak;		/* the most @aops has been */
+	atomic_t aops;			/* atomic: io_uring ops in flight */
+	atomic_t aops_peak;		/* atomic: the most @aops has been */
 };
 
 /* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
@@ -343,7 +346,8 @@ struct lite_file {
 	u32 next_handle;		/* xa lock */
 	struct list_head services;	/* lite_service it registered; @lock */
 	struct list_head locks;		/* lite_held_lock; @lock */
-	atomic64_t aop_bytes;		/* buffered by async operations */
+	atomic64_t aop_bytes;		/* atomic: kernel memory that its async
+					 * operations hold */
 };
 
 /* A lock this file holds. */
@@ -443,6 +447,7 @@ struct lite_conn {
 	struct list_head aops;		/* conn lock: asynchronous
 					 * lite_rdma_op waiting for data slots,
 					 * posted in order as slots free up */
+	struct work_struct aop_work;	/* posts from @aops (workqueue CQs) */
 };
 
 /* One-sided work requests that complete together (rdma.c). */
@@ -455,14 +460,16 @@ struct lite_rdma_op {
 	int status;		/* first failure */
 	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
 	struct list_head entry;		/* conn->aops; conn lock */
-	struct ib_rdma_wr *wrs;
-	u32 n_wrs;
-	u32 n_posted;			/* conn lock */
+	struct ib_rdma_wr *wrs;		/* immutable once submitted */
+	u32 n_wrs;			/* immutable once submitted */
+	u32 n_posted;			/* conn lock while on conn->aops; the
+					 * one that took the op off after */
 };
 
-/* A request waiting for its reply; lives on the requester's stack. Until
- * it is erased from node->calls (under the xa lock) the completer may write
- * @status and the reply; after that only the waiter touches it.
+/* A request waiting for its reply; lives on the requester's stack (or in
+ * a lite_aop). Until it is erased from node->calls (under the xa lock) the
+ * completer may write @status and the reply; after that only the waiter,
+ * or whoever erased it and runs @done_fn, touches it.
  */
 struct lite_call {
 	struct lite_conn *conn;
@@ -645,6 +652,7 @@ int lite_rdma_write_imm(struct lite_conn *conn,
 void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs,
 		      u32 n);
 void lite_rdma_conn_closed(struct lite_conn *conn);
+void lite_rdma_aop_work(struct work_struct *work);
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags);
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,

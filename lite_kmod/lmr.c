@@ -6,8 +6,10 @@
  *
  * Every lite_lmr is on node->lmrs from before its chunk list is fetched
  * until it is released, so an INVALIDATE can never miss it. Accesses hold
- * lite_lmr_begin() for one transfer step at a time (never across a user
- * page fault), so revocation waits at most one posted step.
+ * lite_lmr_begin() for one transfer step at a time, or (io_uring) from
+ * submission until their work requests or call completed - never across a
+ * user page fault and never until task work runs - so revocation waits at
+ * most for posted work to complete.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -77,12 +79,12 @@ int lite_lmr_begin(struct lite_lmr *lmr)
 {
 	int ret = 0;
 
-	spin_lock(&lmr->lock);
+	spin_lock_bh(&lmr->lock);
 	if (lmr->revoked)
 		ret = -EKEYREVOKED;
 	else
 		lmr->active++;
-	spin_unlock(&lmr->lock);
+	spin_unlock_bh(&lmr->lock);
 	return ret;
 }
 
@@ -90,9 +92,9 @@ void lite_lmr_end(struct lite_lmr *lmr)
 {
 	bool idle;
 
-	spin_lock(&lmr->lock);
+	spin_lock_bh(&lmr->lock);
 	idle = !--lmr->active;
-	spin_unlock(&lmr->lock);
+	spin_unlock_bh(&lmr->lock);
 	if (idle)
 		wake_up(&lmr->idle_wq);
 }
@@ -101,18 +103,18 @@ static bool lite_lmr_idle(struct lite_lmr *lmr)
 {
 	bool idle;
 
-	spin_lock(&lmr->lock);
+	spin_lock_bh(&lmr->lock);
 	idle = !lmr->active;
-	spin_unlock(&lmr->lock);
+	spin_unlock_bh(&lmr->lock);
 	return idle;
 }
 
 /* No new step from now on; wait for the one in progress (bounded). */
 static void lite_lmr_revoke(struct lite_lmr *lmr)
 {
-	spin_lock(&lmr->lock);
+	spin_lock_bh(&lmr->lock);
 	lmr->revoked = true;
-	spin_unlock(&lmr->lock);
+	spin_unlock_bh(&lmr->lock);
 	wait_event(lmr->idle_wq, lite_lmr_idle(lmr));
 }
 
@@ -377,9 +379,9 @@ void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 	bool gone;
 
 	lite_lmr_revoke(lmr);
-	spin_lock(&lmr->lock);
+	spin_lock_bh(&lmr->lock);
 	gone = lmr->mem_gone;
-	spin_unlock(&lmr->lock);
+	spin_unlock_bh(&lmr->lock);
 	if (owner && !gone) {
 		conn = lite_node_conn(node, lmr->mem_node);
 		if (conn) {
@@ -433,9 +435,9 @@ void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg)
 	list_for_each_entry(lmr, &node->lmrs, map_entry) {
 		if (!lite_lmr_matches(lmr, share_id, mem_node, mr_id))
 			continue;
-		spin_lock(&lmr->lock);
+		spin_lock_bh(&lmr->lock);
 		lmr->revoked = true;	/* no new step from here on */
-		spin_unlock(&lmr->lock);
+		spin_unlock_bh(&lmr->lock);
 	}
 	mutex_unlock(&node->lock);
 
@@ -459,10 +461,10 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node)
 	list_for_each_entry(lmr, &node->lmrs, map_entry) {
 		if (lmr->mem_node != mem_node)
 			continue;
-		spin_lock(&lmr->lock);
+		spin_lock_bh(&lmr->lock);
 		lmr->revoked = true;
 		lmr->mem_gone = true;
-		spin_unlock(&lmr->lock);
+		spin_unlock_bh(&lmr->lock);
 	}
 }
 

@@ -161,19 +161,17 @@ static int lite_call_send(struct lite_conn *conn, struct lite_call *call,
 		return ret;
 	ret = lite_conn_send(conn, type, false, call->req_id, 0, payload, len);
 	if (ret && xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call) {
-		/* Failed meanwhile: that failure is the one reported. */
-		if (call->done_fn)
+		/*
+		 * Failed meanwhile: that failure is the one reported. @call
+		 * may be gone already if it was asynchronous.
+		 */
+		if (done_fn)
 			return 0;
 		wait_for_completion(&call->done);
 	}
 	return ret;
 }
 
-/*
- * Wait for the reply until @deadline (jiffies).
- * Return: the reply's status, -ETIMEDOUT, -EINTR if the caller was killed,
- * or -ECONNRESET if the connection closed first.
- */
 /*
  * lite_call_start - send a request; its reply lands in @reply
  *
@@ -214,6 +212,11 @@ void lite_call_expire(struct lite_call *call)
 	call->done_fn(call);
 }
 
+/*
+ * Wait for the reply until @deadline (jiffies).
+ * Return: the reply's status, -ETIMEDOUT, -EINTR if the caller was killed,
+ * or -ECONNRESET if the connection closed first.
+ */
 int lite_call_wait(struct lite_call *call, unsigned long deadline)
 {
 	struct lite_node *node = call->conn->node;

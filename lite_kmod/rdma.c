@@ -6,6 +6,8 @@
  * has checked handle, permission and bounds. Each transfer step holds
  * lite_lmr_begin() while its work requests are posted and in flight, and
  * never across a user page fault: revocation waits one step at most.
+ * Asynchronous operations (uring.c) queue behind a connection's free data
+ * slots (lite_rdma_submit()) and end their access on completion.
  *
  * Every work request posted here has its own completion through one shared
  * ib_cqe; a transfer step waits for all of them. A step that does not
@@ -22,7 +24,9 @@
 
 /*
  * Post the WRs of the asynchronous operations queued on @conn, in order,
- * while data slots last. Operations whose WR failed to post move to
+ * while data slots last beyond the LITE_DATA_SYNC_SLOTS kept for
+ * synchronous posters (RPC ring writes, ioctls), which would otherwise
+ * starve behind a long queue. Operations whose WR failed to post move to
  * @failed. Caller holds conn->lock; the connection is not closing.
  */
 static void lite_rdma_kick(struct lite_conn *conn, struct list_head *failed)
@@ -33,7 +37,8 @@ static void lite_rdma_kick(struct lite_conn *conn, struct list_head *failed)
 	while ((op = list_first_entry_or_null(&conn->aops, struct lite_rdma_op,
 					      entry))) {
 		ret = 0;
-		while (op->n_posted < op->n_wrs && conn->data_avail) {
+		while (op->n_posted < op->n_wrs &&
+		       conn->data_avail > LITE_DATA_SYNC_SLOTS) {
 			ret = ib_post_send(conn->cm_id->qp,
 					   &op->wrs[op->n_posted].wr, NULL);
 			if (ret)
@@ -65,11 +70,26 @@ static void lite_rdma_fail(struct list_head *failed)
 	}
 }
 
+/* Kick @conn's queue in process context (see lite_rdma_done()). */
+void lite_rdma_aop_work(struct work_struct *work)
+{
+	struct lite_conn *conn = container_of(work, struct lite_conn,
+					      aop_work);
+	LIST_HEAD(failed);
+
+	spin_lock_bh(&conn->lock);
+	if (conn->state != LITE_CONN_CLOSING)
+		lite_rdma_kick(conn, &failed);
+	spin_unlock_bh(&conn->lock);
+	lite_rdma_fail(&failed);
+}
+
 static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct lite_rdma_op *op = container_of(wc->wr_cqe, struct lite_rdma_op,
 					       cqe);
 	struct lite_conn *conn = op->conn;
+	bool defer = false;
 	LIST_HEAD(failed);
 
 	if (wc->status != IB_WC_SUCCESS) {
@@ -79,11 +99,22 @@ static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			lite_conn_close(conn);
 	}
+	/*
+	 * A slot is free: post what is queued. Not from the CQ workqueue,
+	 * whose poll loop has no budget it yields at: on a device that
+	 * completes inline (rxe) each post would feed that loop again.
+	 */
 	spin_lock_bh(&conn->lock);
 	conn->data_avail++;
-	if (conn->state != LITE_CONN_CLOSING)
-		lite_rdma_kick(conn, &failed);
+	if (conn->state != LITE_CONN_CLOSING && !list_empty(&conn->aops)) {
+		if (cq->poll_ctx == IB_POLL_WORKQUEUE)
+			defer = true;
+		else
+			lite_rdma_kick(conn, &failed);
+	}
 	spin_unlock_bh(&conn->lock);
+	if (defer)
+		queue_work(conn->node->cq_wq, &conn->aop_work);
 	lite_rdma_fail(&failed);
 	wake_up(&conn->tx_wq);
 	if (atomic_dec_and_test(&op->pending)) {
@@ -96,8 +127,10 @@ static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /*
  * Start an operation on @conn. With @done_fn it is asynchronous: the
- * function runs (in completion context, or in lite_rdma_op_release()) once
- * every posted WR completed; else lite_rdma_op_wait() waits for them.
+ * function runs once every posted WR completed (in completion context), or
+ * once the rest can never be posted (wherever that is found: submission,
+ * a completion, lite_conn_close()), at the latest in
+ * lite_rdma_op_release(); else lite_rdma_op_wait() waits for them.
  */
 void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 		       void (*done_fn)(struct lite_rdma_op *op))

@@ -4,24 +4,30 @@
  * command area of a 128-byte SQE carries the ioctl's structure, the result
  * comes back in the CQE (see the uapi header).
  *
- * A read or write of up to LITE_AOP_MAX_LEN bytes never waits: it is
- * checked like the ioctl, its data goes through a kernel buffer of its own
- * (a write copies the user's bytes in at submission), and its work
- * requests are posted at once or, when the connection has no free data
- * slot, queued behind earlier ones (lite_rdma_submit()). The last
- * completion hands the operation to the issuer's task (io_uring task
- * work), which copies a read out, ends the LMR access and posts the CQE.
- * Atomics are a control-message call to the memory node (see rdma.c) with
- * a timer for their timeout, completed the same way. What has to wait -
+ * A read or write of up to LITE_AOP_MAX_LEN bytes never waits for the
+ * network (it may sleep allocating memory or faulting the user's buffer
+ * in): it is checked like the ioctl, its data goes through a kernel buffer
+ * of its own (a write copies the user's bytes in at submission), and its
+ * work requests are posted at once or, when the connection has no free
+ * data slot, queued behind earlier ones (lite_rdma_submit()). The last
+ * completion ends the LMR access - so that freeing or revoking the LMR
+ * never waits for task work, which the freeing thread may be the one to
+ * run - and hands the operation to the issuer's task (io_uring task work),
+ * which copies a read out and posts the CQE. Atomics are a control-message
+ * call to the memory node (see rdma.c) with a timer for its timeout,
+ * completed the same way. What has to wait -
  * longer or zero-copy transfers, RPC calls - returns -EAGAIN when issued
  * with IO_URING_F_NONBLOCK; io_uring then issues it again from one of its
  * worker threads, where it runs the synchronous path.
  *
- * Every operation completes by itself: data work requests complete or are
- * flushed when their connection closes, calls time out. io_uring's exit
- * path, which on this kernel cannot cancel a started command, therefore
- * waits a bounded time; and since io_uring holds a file reference per
- * request, the lite_file outlives each operation on it.
+ * Every operation completes by itself: data work requests complete, or
+ * fail when the RC transport gives up and the connection closes (which
+ * flushes them); calls time out. io_uring's exit work, which on this
+ * kernel cannot cancel a started command, therefore waits a bounded time;
+ * and since io_uring holds a file reference per request, the lite_file
+ * outlives each operation on it. Kernel memory an operation holds is
+ * charged to the caller's memory cgroup and limited per file
+ * (LITE_AOP_FILE_BYTES).
  */
 #include <linux/io_uring.h>
 #include <linux/slab.h>
@@ -35,16 +41,18 @@ struct lite_aop {
 	struct lite_file *lf;		/* alive: io_uring holds the file */
 	struct lite_lmr *lmr;		/* referenced */
 	struct lite_conn *conn;		/* referenced, or NULL */
-	bool active;			/* lite_lmr_begin() held */
+	bool active;			/* lite_lmr_begin() held; ended by the
+					 * completion, before the task work */
+	u64 accounted;			/* bytes in lf->aop_bytes */
 
 	/* A read or write. */
 	struct lite_rdma_op op;
 	bool write;
 	void *buf;
-	u64 dma;			/* 0: not mapped */
+	bool mapped;
+	u64 dma;
 	u32 len;
 	u64 ubuf;
-	u64 accounted;			/* bytes in lf->aop_bytes */
 	struct ib_rdma_wr wrs[LITE_AOP_SEGS];
 	struct ib_sge sges[LITE_AOP_SEGS];
 
@@ -64,23 +72,36 @@ static struct lite_aop **lite_aop_slot(struct io_uring_cmd *cmd)
 /* One more operation in flight on @node; keep the high-water mark. */
 static void lite_aop_count(struct lite_node *node)
 {
-	int now = atomic_inc_return(&node->aops), peak;
+	int now = atomic_inc_return(&node->aops);
+	int peak = atomic_read(&node->aops_peak);
 
-	do {
-		peak = atomic_read(&node->aops_peak);
-	} while (now > peak && atomic_cmpxchg(&node->aops_peak, peak, now) != peak);
+	while (now > peak && !atomic_try_cmpxchg(&node->aops_peak, &peak, now))
+		;
+}
+
+/* Charge @bytes to @lf's asynchronous operations, within the limit. */
+static int lite_aop_account(struct lite_aop *a, u64 bytes)
+{
+	if (atomic64_add_return(bytes, &a->lf->aop_bytes) >
+	    LITE_AOP_FILE_BYTES) {
+		atomic64_sub(bytes, &a->lf->aop_bytes);
+		return -EBUSY;
+	}
+	a->accounted += bytes;
+	return 0;
 }
 
 /* A new operation on @lmr, whose reference it takes over. */
 static struct lite_aop *lite_aop_new(struct lite_file *lf,
 				     struct io_uring_cmd *cmd,
-				     struct lite_lmr *lmr)
+				     struct lite_lmr *lmr, int *err)
 {
 	struct lite_aop *a;
 
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
 	if (!a) {
 		lite_lmr_put(lmr);
+		*err = -ENOMEM;
 		return NULL;
 	}
 	a->cmd = cmd;
@@ -88,14 +109,24 @@ static struct lite_aop *lite_aop_new(struct lite_file *lf,
 	a->lmr = lmr;
 	lite_aop_count(lmr->node);
 	*lite_aop_slot(cmd) = a;
+	*err = lite_aop_account(a, sizeof(*a));
 	return a;
+}
+
+/* The access is over (any context): revocation may go on. */
+static void lite_aop_end(struct lite_aop *a)
+{
+	if (a->active) {
+		a->active = false;
+		lite_lmr_end(a->lmr);
+	}
 }
 
 static void lite_aop_free(struct lite_aop *a)
 {
 	struct lite_node *node = a->lmr->node;
 
-	if (a->dma)
+	if (a->mapped)
 		ib_dma_unmap_single(node->ibdev->dev, a->dma, a->len,
 				    a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 	kfree(a->buf);
@@ -103,24 +134,25 @@ static void lite_aop_free(struct lite_aop *a)
 		atomic64_sub(a->accounted, &a->lf->aop_bytes);
 	if (a->conn)
 		lite_conn_put(a->conn);
-	if (a->active)
-		lite_lmr_end(a->lmr);
+	lite_aop_end(a);
 	atomic_dec(&node->aops);
 	lite_lmr_put(a->lmr);
 	kfree(a);
 }
 
-/* Start the access: revocation waits for it; the memory node's conn. */
+/* The memory node's connection; then the access (revocation waits). */
 static int lite_aop_begin(struct lite_aop *a)
 {
 	int ret;
 
+	a->conn = lite_node_conn(a->lmr->node, a->lmr->mem_node);
+	if (!a->conn)
+		return -ENOTCONN;
 	ret = lite_lmr_begin(a->lmr);
 	if (ret)
 		return ret;
 	a->active = true;
-	a->conn = lite_node_conn(a->lmr->node, a->lmr->mem_node);
-	return a->conn ? 0 : -ENOTCONN;
+	return 0;
 }
 
 static int lite_aop_copy_out(struct lite_aop *a)
@@ -161,6 +193,7 @@ static void lite_aop_rw_done(struct lite_rdma_op *op)
 {
 	struct lite_aop *a = container_of(op, struct lite_aop, op);
 
+	lite_aop_end(a);
 	io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
 }
 
@@ -169,6 +202,7 @@ static void lite_aop_call_done(struct lite_call *call)
 {
 	struct lite_aop *a = container_of(call, struct lite_aop, call);
 
+	lite_aop_end(a);
 	io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
 }
 
@@ -203,28 +237,26 @@ static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
 	u64 dma;
 	int i, ret;
 
-	if (atomic64_add_return(rw->len, &a->lf->aop_bytes) >
-	    LITE_AOP_FILE_BYTES) {
-		atomic64_sub(rw->len, &a->lf->aop_bytes);
-		return -EBUSY;
-	}
-	a->accounted = rw->len;
+	ret = lite_aop_begin(a);
+	if (ret)
+		return ret;
+	ret = lite_aop_account(a, rw->len);
+	if (ret)
+		return ret;
 	a->len = rw->len;
 	a->ubuf = rw->buf;
-	a->buf = kmalloc(a->len, GFP_KERNEL);
+	a->buf = kmalloc(a->len, GFP_KERNEL_ACCOUNT);
 	if (!a->buf)
 		return -ENOMEM;
 	if (a->write && copy_from_user(a->buf, u64_to_user_ptr(rw->buf),
 				       a->len))
 		return -EFAULT;
-	ret = lite_aop_begin(a);
-	if (ret)
-		return ret;
 	dma = ib_dma_map_single(dev, a->buf, a->len,
 				a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(dev, dma))
 		return -ENOMEM;
 	a->dma = dma;
+	a->mapped = true;
 	for (i = 0; i < n; i++) {
 		a->sges[i].addr = dma + segs[i].off;
 		a->sges[i].length = segs[i].len;
@@ -264,20 +296,24 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 		return 0;
 	}
 	if (!lite_aop_rw_fits(lmr, &rw, segs, &n)) {
-		if (issue_flags & IO_URING_F_NONBLOCK)
+		if (issue_flags & IO_URING_F_NONBLOCK) {
 			ret = -EAGAIN;	/* again from an io_uring worker */
-		else
+		} else {
+			lite_aop_count(lmr->node);
 			ret = lite_rdma_rw(lmr, rw.offset, rw.len,
 					   u64_to_user_ptr(rw.buf), write,
 					   rw.flags);
+			atomic_dec(&lmr->node->aops);
+		}
 		lite_lmr_put(lmr);
 		return ret;
 	}
-	a = lite_aop_new(lf, cmd, lmr);
+	a = lite_aop_new(lf, cmd, lmr, &ret);
 	if (!a)
-		return -ENOMEM;
+		return ret;
 	a->write = write;
-	ret = lite_aop_rw_start(a, &rw, segs, n);
+	if (!ret)
+		ret = lite_aop_rw_start(a, &rw, segs, n);
 	if (ret) {
 		lite_aop_free(a);
 		return ret;
@@ -304,12 +340,13 @@ static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 			       &lmr);
 	if (ret)
 		return ret;
-	a = lite_aop_new(lf, cmd, lmr);
+	a = lite_aop_new(lf, cmd, lmr, &ret);
 	if (!a)
-		return -ENOMEM;
+		return ret;
 	a->is_call = true;
 	INIT_DELAYED_WORK(&a->expire, lite_aop_expire);
-	ret = lite_aop_begin(a);
+	if (!ret)
+		ret = lite_aop_begin(a);
 	if (ret)
 		goto free;
 	req.mr_id = cpu_to_le64(lmr->mr_id);
@@ -363,6 +400,9 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct lite_file *lf = cmd->file->private_data;
 
+	/* The structures fit the 80-byte command area of a 128-byte SQE. */
+	BUILD_BUG_ON(sizeof(struct lite_rw) > 80);
+	BUILD_BUG_ON(sizeof(struct lite_atomic) > 80);
 	BUILD_BUG_ON(sizeof(struct lite_rpc_call) > 80);
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;		/* the structures need the big SQE */

@@ -527,4 +527,112 @@ TEST_F(Async, FreeWithOperationsInFlight)
     expect_back_to(base);
 }
 
+// The thread that submitted the operations frees their LMR before it
+// reaped anything, on a ring whose completions only run when that thread
+// asks (DEFER_TASKRUN): the free must not wait for its own task work.
+TEST_F(Async, FreeBeforeReapingOwnCompletions)
+{
+    const Counters base = counters();
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        auto s = lite::Session::open(inst_[0]);
+        io_uring r{};
+        if (io_uring_queue_init(1024, &r,
+                                IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_SINGLE_ISSUER |
+                                    IORING_SETUP_DEFER_TASKRUN) != 0) {
+            _exit(2);
+        }
+        static std::vector<std::byte> buf(64 * kMiB);
+        {
+            auto l = s.alloc(64 * kMiB, 2);
+            int fd = LITE_fd(s.get());
+            for (unsigned i = 0; i < 1000; i++) {
+                io_uring_sqe* e = io_uring_get_sqe(&r);
+                if (e == nullptr) {
+                    io_uring_submit(&r);
+                    e = io_uring_get_sqe(&r);
+                }
+                if (e == nullptr)
+                    _exit(6);
+                LITE_prep_read(e, fd, l.handle(), i * 65536ULL, buf.data() + i * 65536ULL, 65536);
+                e->user_data = i + 1;
+            }
+            if (io_uring_submit(&r) < 0)
+                _exit(3);
+        } // LITE_free, completions not reaped
+        unsigned ok = 0;
+        for (unsigned i = 0; i < 1000; i++) {
+            io_uring_cqe* cqe = nullptr;
+            if (io_uring_wait_cqe(&r, &cqe) != 0)
+                _exit(4);
+            ok += cqe->res == 0;
+            io_uring_cqe_seen(&r, cqe);
+        }
+        _exit(ok == 1000 ? 0 : 5);
+    }
+    int st = 0;
+    bool exited = wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; }, 60s);
+    if (!exited) {
+        std::cout << run("cat /proc/" + std::to_string(pid) + "/stack").output;
+        kill(pid, SIGKILL); // stays in D state if the kernel deadlocked
+    }
+    ASSERT_TRUE(exited) << "LMR free waited for the freeing thread's own completions";
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    expect_back_to(base);
+}
+
+// A flood of asynchronous writes on a connection must not starve the
+// synchronous operations on it, whatever the completion mode.
+TEST_F(Async, SyncOperationsBesideAnAsyncFlood)
+{
+    for (uint32_t mode : {LITE_CQ_WORKQUEUE, LITE_CQ_SOFTIRQ}) {
+        down_all(*dev_);
+        lite::UpParams p;
+        p.device = env("LITE_RXE", "rxe0");
+        p.listen = endpoint(kPort);
+        p.secret = secret();
+        p.cq_mode = mode;
+        auto a = dev_->up(p);
+        p.listen = endpoint(kPort + 1);
+        p.join = endpoint(kPort);
+        (void)dev_->up(p);
+        auto s = lite::Session::open(a.instance);
+        auto l = s.alloc(64 * kMiB, 2);
+        std::atomic<bool> stop{false};
+        std::string flood_err;
+        std::thread flood([&] {
+            try {
+                lite::Ring ring(s, 512);
+                static const Bytes data = pattern(65536, 1);
+                for (size_t i = 0; !stop; i++) {
+                    ring.write(l, (i % 900) * 65536ULL, data, [](const lite::Result& r) { (void)r.value(); });
+                    if (ring.in_flight() >= 1000)
+                        ring.wait(1);
+                }
+                ring.drain();
+            } catch (const std::exception& e) {
+                flood_err = e.what();
+            }
+        });
+        std::this_thread::sleep_for(500ms);
+        Bytes w = pattern(64, 2), r(64);
+        auto slowest = std::chrono::steady_clock::duration::zero();
+        for (int k = 0; k < 20; k++) {
+            auto t = std::chrono::steady_clock::now();
+            const uint64_t off = 60 * kMiB + 64 * static_cast<uint64_t>(k);
+            l.write(off, std::span<const std::byte>(w));
+            l.read(off, std::span<std::byte>(r));
+            slowest = std::max(slowest, std::chrono::steady_clock::now() - t);
+            EXPECT_EQ(r, w);
+        }
+        stop = true;
+        flood.join();
+        EXPECT_EQ(flood_err, "");
+        EXPECT_LT(slowest, 3s) << "cq mode " << mode;
+        std::cout << "cq mode " << mode << ": slowest write + read beside the flood "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count() << " ms\n";
+    }
+}
+
 } // namespace

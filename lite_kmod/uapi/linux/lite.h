@@ -386,11 +386,13 @@ struct lite_barrier {
  * or -errno in cqe->res. Atomics need IORING_SETUP_CQE32 (the old value
  * travels in the big CQE), else -EINVAL. Output fields of the structure
  * are not written back: results arrive in the CQE only (an RPC reply that
- * does not fit fails with -EMSGSIZE and its length in big_cqe[0]). Other
- * commands fail with -ENOTTY. User buffers must stay valid until the
- * completion arrives. Every operation completes by itself within its
- * timeout; closing the ring or exiting waits for that (io_uring cannot
- * cancel an operation that was started).
+ * does not fit fails with -EMSGSIZE and, with CQE32, its length in
+ * big_cqe[0]). Other commands fail with -ENOTTY. User buffers must stay
+ * valid until the completion arrives. Every operation completes by itself
+ * in bounded time (calls by their timeout, transfers when the transport
+ * delivers or gives up); io_uring cannot cancel one that was started, and
+ * after the ring is closed or its task exited the kernel still finishes
+ * them in the background.
  */
 
 #define LITE_IOC_MAGIC		0xE1
