@@ -263,7 +263,7 @@ if [ -x "$lite" ]; then
 	run_to "$out/zcopy.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 1048576 \
 		--path zcopy "${zopts[@]}" || true
 	awk -F, -v csv="$out/zcopy-threshold.csv" '
-		FNR == 1 { next }
+		FNR == 1 || $1 == "fetch-add" || $1 == "cmp-swap" { next }	# no copy in atomics
 		FILENAME ~ /\/copy\.csv$/ { key = $1 "," $2; order[++n] = key; c[key] = $4; next }
 		{ z[$1 "," $2] = $4 }
 		END {
