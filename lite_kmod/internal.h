@@ -176,7 +176,7 @@ struct lite_node {
 	struct list_head poll_conns;	/* RCU; conns the poller polls */
 
 	/* RPC (rpc.c) and synchronisation (sync.c). */
-	struct xarray services;		/* port -> lite_service; xa lock */
+	struct xarray services;		/* port -> lite_service; xa lock (bh) */
 	struct xarray rpc_calls;	/* id -> lite_rcall; xa lock (bh) */
 	u32 next_call_id;		/* xa lock of rpc_calls */
 	struct xarray rpc_held;		/* token -> lite_rpc_in; xa lock (bh) */

@@ -196,12 +196,16 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	INIT_LIST_HEAD(&node->conns);
 	INIT_LIST_HEAD(&node->dev_entry);
 	init_waitqueue_head(&node->conns_wq);
+	/*
+	 * The xarrays set up here share one lockdep class, and some are used
+	 * from softirq: all of them take their lock with bh disabled.
+	 */
 	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	node->cq_mode = cq_mode;
 	spin_lock_init(&node->poll_lock);
 	INIT_LIST_HEAD(&node->poll_conns);
-	xa_init(&node->services);
+	xa_init_flags(&node->services, XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->rpc_calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	INIT_LIST_HEAD(&node->sync_waits);

@@ -875,7 +875,7 @@ static void lite_service_kill(struct lite_node *node, struct lite_service *svc,
 	struct lite_rpc_in *in, *tmp;
 	LIST_HEAD(queue);
 
-	xa_cmpxchg(&node->services, svc->port, svc, NULL, GFP_KERNEL);
+	xa_cmpxchg_bh(&node->services, svc->port, svc, NULL, GFP_KERNEL);
 	spin_lock_bh(&svc->lock);
 	svc->dead = true;
 	list_splice_init(&svc->queue, &queue);
@@ -907,7 +907,7 @@ int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port)
 	init_waitqueue_head(&svc->wq);
 
 	mutex_lock(&lf->lock);
-	ret = xa_insert(&node->services, port, svc, GFP_KERNEL);
+	ret = xa_insert_bh(&node->services, port, svc, GFP_KERNEL);
 	if (!ret)
 		list_add_tail(&svc->file_entry, &lf->services);
 	mutex_unlock(&lf->lock);

@@ -629,7 +629,10 @@ TEST_F(Async, SyncOperationsBesideAnAsyncFlood)
         stop = true;
         flood.join();
         EXPECT_EQ(flood_err, "");
-        EXPECT_LT(slowest, 3s) << "cq mode " << mode;
+        // Starved, they failed after LITE_DATA_TIMEOUT_MS (10 s); here 1-2
+        // ms, and up to 5 s under the debug kernel (KASAN, lockdep), where
+        // each 64 KiB write ahead of them takes tens of ms.
+        EXPECT_LT(slowest, 8s) << "cq mode " << mode;
         std::cout << "cq mode " << mode << ": slowest write + read beside the flood "
                   << std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count() << " ms\n";
     }
