@@ -111,55 +111,41 @@ void run_native(const Options& o, const Target& at)
     const size_t slots = kRegion / o.len;
     uint64_t next = 0;
 
-    auto post = [&]() {
-        size_t at_slot = (next++ % slots) * o.len;
-        ibv_sge sge{reinterpret_cast<uintptr_t>(client.bytes() + at_slot), static_cast<uint32_t>(o.len),
-                    client.mr->lkey};
+    // One signaled WR of @op between the client's and the server's buffers
+    // at @off.
+    auto post_at = [&](ibv_wr_opcode op, size_t off) {
+        ibv_sge sge{reinterpret_cast<uintptr_t>(client.bytes() + off), static_cast<uint32_t>(o.len), client.mr->lkey};
         ibv_send_wr wr{};
         ibv_send_wr* bad = nullptr;
-        wr.opcode = opcode;
+        wr.opcode = op;
         wr.sg_list = &sge;
         wr.num_sge = 1;
         wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = remote.addr + at_slot;
+        wr.wr.rdma.remote_addr = remote.addr + off;
         wr.wr.rdma.rkey = remote.rkey;
         if (int rc = ibv_post_send(client.id->qp, &wr, &bad); rc != 0)
             throw verb_error("ibv_post_send", rc);
     };
+    auto post = [&]() { post_at(opcode, (next++ % slots) * o.len); };
 
-    // Check once: a write lands, a read brings it back.
+    // Check once: a write lands.
     bench::fill_pattern(client.bytes(), o.len, 7);
-    auto reap_one = [&]() {
-        ibv_wc wc{};
-        bool got = client.cq.wait_until(
-            [&] {
-                int n = ibv_poll_cq(client.cq.get(), 1, &wc);
-                if (n < 0)
-                    throw verb_error("ibv_poll_cq", -n);
-                return n == 1;
-            },
-            std::chrono::seconds(10));
-        if (!got)
-            throw std::runtime_error("no completion within 10 s");
-        if (wc.status != IBV_WC_SUCCESS)
-            throw std::runtime_error(std::string("work request failed: ") + ibv_wc_status_str(wc.status));
-    };
-    {
-        ibv_sge sge{reinterpret_cast<uintptr_t>(client.bytes()), static_cast<uint32_t>(o.len), client.mr->lkey};
-        ibv_send_wr wr{};
-        ibv_send_wr* bad = nullptr;
-        wr.opcode = IBV_WR_RDMA_WRITE;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.send_flags = IBV_SEND_SIGNALED;
-        wr.wr.rdma.remote_addr = remote.addr;
-        wr.wr.rdma.rkey = remote.rkey;
-        if (int rc = ibv_post_send(client.id->qp, &wr, &bad); rc != 0)
-            throw verb_error("ibv_post_send", rc);
-        reap_one();
-        if (std::memcmp(server.bytes(), client.bytes(), o.len) != 0)
-            throw std::runtime_error("RDMA WRITE: the data did not arrive");
-    }
+    post_at(IBV_WR_RDMA_WRITE, 0);
+    ibv_wc wc{};
+    bool got = client.cq.wait_until(
+        [&] {
+            int n = ibv_poll_cq(client.cq.get(), 1, &wc);
+            if (n < 0)
+                throw verb_error("ibv_poll_cq", -n);
+            return n == 1;
+        },
+        std::chrono::seconds(10));
+    if (!got)
+        throw std::runtime_error("no completion within 10 s");
+    if (wc.status != IBV_WC_SUCCESS)
+        throw std::runtime_error(std::string("work request failed: ") + ibv_wc_status_str(wc.status));
+    if (std::memcmp(server.bytes(), client.bytes(), o.len) != 0)
+        throw std::runtime_error("RDMA WRITE: the data did not arrive");
 
     const std::string label = std::string("native_") + poll_name(o.poll);
     std::vector<ibv_wc> wcs(max_qd);
@@ -350,13 +336,5 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const bench::UsageError& e) {
-        (void)std::fprintf(stderr, "%s: %s\n%s", kProg, e.what(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
-        return 1;
-    }
+    return bench::guarded_main(kProg, kUsage, run, argc, argv);
 }

@@ -494,17 +494,5 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const bench::UsageError& e) {
-        if (*e.what() == '\0') {
-            std::printf("%s", kUsage);
-            return 0;
-        }
-        (void)std::fprintf(stderr, "%s: %s\n%s", kProg, e.what(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
-        return 1;
-    }
+    return bench::guarded_main(kProg, kUsage, run, argc, argv);
 }

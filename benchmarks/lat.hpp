@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -35,6 +36,26 @@ struct Options {
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// Every benchmark's main(): @run's exit status. A UsageError prints
+// "@prog: message" and @usage on stderr (exit 2; with no message, the usage
+// on stdout, exit 0), any other exception "@prog: message" (exit 1).
+inline int guarded_main(const char* prog, const std::string& usage, int (*run)(int, char**), int argc, char** argv)
+{
+    try {
+        return run(argc, argv);
+    } catch (const UsageError& e) {
+        if (*e.what() == '\0') {
+            std::printf("%s", usage.c_str());
+            return 0;
+        }
+        (void)std::fprintf(stderr, "%s: %s\n%s", prog, e.what(), usage.c_str());
+        return 2;
+    } catch (const std::exception& e) {
+        (void)std::fprintf(stderr, "%s: %s\n", prog, e.what());
+        return 1;
+    }
+}
 
 // Parses a decimal number in [lo, hi]; throws UsageError naming @what.
 inline uint64_t parse_number(std::string_view text, std::string_view what, uint64_t lo, uint64_t hi)

@@ -308,13 +308,5 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const bench::UsageError& e) {
-        (void)std::fprintf(stderr, "%s: %s\n%s%s", kProg, e.what(), kUsage, bench::rpc::kRpcUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
-        return 1;
-    }
+    return bench::guarded_main(kProg, std::string(kUsage) + bench::rpc::kRpcUsage, run, argc, argv);
 }

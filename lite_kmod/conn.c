@@ -227,7 +227,7 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	rx->byte_len = wc->byte_len;
 	ib_dma_sync_single_for_cpu(conn->node->ibdev->dev, rx->dma,
 				   LITE_MSG_MAX, DMA_FROM_DEVICE);
-	if (cq->poll_ctx == IB_POLL_WORKQUEUE || lite_msg_in_cq(rx)) {
+	if (lite_msg_parse(rx) || cq->poll_ctx == IB_POLL_WORKQUEUE) {
 		lite_msg_received(rx);
 		return;
 	}

@@ -82,8 +82,8 @@ static int lite_file_lmr(struct lite_file *lf, u64 handle,
  * the range is inside the LMR (overflow-safe), atomics are aligned. Each
  * transfer step then re-checks revocation (lite_lmr_begin() in rdma.c).
  */
-int lite_file_access(struct lite_file *lf, u64 handle, u32 need, u64 off,
-		     u64 len, struct lite_lmr **out)
+static int lite_file_access(struct lite_file *lf, u64 handle, u32 need,
+			    u64 off, u64 len, struct lite_lmr **out)
 {
 	struct lite_lmr *lmr;
 	u32 perms;
@@ -249,8 +249,12 @@ static long lite_ioc_lmr_free(struct lite_file *lf, void __user *argp)
 	return 0;
 }
 
-/* The argument checks of a read or write (ioctl or io_uring). */
-int lite_rw_check(const struct lite_rw *rw)
+/*
+ * A read or write (ioctl or io_uring): check its arguments, then the
+ * access. Return: 0 with a reference on *@lmr, or the error.
+ */
+int lite_file_rw_access(struct lite_file *lf, const struct lite_rw *rw,
+			bool write, struct lite_lmr **lmr)
 {
 	if ((rw->flags & ~LITE_RW_FLAGS_ALL) ||
 	    rw->flags == LITE_RW_FLAGS_ALL ||
@@ -258,7 +262,8 @@ int lite_rw_check(const struct lite_rw *rw)
 		return -EINVAL;
 	if (rw->len && !access_ok(u64_to_user_ptr(rw->buf), rw->len))
 		return -EFAULT;
-	return 0;
+	return lite_file_access(lf, rw->handle, write ? LITE_LMR_WRITE :
+				LITE_LMR_READ, rw->offset, rw->len, lmr);
 }
 
 static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
@@ -269,11 +274,7 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 
 	if (copy_from_user(&rw, argp, sizeof(rw)))
 		return -EFAULT;
-	ret = lite_rw_check(&rw);
-	if (ret)
-		return ret;
-	ret = lite_file_access(lf, rw.handle, write ? LITE_LMR_WRITE :
-			       LITE_LMR_READ, rw.offset, rw.len, &lmr);
+	ret = lite_file_rw_access(lf, &rw, write, &lmr);
 	if (ret)
 		return ret;
 	ret = lite_rdma_rw(lmr, rw.offset, rw.len, u64_to_user_ptr(rw.buf),
@@ -282,14 +283,17 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 	return ret;
 }
 
-int lite_atomic_check(const struct lite_atomic *at, bool cmp_swap)
+/* An atomic (ioctl or io_uring): its arguments, then the access. */
+int lite_file_atomic_access(struct lite_file *lf, const struct lite_atomic *at,
+			    bool cmp_swap, struct lite_lmr **lmr)
 {
 	if (at->flags || at->result ||
 	    !lite_zero(at->reserved, sizeof(at->reserved)))
 		return -EINVAL;
 	if (!cmp_swap && at->swap)
 		return -EINVAL;
-	return 0;
+	return lite_file_access(lf, at->handle, LITE_LMR_ATOMIC, at->offset, 8,
+				lmr);
 }
 
 static long lite_ioc_atomic(struct lite_file *lf, void __user *argp,
@@ -301,11 +305,7 @@ static long lite_ioc_atomic(struct lite_file *lf, void __user *argp,
 
 	if (copy_from_user(&at, argp, sizeof(at)))
 		return -EFAULT;
-	ret = lite_atomic_check(&at, cmp_swap);
-	if (ret)
-		return ret;
-	ret = lite_file_access(lf, at.handle, LITE_LMR_ATOMIC, at.offset, 8,
-			       &lmr);
+	ret = lite_file_atomic_access(lf, &at, cmp_swap, &lmr);
 	if (ret)
 		return ret;
 	ret = lite_rdma_atomic(lmr, at.offset, cmp_swap, at.operand, at.swap,

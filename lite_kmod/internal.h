@@ -367,6 +367,7 @@ struct lite_rx {
 	bool mapped;
 	u32 byte_len;			/* set by the completion */
 	struct lite_msg msg;		/* parsed view of @buf, same owner */
+	int parse_err;			/* lite_msg_parse()'s verdict on @buf */
 	struct work_struct work;	/* runs requests on node->wq */
 	struct list_head defer_entry;	/* conn->rx_deferred; conn lock */
 };
@@ -584,7 +585,7 @@ int lite_conn_grant(struct lite_conn *conn, u16 n);
 enum lite_conn_state lite_conn_state(struct lite_conn *conn);
 
 /* msg.c */
-bool lite_msg_in_cq(struct lite_rx *rx);
+bool lite_msg_parse(struct lite_rx *rx);
 void lite_msg_received(struct lite_rx *rx);
 void lite_msg_work(struct work_struct *work);
 int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
@@ -668,10 +669,10 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
 /* file.c: an open /dev/lite */
 int lite_file_open(struct lite_ctx *ctx, struct file *file);
 struct lite_node *lite_file_node(struct lite_file *lf);
-int lite_file_access(struct lite_file *lf, u64 handle, u32 need, u64 off,
-		     u64 len, struct lite_lmr **out);
-int lite_rw_check(const struct lite_rw *rw);
-int lite_atomic_check(const struct lite_atomic *at, bool cmp_swap);
+int lite_file_rw_access(struct lite_file *lf, const struct lite_rw *rw,
+			bool write, struct lite_lmr **lmr);
+int lite_file_atomic_access(struct lite_file *lf, const struct lite_atomic *at,
+			    bool cmp_swap, struct lite_lmr **lmr);
 int lite_rpc_call_check(const struct lite_rpc_call *rc);
 void lite_file_release(struct lite_file *lf);
 long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,

@@ -46,31 +46,29 @@ static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
 }
 
 /*
- * Whether @rx can be handled right in the CQ handler (softirq, or the busy
- * poller under RCU) rather than in process context: atomics and their
- * replies, which never sleep (lite_export_atomic(), lite_call_complete()
- * without on_reply). Their order against other control messages does not
- * matter: an atomic's requester holds its LMR access until the reply.
+ * Parse a received message into rx->msg (lite_msg_received() acts on the
+ * verdict). Return: whether it can be handled right in the CQ handler
+ * (softirq, or the busy poller under RCU) rather than in process context:
+ * atomics and their replies, which never sleep (lite_export_atomic(),
+ * lite_call_complete() without on_reply). Their order against other
+ * control messages does not matter: an atomic's requester holds its LMR
+ * access until the reply.
  */
-bool lite_msg_in_cq(struct lite_rx *rx)
+bool lite_msg_parse(struct lite_rx *rx)
 {
-	struct lite_msg msg;
-
-	return !lite_wire_parse(rx->buf, rx->byte_len, &msg) &&
-	       msg.type == LITE_MSG_ATOMIC;
+	rx->parse_err = lite_wire_parse(rx->buf, rx->byte_len, &rx->msg);
+	return !rx->parse_err && rx->msg.type == LITE_MSG_ATOMIC;
 }
 
-/* A receive completed: check it, then dispatch it. CQ context. */
+/* A receive completed and was parsed: check it, then dispatch it. */
 void lite_msg_received(struct lite_rx *rx)
 {
 	struct lite_conn *conn = rx->conn;
 	struct lite_node *node = conn->node;
 	struct lite_msg *msg = &rx->msg;
 	bool bad;
-	int ret;
 
-	ret = lite_wire_parse(rx->buf, rx->byte_len, msg);
-	if (ret)
+	if (rx->parse_err)
 		goto bad_msg;
 	atomic64_inc(&conn->rx_msgs);
 	atomic64_add(rx->byte_len, &conn->rx_bytes);

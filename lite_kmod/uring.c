@@ -284,11 +284,7 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 	int n, ret;
 
 	memcpy(&rw, cmd->cmd, sizeof(rw));
-	ret = lite_rw_check(&rw);
-	if (ret)
-		return ret;
-	ret = lite_file_access(lf, rw.handle, write ? LITE_LMR_WRITE :
-			       LITE_LMR_READ, rw.offset, rw.len, &lmr);
+	ret = lite_file_rw_access(lf, &rw, write, &lmr);
 	if (ret)
 		return ret;
 	if (!rw.len) {
@@ -333,11 +329,7 @@ static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 	if (!(issue_flags & IO_URING_F_CQE32))
 		return -EINVAL;		/* the old value needs the big CQE */
 	memcpy(&at, cmd->cmd, sizeof(at));
-	ret = lite_atomic_check(&at, cmp_swap);
-	if (ret)
-		return ret;
-	ret = lite_file_access(lf, at.handle, LITE_LMR_ATOMIC, at.offset, 8,
-			       &lmr);
+	ret = lite_file_atomic_access(lf, &at, cmp_swap, &lmr);
 	if (ret)
 		return ret;
 	a = lite_aop_new(lf, cmd, lmr, &ret);

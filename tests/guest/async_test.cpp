@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "nodes.hpp"
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -60,21 +61,9 @@ uint64_t checksum(std::span<const std::byte> b)
     return h;
 }
 
-class Async : public ::testing::Test
+class Async : public ThreeNodes<kPort>
 {
 protected:
-    void SetUp() override
-    {
-        dev_ = std::make_unique<lite::Device>(lite::Device::open());
-        down_all(*dev_);
-        auto a = up(*dev_, kPort, 0);
-        auto b = up(*dev_, kPort + 1, kPort);
-        auto c = up(*dev_, kPort + 2, kPort);
-        ASSERT_EQ(c.node_id, 3u);
-        inst_ = {a.instance, b.instance, c.instance};
-    }
-    void TearDown() override { down_all(*dev_); }
-
     // Memory held and operations in flight, summed over the nodes.
     struct Counters {
         uint64_t mem_bytes = 0, mem_lmrs = 0, inflight = 0;
@@ -104,9 +93,6 @@ protected:
         EXPECT_TRUE(ok) << "mem_bytes " << now.mem_bytes << " (was " << base.mem_bytes << "), lmrs " << now.mem_lmrs
                         << " (was " << base.mem_lmrs << "), in flight " << now.inflight;
     }
-
-    std::unique_ptr<lite::Device> dev_;
-    std::vector<uint32_t> inst_;
 };
 
 // 4096 writes, then 4096 reads, all queued before the first completion is

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "nodes.hpp"
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -415,27 +416,7 @@ lite_rpc_reply reply_req(uint64_t token, std::span<const uint8_t> buf)
     return r;
 }
 
-// Three nodes (ids 1, 2, 3) in this guest.
-class Nodes3 : public ::testing::Test
-{
-protected:
-    void SetUp() override
-    {
-        dev_ = std::make_unique<lite::Device>(lite::Device::open());
-        down_all(*dev_);
-        auto a = up(*dev_, kPort, 0);
-        auto b = up(*dev_, kPort + 1, kPort);
-        auto c = up(*dev_, kPort + 2, kPort);
-        ASSERT_EQ(a.node_id, 1u);
-        ASSERT_EQ(b.node_id, 2u);
-        ASSERT_EQ(c.node_id, 3u);
-        inst_ = {a.instance, b.instance, c.instance};
-    }
-    void TearDown() override { down_all(*dev_); }
-
-    std::unique_ptr<lite::Device> dev_;
-    std::vector<uint32_t> inst_;
-};
+using Nodes3 = ThreeNodes<kPort>;
 
 class Rpc : public Nodes3
 {
