@@ -313,6 +313,10 @@ static void lite_status_fill(struct lite_node *node,
 	st->manager_id = node->mb.manager;
 	st->n_members = node->mb.count;
 	st->epoch = node->mb.epoch;
+	st->flags = (node->expelled ? LITE_STATUS_EXPELLED : 0) |
+		    (node->mb.self && !lite_mbr_present(&node->mb,
+							node->mb.manager) ?
+		     LITE_STATUS_NO_MANAGER : 0);
 	for (id = 1; id <= LITE_MAX_NODES && n < cap; id++)
 		if (lite_mbr_present(&node->mb, id))
 			lite_member_fill(node, id, &mi[n++]);
@@ -332,6 +336,7 @@ static void lite_status_fill(struct lite_node *node,
 	c->mem_lmrs = atomic64_read(&node->mem_lmrs);
 	st->async_inflight = atomic_read(&node->aops);
 	st->async_peak = atomic_read(&node->aops_peak);
+	st->reconnects = (u32)atomic64_read(&node->stats.reconnects);
 }
 
 static long lite_ioc_node_status(struct lite_ctx *ctx, void __user *argp)

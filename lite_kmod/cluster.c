@@ -11,6 +11,10 @@
  * Newer nodes always connect to older ones, so each pair ends up with
  * exactly one connection. The manager's table is authoritative: when it
  * drops a member it tells everyone (MEMBER_DEL).
+ *
+ * A connection that breaks does not end a membership: the newer node of
+ * the pair connects again (health.c) with the PEER handshake, and only the
+ * manager decides, by heartbeats, that a member is gone.
  */
 #include <linux/slab.h>
 #include <linux/random.h>
@@ -42,6 +46,9 @@ static int lite_node_set_peer(struct lite_node *node, u16 id,
 	if (node->peers[id] && node->peers[id] != conn)
 		lite_conn_close(node->peers[id]);	/* a stale one */
 	lite_node_set_conn(node, id, conn);
+	node->backoff_ms[id] = 0;
+	WRITE_ONCE(node->last_heard[id], jiffies);
+	lite_conn_hooks_ready(conn);
 	return 0;
 }
 
@@ -65,8 +72,16 @@ static void lite_broadcast_del(struct lite_node *node, u16 id, bool left)
 				       false, 0, 0, &del, sizeof(del));
 }
 
-/* Drop member @id (and its connection); node->lock held. */
-static void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
+/**
+ * lite_node_drop_member - drop member @id (and its connection)
+ * @node: our node; node->lock held
+ * @id: the member
+ * @left: it left cleanly (else it was lost)
+ *
+ * The manager tells every other member. What @id allocated here and
+ * published goes with it; what we had on it is unreachable now.
+ */
+void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
 {
 	lockdep_assert_held(&node->lock);
 	if (lite_mbr_remove(&node->mb, id))
@@ -311,8 +326,8 @@ static int lite_hello_verdict(struct lite_conn *conn,
 	return ret;
 }
 
-static void lite_handle_hello(struct lite_conn *conn,
-			      const struct lite_msg *msg)
+void lite_cluster_handle_hello(struct lite_conn *conn,
+			       const struct lite_msg *msg)
 {
 	const struct lite_wire_hello *hello = msg->payload;
 	struct lite_node *node = conn->node;
@@ -421,7 +436,7 @@ static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
 	if (!ret && node->dying)
 		ret = -ESHUTDOWN;
 	if (!ret)
-		ret = lite_node_set_peer(node, id, conn);
+		ret = lite_node_set_peer(node, id, conn);	/* last_heard */
 	if (ret) {
 		lite_mbr_remove(&node->mb, id);
 		lite_broadcast_del(node, id, false);
@@ -458,8 +473,8 @@ static int lite_accept_peer(struct lite_conn *conn)
 	return ret;
 }
 
-static void lite_handle_auth(struct lite_conn *conn,
-			     const struct lite_msg *msg)
+void lite_cluster_handle_auth(struct lite_conn *conn,
+			      const struct lite_msg *msg)
 {
 	const struct lite_wire_auth *auth = msg->payload;
 	struct lite_node *node = conn->node;
@@ -503,8 +518,8 @@ static void lite_handle_auth(struct lite_conn *conn,
 /* The manager's table is authoritative: an entry it announces replaces
  * whatever we had for that id or address.
  */
-static void lite_handle_member_add(struct lite_conn *conn,
-				   const struct lite_msg *msg)
+void lite_cluster_handle_member_add(struct lite_conn *conn,
+				    const struct lite_msg *msg)
 {
 	const struct lite_wire_member *m = msg->payload;
 	struct lite_node *node = conn->node;
@@ -535,8 +550,8 @@ static void lite_handle_member_add(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
-static void lite_handle_member_del(struct lite_conn *conn,
-				   const struct lite_msg *msg)
+void lite_cluster_handle_member_del(struct lite_conn *conn,
+				    const struct lite_msg *msg)
 {
 	const struct lite_wire_member_del *del = msg->payload;
 	struct lite_node *node = conn->node;
@@ -549,75 +564,79 @@ static void lite_handle_member_del(struct lite_conn *conn,
 	mutex_unlock(&node->lock);
 }
 
-/* Handle a request or one-way message; node workqueue context. */
-void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg)
+/* LEAVE on receipt (CQ): before the disconnect that follows closes us. */
+void lite_cluster_leave_seen(struct lite_conn *conn,
+			     const struct lite_msg *msg)
 {
-	enum lite_conn_state state = lite_conn_state(conn);
-
-	if (state == LITE_CONN_CLOSING)
-		return;
-	if (state != LITE_CONN_READY) {
-		/* Nothing but the handshake, in order, before that. */
-		if (msg->type == LITE_MSG_HELLO) {
-			lite_handle_hello(conn, msg);
-		} else if (msg->type == LITE_MSG_AUTH) {
-			lite_handle_auth(conn, msg);
-		} else {
-			atomic64_inc(&conn->node->stats.bad_msgs);
-			lite_conn_close(conn);
-		}
-		return;
-	}
-	switch (msg->type) {
-	case LITE_MSG_MEMBER_ADD:
-		lite_handle_member_add(conn, msg);
-		break;
-	case LITE_MSG_MEMBER_DEL:
-		lite_handle_member_del(conn, msg);
-		break;
-	case LITE_MSG_LEAVE:
-		lite_conn_close(conn);	/* peer_left was set on receipt */
-		break;
-	case LITE_MSG_PING:
-		lite_reply(conn, msg, 0, msg->payload, msg->len);
-		break;
-	case LITE_MSG_LMR_ALLOC:
-	case LITE_MSG_LMR_CHUNKS:
-	case LITE_MSG_LMR_FREE:
-		lite_export_handle(conn, msg);
-		break;
-	case LITE_MSG_SHARE:
-	case LITE_MSG_LOOKUP:
-	case LITE_MSG_UNSHARE:
-	case LITE_MSG_INVALIDATE:
-		lite_share_handle(conn, msg);
-		break;
-	case LITE_MSG_RING:
-		lite_rpc_handle(conn, msg);
-		break;
-	default:	/* HELLO or AUTH again */
-		atomic64_inc(&conn->node->stats.bad_msgs);
-		lite_conn_close(conn);
-		break;
-	}
+	spin_lock_bh(&conn->lock);
+	conn->peer_left = true;
+	spin_unlock_bh(&conn->lock);
 }
 
-/* close_work: forget the member behind a connection that went away. */
+/* LEAVE in order: what the peer sent before it was handled; now close. */
+void lite_cluster_handle_leave(struct lite_conn *conn,
+			       const struct lite_msg *msg)
+{
+	lite_conn_close(conn);
+}
+
+void lite_cluster_handle_ping(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	lite_reply(conn, msg, 0, msg->payload, msg->len);
+}
+
+/**
+ * lite_cluster_conn_closed - a connection to a member went away
+ * @conn: the connection, from its close_work
+ *
+ * A member that said LEAVE is dropped. Any other stays a member: the pair
+ * reconnect (health.c), and the manager's heartbeats decide whether it is
+ * gone.
+ */
 void lite_cluster_conn_closed(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
 	u16 id = conn->peer_id;
+	bool lost = false;
 
 	mutex_lock(&node->lock);
-	if (node->self_conn == conn)
+	if (node->self_conn == conn) {
 		lite_node_set_conn(node, 0, NULL);
-	if (id && node->peers[id] == conn) {
+		lost = !node->dying;
+		id = 0;
+	} else if (id && node->peers[id] == conn) {
 		lite_node_set_conn(node, id, NULL);
-		if (!node->dying)
-			lite_node_drop_member(node, id,
-					      READ_ONCE(conn->peer_left));
+		if (READ_ONCE(conn->peer_left) && !node->dying)
+			lite_node_drop_member(node, id, true);
+		else
+			lost = !node->dying;
 	}
+	if (lost)
+		lite_health_conn_lost(node, id);
 	mutex_unlock(&node->lock);
+}
+
+/**
+ * lite_cluster_reconnect - connect again to member @id (0: our loopback)
+ * @node: our node
+ * @id: the member, which must be older than us
+ * @addr: where it listens
+ * @deadline: in jiffies
+ *
+ * Return: 0 once the connection is READY and installed, or an error;
+ * -ENOENT if the member no longer knows us (it dropped us).
+ */
+int lite_cluster_reconnect(struct lite_node *node, u16 id,
+			   const struct lite_naddr *addr,
+			   unsigned long deadline)
+{
+	struct lite_wire_auth proof;
+
+	if (!id)
+		return lite_cluster_self(node, deadline);
+	return lite_connect_auth(node, addr, LITE_PURPOSE_PEER, id, &proof,
+				 sizeof(proof), deadline);
 }
 
 /* Tell every peer we leave and wait (one deadline) until they got it. */

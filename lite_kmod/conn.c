@@ -11,6 +11,7 @@
  * cm_id: once a lite_conn exists, the rdma_cm handler always returns 0.
  */
 #include <linux/slab.h>
+#include <linux/random.h>
 
 #include "internal.h"
 
@@ -37,7 +38,7 @@ static void lite_conn_release(struct kref *ref)
 	struct lite_node *node = conn->node;
 
 	WARN_ON(conn->state != LITE_CONN_CLOSING);
-	lite_rpc_conn_release(conn);
+	lite_conn_hooks_release(conn);
 	lite_conn_free_rx(conn);
 
 	mutex_lock(&node->lock);
@@ -201,6 +202,7 @@ static void lite_conn_defer_work(struct work_struct *work)
 		spin_unlock_bh(&conn->lock);
 		if (!rx)
 			return;
+		lite_fault_delay_rx(conn->node);
 		lite_msg_received(rx);
 	}
 }
@@ -357,15 +359,28 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 	return lite_conn_alloc_rx(conn);
 }
 
-static void lite_conn_pdata(struct lite_cm_pdata *pd)
+/* Our private data; a request to @dst carries the ticket for it. */
+static void lite_conn_pdata(struct lite_node *node, struct lite_cm_pdata *pd,
+			    const struct lite_naddr *dst)
 {
 	memset(pd, 0, sizeof(*pd));
 	pd->magic = cpu_to_le32(LITE_WIRE_MAGIC);
 	pd->version = LITE_WIRE_VERSION;
 	pd->rx_depth = cpu_to_le16(LITE_RX_DEPTH);
+	if (!dst)
+		return;
+	get_random_bytes(pd->nonce, sizeof(pd->nonce));
+	lite_auth_cm_tag(node->secret, node->secret_len, pd->nonce, dst,
+			 pd->tag);
 }
 
-static int lite_conn_check_pdata(const void *data, u8 len)
+/*
+ * Check the peer's private data; a request (@node set) must carry a ticket
+ * for our listen address. Return: 0, -EPROTO for another protocol or
+ * version, -EKEYREJECTED for a request without the secret.
+ */
+static int lite_conn_check_pdata(struct lite_node *node, const void *data,
+				 u8 len)
 {
 	const struct lite_cm_pdata *pd = data;
 
@@ -375,16 +390,24 @@ static int lite_conn_check_pdata(const void *data, u8 len)
 	    pd->version != LITE_WIRE_VERSION ||
 	    le16_to_cpu(pd->rx_depth) != LITE_RX_DEPTH)
 		return -EPROTO;
+	if (node && !lite_auth_cm_check(node->secret, node->secret_len,
+					pd->nonce, &node->listen_addr,
+					pd->tag)) {
+		atomic64_inc(&node->stats.auth_failures);
+		return -EKEYREJECTED;
+	}
 	return 0;
 }
 
+/* @dst: where an active connection goes; NULL when accepting. */
 static void lite_conn_param(struct lite_conn *conn,
 			    struct rdma_conn_param *param,
-			    struct lite_cm_pdata *pd)
+			    struct lite_cm_pdata *pd,
+			    const struct lite_naddr *dst)
 {
 	const struct ib_device_attr *attrs = &conn->node->ibdev->dev->attrs;
 
-	lite_conn_pdata(pd);
+	lite_conn_pdata(conn->node, pd, dst);
 	memset(param, 0, sizeof(*param));
 	param->private_data = pd;
 	param->private_data_len = sizeof(*pd);
@@ -392,8 +415,8 @@ static void lite_conn_param(struct lite_conn *conn,
 					   LITE_MAX_RD_ATOM);
 	param->initiator_depth = min_t(u32, attrs->max_qp_init_rd_atom,
 				       LITE_MAX_RD_ATOM);
-	param->retry_count = 7;
-	param->rnr_retry_count = 7;
+	param->retry_count = LITE_RETRY_COUNT;
+	param->rnr_retry_count = LITE_RNR_RETRY;
 }
 
 /* An active connect failed: tell the waiter, then tear down. */
@@ -416,7 +439,7 @@ static int lite_conn_route_resolved(struct lite_conn *conn,
 	ret = lite_conn_create_qp(conn, id);
 	if (ret)
 		return ret;
-	lite_conn_param(conn, &param, &pd);
+	lite_conn_param(conn, &param, &pd, &conn->dst);
 	return rdma_connect_locked(id, &param);	/* in the handler */
 }
 
@@ -427,7 +450,7 @@ static void lite_conn_established(struct lite_conn *conn,
 
 	if (!conn->active)
 		return;
-	ret = lite_conn_check_pdata(ev->param.conn.private_data,
+	ret = lite_conn_check_pdata(NULL, ev->param.conn.private_data,
 				    ev->param.conn.private_data_len);
 	if (ret) {
 		lite_conn_fail(conn, ret);
@@ -500,7 +523,7 @@ static int lite_conn_do_accept(struct lite_conn *conn, struct rdma_cm_id *id,
 	spin_lock_bh(&conn->lock);
 	lite_conn_set_state(conn, LITE_CONN_HANDSHAKE);
 	spin_unlock_bh(&conn->lock);
-	lite_conn_param(conn, &param, &pd);
+	lite_conn_param(conn, &param, &pd, NULL);
 	/* Never more RDMA READ depth than the requester can use. */
 	param.responder_resources = min(param.responder_resources,
 					req->initiator_depth);
@@ -522,7 +545,8 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 	struct lite_conn *conn;
 	int ret;
 
-	ret = lite_conn_check_pdata(ev->param.conn.private_data,
+	/* Strangers are refused here, before they cost anything. */
+	ret = lite_conn_check_pdata(node, ev->param.conn.private_data,
 				    ev->param.conn.private_data_len);
 	if (ret)
 		return ret;
@@ -531,6 +555,7 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		return PTR_ERR(conn);
 	conn->cm_id = id;
 	id->context = &conn->cm_kind;
+	rdma_set_ack_timeout(id, LITE_ACK_TIMEOUT);	/* RC: cannot fail */
 	lite_sockaddr_to_naddr(&id->route.addr.dst_addr, &conn->remote);
 	/* Armed before anything can close it; close_work cancels it. */
 	queue_delayed_work(node->close_wq, &conn->handshake_timer,
@@ -579,6 +604,8 @@ struct lite_conn *lite_conn_connect(struct lite_node *node,
 		goto err;
 	}
 	conn->cm_id = id;
+	conn->dst = *dst;
+	rdma_set_ack_timeout(id, LITE_ACK_TIMEOUT);	/* RC: cannot fail */
 
 	/* Leave from our own address so the route uses our device. */
 	if (src.ss_family == AF_INET)
@@ -640,7 +667,8 @@ static int lite_tx_post_locked(struct lite_conn *conn, struct lite_tx *tx)
 	wr.opcode = IB_WR_SEND;
 	wr.send_flags = IB_SEND_SIGNALED;
 
-	ret = ib_post_send(conn->cm_id->qp, &wr, NULL);
+	ret = lite_fault_fail_post(conn->node) ? -EIO :
+	      ib_post_send(conn->cm_id->qp, &wr, NULL);
 	if (ret) {
 		ib_dma_unmap_single(dev, tx->dma, tx->len, DMA_TO_DEVICE);
 		return ret;
@@ -854,8 +882,7 @@ void lite_conn_close(struct lite_conn *conn)
 		conn->cm_status = -ECONNABORTED;
 		complete_all(&conn->cm_done);
 	}
-	lite_rdma_conn_closed(conn);
-	lite_rpc_conn_failed(conn);
+	lite_conn_hooks_failed(conn);
 	/* close_work inherits the existence reference. */
 	queue_work(conn->node->close_wq, &conn->close_work);
 }
@@ -889,12 +916,6 @@ static void lite_conn_close_work(struct work_struct *work)
 	lite_poll_del(conn);
 	flush_work(&conn->defer_work);	/* what the CQ handed over */
 	flush_work(&conn->aop_work);
-	/*
-	 * Only now: a reply that arrived before the close (say, the verdict
-	 * of a peer that then disconnected) was delivered by the drain and
-	 * the flush above, and must win over ECONNRESET.
-	 */
-	lite_calls_fail(conn->node, conn, -ECONNRESET);
 	if (conn->cq)
 		ib_free_cq(conn->cq);
 	conn->cq = NULL;
@@ -902,10 +923,11 @@ static void lite_conn_close_work(struct work_struct *work)
 	conn->qp_gone = true;	/* the peer cannot reach our memory now */
 	mutex_unlock(&conn->node->lock);
 	complete_all(&conn->closed);
-	lite_rpc_conn_closed(conn);
-	lite_sync_conn_closed(conn);
-	lite_cluster_conn_closed(conn);
-	if (conn->peer_id)	/* exports it held may be reapable now */
-		mod_delayed_work(conn->node->close_wq, &conn->node->reap_work, 0);
+	/*
+	 * Only now: a reply that arrived before the close (say, the verdict
+	 * of a peer that then disconnected) was delivered by the drain and
+	 * the flush above, and must win over ECONNRESET.
+	 */
+	lite_conn_hooks_closed(conn);
 	lite_conn_put(conn);
 }

@@ -144,8 +144,8 @@ static struct lite_export *lite_export_find(struct lite_node *node, u64 id)
 	return xa_load(&node->exports, (u32)id);
 }
 
-static void lite_export_handle_alloc(struct lite_conn *conn,
-				     const struct lite_msg *msg)
+void lite_export_handle_alloc(struct lite_conn *conn,
+			      const struct lite_msg *msg)
 {
 	const struct lite_wire_lmr_alloc *req = msg->payload;
 	struct lite_node *node = conn->node;
@@ -189,8 +189,8 @@ static void lite_export_handle_alloc(struct lite_conn *conn,
 	kfree(rep);
 }
 
-static void lite_export_handle_chunks(struct lite_conn *conn,
-				      const struct lite_msg *msg)
+void lite_export_handle_chunks(struct lite_conn *conn,
+			       const struct lite_msg *msg)
 {
 	const struct lite_wire_lmr_ref *req = msg->payload;
 	struct lite_node *node = conn->node;
@@ -222,16 +222,22 @@ static void lite_export_handle_chunks(struct lite_conn *conn,
 	kfree(rep);
 }
 
+static bool lite_node_qp_to(struct lite_node *node, u16 id);
+
 /*
  * Tell every node that fetched @ex's chunks to drop its mappings, and wait
- * (bounded) for them: the pages must not be reused under a live mapping.
+ * (bounded) for them: the pages must not be reused under a live mapping. A
+ * mapper is struck off once it confirmed, or once it is no member and its
+ * QP to us is gone. One that is reconnecting, or did not confirm in time
+ * (and was disconnected), stays: it may come back with the old mapping.
+ * Return: true if no mapper is left, so the pages may be freed.
  */
-static void lite_export_invalidate(struct lite_node *node,
+static bool lite_export_invalidate(struct lite_node *node,
 				   struct lite_export *ex)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_INVALIDATE_MS);
 	struct lite_wire_invalidate inv = {};
-	bool mapped;
+	bool mapped, left = false;
 	u16 id;
 
 	inv.mr_id = cpu_to_le64(lite_export_wire_id(node, ex));
@@ -239,14 +245,35 @@ static void lite_export_invalidate(struct lite_node *node,
 	for (id = 1; id <= LITE_MAX_NODES; id++) {
 		mutex_lock(&node->lock);
 		mapped = ex->mappers[id];
+		if (mapped && !lite_mbr_present(&node->mb, id) &&
+		    !lite_node_qp_to(node, id))
+			mapped = ex->mappers[id] = false;	/* gone */
 		mutex_unlock(&node->lock);
-		if (mapped)
-			lite_invalidate_on(node, id, &inv, deadline);
+		if (!mapped)
+			continue;
+		if (lite_invalidate_on(node, id, &inv, deadline)) {
+			left = true;
+			continue;
+		}
+		mutex_lock(&node->lock);
+		ex->mappers[id] = false;
+		mutex_unlock(&node->lock);
 	}
+	return !left;
 }
 
-static void lite_export_handle_free(struct lite_conn *conn,
-				    const struct lite_msg *msg)
+/* Keep @ex's pages until its mappers dropped it (reap_work retries). */
+static void lite_export_orphan(struct lite_node *node, struct lite_export *ex)
+{
+	mutex_lock(&node->lock);
+	ex->freed = true;
+	list_add_tail(&ex->orphan, &node->orphans);
+	mutex_unlock(&node->lock);
+	mod_delayed_work(node->close_wq, &node->reap_work, HZ);
+}
+
+void lite_export_handle_free(struct lite_conn *conn,
+			     const struct lite_msg *msg)
 {
 	const struct lite_wire_lmr_ref *req = msg->payload;
 	struct lite_node *node = conn->node;
@@ -264,8 +291,10 @@ static void lite_export_handle_free(struct lite_conn *conn,
 		xa_erase_bh(&node->exports, ex->id);
 	mutex_unlock(&node->lock);
 	if (!ret) {
-		lite_export_invalidate(node, ex);
-		lite_export_free(node, ex);
+		if (lite_export_invalidate(node, ex))
+			lite_export_free(node, ex);
+		else
+			lite_export_orphan(node, ex);
 	}
 	lite_reply(conn, msg, ret, NULL, 0);
 }
@@ -351,21 +380,6 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 }
 
 /* LMR requests from a READY connection; node workqueue context. */
-void lite_export_handle(struct lite_conn *conn, const struct lite_msg *msg)
-{
-	switch (msg->type) {
-	case LITE_MSG_LMR_ALLOC:
-		lite_export_handle_alloc(conn, msg);
-		break;
-	case LITE_MSG_LMR_CHUNKS:
-		lite_export_handle_chunks(conn, msg);
-		break;
-	case LITE_MSG_LMR_FREE:
-		lite_export_handle_free(conn, msg);
-		break;
-	}
-}
-
 /*
  * The node that allocated these is gone: reap what it held here, after its
  * mappers dropped their mappings (reap_work). node->lock held.
@@ -398,37 +412,68 @@ static bool lite_node_qp_to(struct lite_node *node, u16 id)
 }
 
 /*
- * Free orphaned exports, each once its owner's QP to us is destroyed (its
- * in-flight writes can no longer land) and its other mappers dropped it.
+ * Free orphaned exports, each once its owner freed it or its owner's QP to
+ * us is destroyed (its in-flight writes can no longer land), and every
+ * mapper dropped it. One pass over what is ready now; the rest waits.
  */
 void lite_exports_reap(struct work_struct *work)
 {
 	struct lite_node *node = container_of(to_delayed_work(work),
 					      struct lite_node, reap_work);
-	struct lite_export *ex, *found;
-	bool waiting;
+	struct lite_export *ex, *tmp;
+	unsigned long delay = 0;
+	LIST_HEAD(ready);
 
-	for (;;) {
-		found = NULL;
-		waiting = false;
-		mutex_lock(&node->lock);
-		list_for_each_entry(ex, &node->orphans, orphan) {
-			if (lite_node_qp_to(node, ex->owner)) {
-				waiting = true;
-				continue;
-			}
-			list_del(&ex->orphan);
-			found = ex;
-			break;
-		}
-		mutex_unlock(&node->lock);
-		if (!found)
-			break;
-		lite_export_invalidate(node, found);
-		lite_export_free(node, found);
+	mutex_lock(&node->lock);
+	list_for_each_entry_safe(ex, tmp, &node->orphans, orphan) {
+		if (ex->freed || !lite_node_qp_to(node, ex->owner))
+			list_move_tail(&ex->orphan, &ready);
+		else
+			delay = HZ / 10;	/* close_work kicks us too */
 	}
-	if (waiting)	/* close_work kicks us too; this is a backstop */
-		mod_delayed_work(node->close_wq, &node->reap_work, HZ / 10);
+	mutex_unlock(&node->lock);
+
+	list_for_each_entry_safe(ex, tmp, &ready, orphan) {
+		list_del(&ex->orphan);
+		if (lite_export_invalidate(node, ex)) {
+			lite_export_free(node, ex);
+			continue;
+		}
+		mutex_lock(&node->lock);	/* a mapper must confirm first */
+		list_add_tail(&ex->orphan, &node->orphans);
+		mutex_unlock(&node->lock);
+		delay = HZ;	/* reconnects kick us earlier */
+	}
+	if (delay)
+		mod_delayed_work(node->close_wq, &node->reap_work, delay);
+}
+
+/**
+ * lite_exports_conn_closed - a connection's QP is gone
+ * @conn: the connection, from its close_work
+ *
+ * Exports its peer held may be reapable now.
+ */
+void lite_exports_conn_closed(struct lite_conn *conn)
+{
+	if (conn->peer_id)
+		mod_delayed_work(conn->node->close_wq, &conn->node->reap_work,
+				 0);
+}
+
+/**
+ * lite_exports_conn_ready - a member is connected (again)
+ * @conn: its connection; node->lock held
+ *
+ * Invalidations it did not confirm before are tried again now.
+ */
+void lite_exports_conn_ready(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+
+	lockdep_assert_held(&node->lock);
+	if (!list_empty(&node->orphans))
+		mod_delayed_work(node->close_wq, &node->reap_work, 0);
 }
 
 /* The node goes down (no connections left): free everything it holds. */

@@ -92,7 +92,9 @@ static int lite_file_access(struct lite_file *lf, u64 handle, u32 need,
 	ret = lite_file_lmr(lf, handle, &lmr, &perms, NULL);
 	if (ret)
 		return ret;
-	if (READ_ONCE(lmr->revoked))
+	if (READ_ONCE(lmr->mem_gone))
+		ret = -EHOSTDOWN;	/* its memory node is gone */
+	else if (READ_ONCE(lmr->revoked))
 		ret = -EKEYREVOKED;
 	else
 		ret = lite_lmr_check(lmr->layout.size, perms, need, off, len);

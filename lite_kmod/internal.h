@@ -44,7 +44,8 @@
 					/* measured, docs/benchmarks.md */
 #define LITE_PIN_PAGES		256		/* pinned per transfer step */
 #define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
-#define LITE_DATA_TIMEOUT_MS	10000	/* one transfer step */
+#define LITE_DATA_TIMEOUT_MS	10000	/* one transfer step: longer than the
+					 * RC retry budget (LITE_ACK_TIMEOUT) */
 #define LITE_INVALIDATE_MS	3000	/* mappers must drop a share by then */
 #define LITE_CALL_TIMEOUT_MS	3000	/* default control request timeout */
 #define LITE_JOIN_TIMEOUT_MS	15000	/* default join timeout */
@@ -53,6 +54,23 @@
 #define LITE_HANDSHAKE_MS	10000	/* unauthenticated connections die */
 #define LITE_LEAVE_MS		1000	/* wait for LEAVE to be acknowledged */
 #define LITE_MAX_UNAUTH		16	/* connections still in the handshake */
+/*
+ * RC transport: local ACK timeout 4.096 us * 2^15 = 134 ms, 7 retries: a
+ * peer that stops acknowledging errors the QP after about 1.1 s (rxe's
+ * default, from the path record, retransmits only every 2.1 s). RNR NAKs
+ * cannot happen while credits are honoured; 6 RNR retries bound a peer that
+ * stopped reposting receives.
+ */
+#define LITE_ACK_TIMEOUT	15
+#define LITE_RETRY_COUNT	7
+#define LITE_RNR_RETRY		6
+/* Health (health.c); module parameters heartbeat_ms and dead_ms. */
+#define LITE_HEARTBEAT_MS	200	/* members <-> manager */
+#define LITE_DEAD_MS		1500	/* silent this long: declared dead */
+#define LITE_RECONNECT_MIN_MS	1	/* backoff between reconnect attempts, */
+#define LITE_RECONNECT_MAX_MS	1000	/* doubling, with jitter */
+#define LITE_CONN_WAIT_MS	2000	/* a new operation waits this long for
+					 * a member that is reconnecting */
 #define LITE_LISTEN_BACKLOG	64
 #define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
@@ -69,13 +87,19 @@
 #define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* kernel memory of a file's
 						 * async operations */
 
-/* rdma_cm private data of a connect request and its accept. */
+/*
+ * rdma_cm private data of a connect request and its accept (at most 56
+ * bytes). A request carries a ticket (lite_auth_cm_tag()) proving the
+ * secret, so strangers are refused before anything is allocated for them.
+ */
 struct lite_cm_pdata {
 	__le32 magic;
 	u8 version;
 	u8 reserved0;
 	__le16 rx_depth;
 	__le32 reserved;
+	u8 nonce[LITE_CM_NONCE_LEN];	/* request: random; accept: zero */
+	u8 tag[LITE_CM_TAG_LEN];	/* request: the ticket; accept: zero */
 };
 
 struct lite_ctx {
@@ -111,6 +135,15 @@ struct lite_node_stats {
 	atomic64_t auth_failures;
 	atomic64_t bad_msgs;
 	atomic64_t timeouts;
+	atomic64_t reconnects;		/* connections to members re-made */
+};
+
+/* Fault injection (fault.c), set through debugfs; all zero = off. */
+struct lite_faults {
+	atomic_t fail_posts;		/* fail the next N posts (-EIO) */
+	u32 drop_rx_permille;		/* READ_ONCE: drop received messages */
+	u32 delay_rx_ms;		/* READ_ONCE: delay control messages */
+	bool hb_stop;			/* READ_ONCE: send no heartbeats */
 };
 
 struct lite_node {
@@ -187,6 +220,25 @@ struct lite_node {
 
 	atomic_t aops;			/* atomic: io_uring ops in flight */
 	atomic_t aops_peak;		/* atomic: the most @aops has been */
+
+	/* Health (health.c): heartbeats, failure detection, reconnects. */
+	struct workqueue_struct *heal_wq;	/* heartbeats, reconnects */
+	struct delayed_work hb_work;	/* on heal_wq, every heartbeat_ms */
+	struct delayed_work reconnect_work;	/* on heal_wq */
+	bool healing;			/* node lock: heartbeats and reconnects
+					 * run (between start and stop) */
+	unsigned long last_heard[LITE_MAX_NODES + 1];	/* jiffies of the last
+					 * message from each member; READ_ONCE */
+	unsigned long retry_at[LITE_MAX_NODES + 1];	/* node lock: next
+					 * reconnect attempt; [0] the loopback */
+	u32 backoff_ms[LITE_MAX_NODES + 1];	/* node lock */
+	bool expelled;			/* node lock: the manager dropped us */
+	unsigned long hb_last;		/* node lock: last failure check */
+	wait_queue_head_t peers_wq;	/* woken when a connection is installed */
+
+	/* Fault injection (fault.c). */
+	struct lite_faults faults;
+	struct dentry *debugfs;		/* immutable: lite/lite<instance> */
 };
 
 /* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
@@ -287,8 +339,11 @@ struct lite_export {
 	u64 size;			/* immutable */
 	u32 n_chunks;			/* immutable */
 	struct lite_export_chunk *chunks;	/* immutable */
-	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by */
-	struct list_head orphan;	/* node->orphans once its owner left */
+	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by, and
+						 * not yet confirmed dropping */
+	struct list_head orphan;	/* node->orphans: freed, or its owner
+					 * left; node lock */
+	bool freed;			/* node lock: its owner freed it */
 };
 
 /* The manager's name registry. */
@@ -417,6 +472,7 @@ struct lite_conn {
 	struct lite_auth_ctx auth;	/* handshake */
 	struct lite_naddr peer_listen;	/* handshake: from HELLO */
 	struct lite_naddr remote;	/* passive: the connecting address */
+	struct lite_naddr dst;		/* active: immutable, where it goes */
 	bool qp_gone;			/* node lock: close_work destroyed the QP */
 	struct completion closed;	/* close_work is done with the QP */
 	u32 data_avail;			/* conn lock: free one-sided WR slots */
@@ -510,9 +566,38 @@ void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len);
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len);
 
+/* dispatch.c: the message handler table and the connection hooks */
+bool lite_msg_parse(struct lite_rx *rx);
+void lite_msg_received(struct lite_rx *rx);
+void lite_msg_work(struct work_struct *work);
+void lite_conn_hooks_failed(struct lite_conn *conn);
+void lite_conn_hooks_closed(struct lite_conn *conn);
+void lite_conn_hooks_ready(struct lite_conn *conn);
+void lite_conn_hooks_release(struct lite_conn *conn);
+
+/* health.c: heartbeats, failure detection, reconnects */
+void lite_health_init(struct lite_node *node);
+void lite_health_start(struct lite_node *node);
+void lite_health_stop(struct lite_node *node);
+void lite_cluster_heard(struct lite_conn *conn);
+void lite_cluster_handle_heartbeat(struct lite_conn *conn,
+				   const struct lite_msg *msg);
+void lite_health_conn_lost(struct lite_node *node, u16 id);
+struct lite_conn *lite_node_conn_wait(struct lite_node *node, u16 id,
+				      unsigned long deadline);
+
+/* fault.c: fault injection through debugfs */
+void lite_fault_node_init(struct lite_node *node);
+void lite_fault_node_exit(struct lite_node *node);
+void lite_fault_init(void);
+void lite_fault_exit(void);
+bool lite_fault_fail_post(struct lite_node *node);
+bool lite_fault_drop_rx(struct lite_node *node, const struct lite_msg *msg);
+void lite_fault_delay_rx(struct lite_node *node);
+
 /* rpc.c */
 void lite_rpc_arrived(struct lite_conn *conn, u32 imm);
-void lite_rpc_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_rpc_handle_ring(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_rpc_conn_failed(struct lite_conn *conn);
 void lite_rpc_conn_closed(struct lite_conn *conn);
@@ -585,9 +670,9 @@ int lite_conn_grant(struct lite_conn *conn, u16 n);
 enum lite_conn_state lite_conn_state(struct lite_conn *conn);
 
 /* msg.c */
-bool lite_msg_parse(struct lite_rx *rx);
-void lite_msg_received(struct lite_rx *rx);
-void lite_msg_work(struct work_struct *work);
+void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
+			const struct lite_msg *msg);
+void lite_calls_conn_closed(struct lite_conn *conn);
 int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 		    const void *payload, u32 len, void *reply, u32 reply_cap);
 int lite_call_start_async(struct lite_conn *conn, struct lite_call *call,
@@ -599,12 +684,19 @@ int lite_call_wait(struct lite_call *call, unsigned long deadline);
 int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      void *reply, u32 reply_cap, u32 *reply_len,
 	      unsigned long deadline);
-void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err);
+
 void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
 		int status, const void *payload, u32 len);
 
 /* export.c: the memory node's side of LMRs */
-void lite_export_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_export_handle_alloc(struct lite_conn *conn,
+			      const struct lite_msg *msg);
+void lite_export_handle_chunks(struct lite_conn *conn,
+			       const struct lite_msg *msg);
+void lite_export_handle_free(struct lite_conn *conn,
+			     const struct lite_msg *msg);
+void lite_exports_conn_closed(struct lite_conn *conn);
+void lite_exports_conn_ready(struct lite_conn *conn);
 void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_exports_drop_owner(struct lite_node *node, u16 owner);
 void lite_exports_free_all(struct lite_node *node);
@@ -615,6 +707,7 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);
 
 /* lmr.c: LMRs as their users see them */
 struct lite_conn *lite_node_conn(struct lite_node *node, u16 id);
+bool lite_node_has_conn(struct lite_node *node, u16 id);
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn);
 struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
@@ -632,7 +725,14 @@ int lite_invalidate_on(struct lite_node *node, u16 id,
 		       unsigned long deadline);
 
 /* share.c: the manager's name registry */
-void lite_share_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_share_handle_share(struct lite_conn *conn,
+			     const struct lite_msg *msg);
+void lite_share_handle_lookup(struct lite_conn *conn,
+			      const struct lite_msg *msg);
+void lite_share_handle_unshare(struct lite_conn *conn,
+			       const struct lite_msg *msg);
+void lite_share_handle_invalidate(struct lite_conn *conn,
+				  const struct lite_msg *msg);
 void lite_shares_drop_publisher(struct lite_node *node, u16 publisher);
 void lite_shares_free_all(struct lite_node *node);
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
@@ -683,8 +783,25 @@ int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
 		      unsigned long deadline);
 void lite_cluster_leave(struct lite_node *node);
 int lite_cluster_self(struct lite_node *node, unsigned long deadline);
-void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_cluster_handle_hello(struct lite_conn *conn,
+			       const struct lite_msg *msg);
+void lite_cluster_handle_auth(struct lite_conn *conn,
+			      const struct lite_msg *msg);
+void lite_cluster_handle_member_add(struct lite_conn *conn,
+				    const struct lite_msg *msg);
+void lite_cluster_handle_member_del(struct lite_conn *conn,
+				    const struct lite_msg *msg);
+void lite_cluster_leave_seen(struct lite_conn *conn,
+			     const struct lite_msg *msg);
+void lite_cluster_handle_leave(struct lite_conn *conn,
+			       const struct lite_msg *msg);
+void lite_cluster_handle_ping(struct lite_conn *conn,
+			      const struct lite_msg *msg);
 void lite_cluster_conn_closed(struct lite_conn *conn);
+void lite_node_drop_member(struct lite_node *node, u16 id, bool left);
+int lite_cluster_reconnect(struct lite_node *node, u16 id,
+			   const struct lite_naddr *addr,
+			   unsigned long deadline);
 int lite_cluster_ping(struct lite_node *node, u16 id,
 		      unsigned long deadline, u64 *rtt_ns);
 

@@ -32,6 +32,25 @@ struct lite_conn *lite_node_conn(struct lite_node *node, u16 id)
 	return conn;
 }
 
+/*
+ * Whether a connection to node @id that is not closing exists now; any
+ * context but hard irq.
+ */
+bool lite_node_has_conn(struct lite_node *node, u16 id)
+{
+	struct lite_conn *conn;
+	bool has;
+
+	if (!id || id > LITE_MAX_NODES)
+		return false;
+	spin_lock(&node->peers_lock);
+	conn = id == READ_ONCE(node->self_id) ? node->self_conn :
+						node->peers[id];
+	has = conn && READ_ONCE(conn->state) != LITE_CONN_CLOSING;
+	spin_unlock(&node->peers_lock);
+	return has;
+}
+
 /* Set the connection to node @id (0: the loopback one); node->lock held. */
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
 {
@@ -42,6 +61,8 @@ void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
 	else
 		node->self_conn = conn;
 	spin_unlock(&node->peers_lock);
+	if (conn)
+		wake_up_all(&node->peers_wq);	/* lite_node_conn_wait() */
 }
 
 /* A connection to the manager (the registry), referenced; or NULL. */
@@ -74,13 +95,18 @@ void lite_lmr_put(struct lite_lmr *lmr)
 	kref_put(&lmr->ref, lite_lmr_free);
 }
 
-/* Start one transfer step. Return: 0, or -EKEYREVOKED once revoked. */
+/*
+ * Start one transfer step. Return: 0, -EHOSTDOWN once its memory node is
+ * gone, or -EKEYREVOKED once revoked.
+ */
 int lite_lmr_begin(struct lite_lmr *lmr)
 {
 	int ret = 0;
 
 	spin_lock_bh(&lmr->lock);
-	if (lmr->revoked)
+	if (lmr->mem_gone)
+		ret = -EHOSTDOWN;
+	else if (lmr->revoked)
 		ret = -EKEYREVOKED;
 	else
 		lmr->active++;
@@ -348,7 +374,8 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 	}
 	if (!*perms)
 		*perms = lk.granted;
-	conn = lite_node_conn(node, lk.lmr->mem_node);
+	conn = lite_node_conn_wait(node, lk.lmr->mem_node, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 	if (!conn) {
 		ret = -EHOSTUNREACH;
 		goto fail;
@@ -383,7 +410,8 @@ void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 	gone = lmr->mem_gone;
 	spin_unlock_bh(&lmr->lock);
 	if (owner && !gone) {
-		conn = lite_node_conn(node, lmr->mem_node);
+		conn = lite_node_conn_wait(node, lmr->mem_node, jiffies +
+				msecs_to_jiffies(LITE_CONN_WAIT_MS));
 		if (conn) {
 			lite_lmr_remote_free(conn, lmr->mr_id);
 			lite_conn_put(conn);
@@ -473,8 +501,11 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node)
  *
  * Our own are dropped here directly (the request would queue behind the
  * caller). If @id does not confirm by @deadline, our connection to it is
- * closed and we wait until its QP is destroyed: then it cannot reach our
- * memory any more either. Return: 0, or the error that forced the close.
+ * closed and we wait until its QP is destroyed: it cannot reach our memory
+ * through that QP any more, but it may reconnect, so the caller must try
+ * again before the memory goes. Return: 0 once @id confirmed, -ENOTCONN
+ * if it has no connection now (it is reconnecting, or gone), or the error
+ * that forced the close.
  */
 int lite_invalidate_on(struct lite_node *node, u16 id,
 		       const struct lite_wire_invalidate *inv,
@@ -491,7 +522,7 @@ int lite_invalidate_on(struct lite_node *node, u16 id,
 	}
 	conn = lite_node_conn(node, id);
 	if (!conn)
-		return 0;	/* gone: its QP to us is gone with it */
+		return -ENOTCONN;
 	ret = lite_call_start(conn, &call, LITE_MSG_INVALIDATE, inv,
 			      sizeof(*inv), NULL, 0);
 	if (!ret)

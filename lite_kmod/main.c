@@ -74,13 +74,15 @@ static int __init lite_init(void)
 	ret = ib_register_client(&lite_ctx.client);
 	if (ret)
 		return ret;
+	lite_fault_init();
 	ret = lite_chardev_register(&lite_ctx);
 	if (ret)
-		goto err_client;
+		goto err_debugfs;
 	pr_info("lite: loaded, ABI %u\n", LITE_ABI_VERSION);
 	return 0;
 
-err_client:
+err_debugfs:
+	lite_fault_exit();
 	ib_unregister_client(&lite_ctx.client);
 	return ret;
 }
@@ -92,6 +94,7 @@ static void __exit lite_exit(void)
 	ib_unregister_client(&lite_ctx.client);
 	WARN_ON(!xa_empty(&lite_ctx.nodes));
 	xa_destroy(&lite_ctx.nodes);
+	lite_fault_exit();
 	pr_info("lite: unloaded\n");
 }
 

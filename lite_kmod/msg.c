@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * lite control-message layer: checks every received message, routes replies
- * to the request that is waiting for them (by the id the requester issued),
- * runs requests on the node's ordered workqueue, and fails what waits on a
- * connection that closes. Every request has a timeout.
+ * lite control calls: requests with ids the requester issued, replies
+ * routed back to the call waiting for them, a timeout on every request,
+ * and failure of what waits on a connection that closes. Received
+ * messages are checked and dispatched in dispatch.c.
  */
 #include <linux/slab.h>
 
@@ -18,9 +18,16 @@ static void lite_call_done(struct lite_call *call)
 		complete(&call->done);
 }
 
-/* Deliver a reply to its waiting call; drop it if nobody waits. */
-static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
-			       const struct lite_msg *msg)
+/**
+ * lite_call_complete - deliver a reply to the call waiting for it
+ * @node: the node that sent the request
+ * @conn: the connection the reply came on
+ * @msg: the reply
+ *
+ * A reply nobody waits for (the call timed out) is dropped.
+ */
+void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
+			const struct lite_msg *msg)
 {
 	struct lite_call *call;
 
@@ -43,96 +50,6 @@ static void lite_call_complete(struct lite_node *node, struct lite_conn *conn,
 		call->status = call->on_reply ? call->on_reply(call, msg) : 0;
 	}
 	lite_call_done(call);
-}
-
-/*
- * Parse a received message into rx->msg (lite_msg_received() acts on the
- * verdict). Return: whether it can be handled right in the CQ handler
- * (softirq, or the busy poller under RCU) rather than in process context:
- * atomics and their replies, which never sleep (lite_export_atomic(),
- * lite_call_complete() without on_reply). Their order against other
- * control messages does not matter: an atomic's requester holds its LMR
- * access until the reply.
- */
-bool lite_msg_parse(struct lite_rx *rx)
-{
-	rx->parse_err = lite_wire_parse(rx->buf, rx->byte_len, &rx->msg);
-	return !rx->parse_err && rx->msg.type == LITE_MSG_ATOMIC;
-}
-
-/* A receive completed and was parsed: check it, then dispatch it. */
-void lite_msg_received(struct lite_rx *rx)
-{
-	struct lite_conn *conn = rx->conn;
-	struct lite_node *node = conn->node;
-	struct lite_msg *msg = &rx->msg;
-	bool bad;
-
-	if (rx->parse_err)
-		goto bad_msg;
-	atomic64_inc(&conn->rx_msgs);
-	atomic64_add(rx->byte_len, &conn->rx_bytes);
-	if (msg->credits && lite_conn_grant(conn, msg->credits))
-		goto bad_msg;
-
-	/* Once authenticated, a peer must keep using its own id. */
-	spin_lock_bh(&conn->lock);
-	bad = conn->state == LITE_CONN_READY && msg->src != conn->peer_id;
-	spin_unlock_bh(&conn->lock);
-	if (bad)
-		goto bad_msg;
-
-	if (msg->type == LITE_MSG_LEAVE) {
-		/* Before the disconnect that follows can close us. */
-		spin_lock_bh(&conn->lock);
-		conn->peer_left = true;
-		spin_unlock_bh(&conn->lock);
-	}
-	if (msg->type == LITE_MSG_CREDIT) {
-		lite_conn_repost(rx);
-	} else if (msg->reply) {
-		lite_call_complete(node, conn, msg);
-		lite_conn_repost(rx);
-	} else if (msg->type == LITE_MSG_ATOMIC &&
-		   lite_conn_state(conn) == LITE_CONN_READY) {
-		/* Short and on the data path: no trip through the queue. */
-		lite_export_atomic(conn, msg);
-		lite_conn_repost(rx);
-	} else if (msg->type == LITE_MSG_SYNC &&
-		   lite_conn_state(conn) == LITE_CONN_READY) {
-		lite_sync_handle(conn, msg);
-		lite_conn_repost(rx);
-	} else if (msg->type == LITE_MSG_RING_ACK &&
-		   lite_conn_state(conn) == LITE_CONN_READY) {
-		lite_rpc_ack(conn, msg);
-		lite_conn_repost(rx);
-	} else {
-		lite_conn_get(conn);
-		/*
-		 * INVALIDATE waits for accesses in progress; it must not
-		 * queue behind, or hold up, the ordered request queue.
-		 */
-		queue_work(msg->type == LITE_MSG_INVALIDATE ? node->close_wq :
-			   node->wq, &rx->work);
-	}
-	return;
-
-bad_msg:
-	atomic64_inc(&node->stats.bad_msgs);
-	pr_info_ratelimited("lite%u: dropping connection after malformed message\n",
-			    node->instance);
-	lite_conn_close(conn);
-}
-
-/* Requests and one-way messages, in arrival order, in process context. */
-void lite_msg_work(struct work_struct *work)
-{
-	struct lite_rx *rx = container_of(work, struct lite_rx, work);
-	struct lite_conn *conn = rx->conn;
-
-	lite_cluster_handle(conn, &rx->msg);
-	lite_conn_repost(rx);
-	lite_conn_put(conn);
 }
 
 static int lite_call_send(struct lite_conn *conn, struct lite_call *call,
@@ -253,7 +170,8 @@ int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 }
 
 /* Fail every call waiting on @conn with @err. */
-void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
+static void lite_calls_fail(struct lite_node *node, struct lite_conn *conn,
+			    int err)
 {
 	struct lite_call *call;
 	unsigned long id;
@@ -267,6 +185,16 @@ void lite_calls_fail(struct lite_node *node, struct lite_conn *conn, int err)
 		lite_call_done(call);
 	}
 	xa_unlock_bh(&node->calls);
+}
+
+/**
+ * lite_calls_conn_closed - fail the calls waiting on a closed connection
+ * @conn: the connection, from its close_work (after the drain delivered
+ * the replies that had arrived)
+ */
+void lite_calls_conn_closed(struct lite_conn *conn)
+{
+	lite_calls_fail(conn->node, conn, -ECONNRESET);
 }
 
 /* Answer request @req on @conn: a reply carries the request's type and id;

@@ -158,8 +158,15 @@ static int lite_node_alloc_wqs(struct lite_node *node)
 				      node->instance);
 	if (!node->cq_wq)
 		goto err_close_wq;
+	/* Heartbeats must not wait behind a reconnect: two at a time. */
+	node->heal_wq = alloc_workqueue("lite%u_heal", WQ_UNBOUND, 2,
+					node->instance);
+	if (!node->heal_wq)
+		goto err_cq_wq;
 	return 0;
 
+err_cq_wq:
+	destroy_workqueue(node->cq_wq);
 err_close_wq:
 	destroy_workqueue(node->close_wq);
 err_wq:
@@ -214,6 +221,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	node->nonce = get_random_u32();
 	INIT_LIST_HEAD(&node->shares);
 	INIT_DELAYED_WORK(&node->reap_work, lite_exports_reap);
+	lite_health_init(node);
 	lite_mbr_init(&node->mb);
 	node->ibdev = ibdev;
 	strscpy(node->dev_name, dev_name(&ibdev->dev->dev),
@@ -255,6 +263,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	if (ret)
 		goto err_poller;
 	list_add_tail(&node->dev_entry, &ibdev->nodes);
+	lite_fault_node_init(node);
 	return node;
 
 err_poller:
@@ -262,6 +271,7 @@ err_poller:
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
+	destroy_workqueue(node->heal_wq);
 	destroy_workqueue(node->cq_wq);
 	destroy_workqueue(node->close_wq);
 	destroy_workqueue(node->wq);
@@ -277,6 +287,7 @@ void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node)
 {
 	lockdep_assert_held(&ctx->lock);
 	xa_store(&ctx->nodes, node->instance, node, GFP_KERNEL);
+	lite_health_start(node);
 }
 
 /* Close every connection and wait until all of them are released. */
@@ -302,12 +313,15 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	lockdep_assert_held(&ctx->lock);
 
 	lite_cluster_leave(node);	/* sets dying, tells the peers */
+	lite_health_stop(node);
+	lite_fault_node_exit(node);
 	rdma_destroy_id(node->listen_id);
 	node->listen_id = NULL;
 	lite_rpc_node_down(node);	/* what it holds keeps conns alive */
 	lite_node_close_conns(node);
 	lite_poller_stop(node);
 
+	destroy_workqueue(node->heal_wq);
 	destroy_workqueue(node->cq_wq);
 	destroy_workqueue(node->wq);
 	cancel_delayed_work_sync(&node->reap_work);

@@ -39,7 +39,8 @@ static void lite_rdma_kick(struct lite_conn *conn, struct list_head *failed)
 		ret = 0;
 		while (op->n_posted < op->n_wrs &&
 		       conn->data_avail > LITE_DATA_SYNC_SLOTS) {
-			ret = ib_post_send(conn->cm_id->qp,
+			ret = lite_fault_fail_post(conn->node) ? -EIO :
+			      ib_post_send(conn->cm_id->qp,
 					   &op->wrs[op->n_posted].wr, NULL);
 			if (ret)
 				break;
@@ -241,7 +242,8 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 		} else {
 			conn->data_avail--;
 			atomic_inc(&op->pending);
-			ret = ib_post_send(conn->cm_id->qp, wr, NULL);
+			ret = lite_fault_fail_post(conn->node) ? -EIO :
+			      ib_post_send(conn->cm_id->qp, wr, NULL);
 			if (ret) {
 				conn->data_avail++;
 				atomic_dec(&op->pending);
@@ -385,7 +387,8 @@ static void lite_bounce_put(struct lite_bounce *b)
 /* A referenced connection to @lmr's memory node. */
 static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 {
-	return lite_node_conn(lmr->node, lmr->mem_node);
+	return lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 }
 
 /* Copy path: through a kernel buffer, LITE_BOUNCE_SIZE at a time. */

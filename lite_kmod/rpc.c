@@ -75,8 +75,8 @@ static struct lite_ring_rx *lite_ring_alloc(struct lite_node *node)
 }
 
 /* RING request (node->wq): the ring for this peer, made on first use. */
-static void lite_rpc_handle_ring(struct lite_conn *conn,
-				 const struct lite_msg *msg)
+void lite_rpc_handle_ring(struct lite_conn *conn,
+			  const struct lite_msg *msg)
 {
 	struct lite_ring_rx *ring = conn->ring;
 	struct lite_wire_ring *w;
@@ -107,12 +107,6 @@ static void lite_rpc_handle_ring(struct lite_conn *conn,
 	}
 	lite_reply(conn, msg, 0, w, len);
 	kfree(w);
-}
-
-void lite_rpc_handle(struct lite_conn *conn, const struct lite_msg *msg)
-{
-	if (msg->type == LITE_MSG_RING)
-		lite_rpc_handle_ring(conn, msg);
 }
 
 /* Queue @conn's rpc_work (error replies, acks). Any context. */
@@ -1189,7 +1183,8 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	long left;
 	int ret;
 
-	conn = lite_node_conn(node, a->node_id ?: READ_ONCE(node->self_id));
+	conn = lite_node_conn_wait(node, a->node_id ?: READ_ONCE(node->self_id),
+				   jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS));
 	if (!conn)
 		return -ENOTCONN;
 	ret = lite_rcall_start(node, conn, a->reply_cap, &call);
@@ -1245,7 +1240,8 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 	struct lite_rpc_tx tx;
 	int ret;
 
-	conn = lite_node_conn(node, m->node_id ?: READ_ONCE(node->self_id));
+	conn = lite_node_conn_wait(node, m->node_id ?: READ_ONCE(node->self_id),
+				   jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS));
 	if (!conn)
 		return -ENOTCONN;
 	lite_rpc_tx_init(&tx, conn, NULL);

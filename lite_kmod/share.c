@@ -26,8 +26,8 @@ static bool lite_is_manager(struct lite_node *node)
 	return node->mb.self && node->mb.self == node->mb.manager;
 }
 
-static void lite_share_handle_share(struct lite_conn *conn,
-				    const struct lite_msg *msg)
+void lite_share_handle_share(struct lite_conn *conn,
+			     const struct lite_msg *msg)
 {
 	const struct lite_wire_share *req = msg->payload;
 	struct lite_node *node = conn->node;
@@ -63,8 +63,8 @@ static void lite_share_handle_share(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
 }
 
-static void lite_share_handle_lookup(struct lite_conn *conn,
-				     const struct lite_msg *msg)
+void lite_share_handle_lookup(struct lite_conn *conn,
+			      const struct lite_msg *msg)
 {
 	const struct lite_wire_name *req = msg->payload;
 	struct lite_node *node = conn->node;
@@ -110,8 +110,8 @@ static void lite_share_invalidate(struct lite_node *node,
 			lite_invalidate_on(node, id, &inv, deadline);
 }
 
-static void lite_share_handle_unshare(struct lite_conn *conn,
-				      const struct lite_msg *msg)
+void lite_share_handle_unshare(struct lite_conn *conn,
+			       const struct lite_msg *msg)
 {
 	const struct lite_wire_name *req = msg->payload;
 	struct lite_node *node = conn->node;
@@ -137,24 +137,13 @@ static void lite_share_handle_unshare(struct lite_conn *conn,
 }
 
 /* Registry requests (manager) and INVALIDATE (any node). */
-void lite_share_handle(struct lite_conn *conn, const struct lite_msg *msg)
+/* INVALIDATE from the manager or a memory node: drop the mappings. */
+void lite_share_handle_invalidate(struct lite_conn *conn,
+				  const struct lite_msg *msg)
 {
-	switch (msg->type) {
-	case LITE_MSG_SHARE:
-		lite_share_handle_share(conn, msg);
-		break;
-	case LITE_MSG_LOOKUP:
-		lite_share_handle_lookup(conn, msg);
-		break;
-	case LITE_MSG_UNSHARE:
-		lite_share_handle_unshare(conn, msg);
-		break;
-	case LITE_MSG_INVALIDATE:
-		lite_lmr_invalidate(conn->node, msg);
-		if (msg->req_id)	/* 0: the sender does not wait */
-			lite_reply(conn, msg, 0, NULL, 0);
-		break;
-	}
+	lite_lmr_invalidate(conn->node, msg);
+	if (msg->req_id)	/* 0: the sender does not wait */
+		lite_reply(conn, msg, 0, NULL, 0);
 }
 
 /*

@@ -125,6 +125,9 @@ NodeStatus Device::status(uint32_t instance) const
     out.cq_mode = st.cq_mode;
     out.async_inflight = st.async_inflight;
     out.async_peak = st.async_peak;
+    out.reconnects = st.reconnects;
+    out.expelled = (st.flags & LITE_STATUS_EXPELLED) != 0;
+    out.no_manager = (st.flags & LITE_STATUS_NO_MANAGER) != 0;
     out.listen.addr = st.listen;
     out.counters = st.counters;
     for (uint32_t i = 0; i < st.n_members && i < mi.size(); i++) {

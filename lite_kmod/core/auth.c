@@ -88,3 +88,57 @@ bool lite_auth_verify(const u8 *secret, size_t secret_len,
 	memzero_explicit(want, sizeof(want));
 	return ok;
 }
+
+/**
+ * lite_auth_cm_tag - the ticket a connect request carries
+ * @secret: the cluster's shared secret
+ * @secret_len: its length
+ * @nonce: fresh random bytes of the requester
+ * @dst: the listen address the request goes to
+ * @out: the tag, a truncated HMAC over label, nonce and @dst
+ *
+ * It lets a listener refuse a stranger before it allocates anything for
+ * the connection; the full challenge-response (lite_auth_mac()) follows.
+ */
+void lite_auth_cm_tag(const u8 *secret, size_t secret_len,
+		      const u8 nonce[LITE_CM_NONCE_LEN],
+		      const struct lite_naddr *dst, u8 out[LITE_CM_TAG_LEN])
+{
+	static const char label[8] = "lite-cm";
+	u8 msg[sizeof(label) + LITE_CM_NONCE_LEN + 19];
+	u8 mac[LITE_HMAC_LEN];
+	u8 *p = msg;
+
+	memcpy(p, label, sizeof(label));
+	p += sizeof(label);
+	memcpy(p, nonce, LITE_CM_NONCE_LEN);
+	p += LITE_CM_NONCE_LEN;
+	lite_auth_put_addr(p, dst);
+	lite_hmac_sha256(secret, secret_len, msg, sizeof(msg), mac);
+	memcpy(out, mac, LITE_CM_TAG_LEN);
+	memzero_explicit(mac, sizeof(mac));
+}
+
+/**
+ * lite_auth_cm_check - whether a connect request's ticket is right
+ * @secret: the cluster's shared secret
+ * @secret_len: its length
+ * @nonce: the nonce the request carries
+ * @dst: our listen address
+ * @tag: the tag the request carries
+ *
+ * Return: true if @tag was made with @secret for @nonce and @dst.
+ */
+bool lite_auth_cm_check(const u8 *secret, size_t secret_len,
+			const u8 nonce[LITE_CM_NONCE_LEN],
+			const struct lite_naddr *dst,
+			const u8 tag[LITE_CM_TAG_LEN])
+{
+	u8 want[LITE_CM_TAG_LEN];
+	bool ok;
+
+	lite_auth_cm_tag(secret, secret_len, nonce, dst, want);
+	ok = !crypto_memneq(want, tag, LITE_CM_TAG_LEN);
+	memzero_explicit(want, sizeof(want));
+	return ok;
+}

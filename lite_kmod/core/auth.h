@@ -13,6 +13,8 @@
 #include "wire.h"
 
 #define LITE_HMAC_LEN	32
+#define LITE_CM_NONCE_LEN	8	/* connect request ticket */
+#define LITE_CM_TAG_LEN		16
 
 enum lite_auth_role {
 	LITE_ROLE_PASSIVE = 'P',	/* the side that accepted */
@@ -36,5 +38,13 @@ void lite_auth_mac(const u8 *secret, size_t secret_len,
 bool lite_auth_verify(const u8 *secret, size_t secret_len,
 		      const struct lite_auth_ctx *ctx, u8 role,
 		      const u8 mac[LITE_MAC_LEN]);
+
+void lite_auth_cm_tag(const u8 *secret, size_t secret_len,
+		      const u8 nonce[LITE_CM_NONCE_LEN],
+		      const struct lite_naddr *dst, u8 out[LITE_CM_TAG_LEN]);
+bool lite_auth_cm_check(const u8 *secret, size_t secret_len,
+			const u8 nonce[LITE_CM_NONCE_LEN],
+			const struct lite_naddr *dst,
+			const u8 tag[LITE_CM_TAG_LEN]);
 
 #endif /* LITE_CORE_AUTH_H */

@@ -364,6 +364,7 @@ static int check_payload(const struct lite_msg *m)
 	const struct lite_wire_hello *hello = m->payload;
 	const struct lite_wire_member *mbr = m->payload;
 	const struct lite_wire_ping *ping = m->payload;
+	const struct lite_wire_heartbeat *hb = m->payload;
 	const struct lite_wire_member_del *del = m->payload;
 	struct lite_naddr a;
 
@@ -422,6 +423,13 @@ static int check_payload(const struct lite_msg *m)
 			return -EBADMSG;
 		return le16_to_cpu(del->id) && le16_to_cpu(del->id) <=
 		       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
+	case LITE_MSG_HEARTBEAT:
+		if (m->reply || m->req_id || m->len != sizeof(*hb) ||
+		    hb->reserved0 || hb->reserved)
+			return -EBADMSG;
+		return le16_to_cpu(hb->members) &&
+		       le16_to_cpu(hb->members) <= LITE_WIRE_MAX_NODES ?
+		       0 : -EBADMSG;
 	case LITE_MSG_LEAVE:
 	case LITE_MSG_CREDIT:
 		/* One-way only, no payload. */

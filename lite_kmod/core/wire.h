@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	1
+#define LITE_WIRE_VERSION	2	/* 2: HEARTBEAT */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -39,6 +39,7 @@ enum lite_msg_type {
 	LITE_MSG_RING,		/* req: where to write RPC entries for us */
 	LITE_MSG_RING_ACK,	/* one-way: ring bytes consumed so far */
 	LITE_MSG_SYNC,		/* req: lock/unlock/barrier on a word */
+	LITE_MSG_HEARTBEAT,	/* one-way: the sender is alive */
 	LITE_MSG_TYPE_END
 };
 
@@ -122,6 +123,14 @@ struct lite_wire_member_del {
 	__le16 id;
 	__le16 flags;		/* LITE_DEL_* */
 	__le32 reserved;
+};
+
+/* HEARTBEAT: members to the manager and back, every few hundred ms. */
+struct lite_wire_heartbeat {
+	__le32 epoch;		/* the sender's membership epoch */
+	__le16 members;		/* members the sender counts, itself included */
+	__le16 reserved0;
+	__le64 reserved;
 };
 
 struct lite_wire_ping {

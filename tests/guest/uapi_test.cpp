@@ -171,8 +171,12 @@ TEST_F(Uapi, StatusRejections)
     ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
     lite_node_status st{};
     st.instance = u.instance;
-    st.reserved[1] = 1;
-    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "reserved";
+    st.flags = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "flags is an output";
+    st = {};
+    st.instance = u.instance;
+    st.reconnects = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "reconnects is an output";
     st = {};
     st.instance = u.instance;
     st.cq_mode = 1;

@@ -300,7 +300,10 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
           << "\n"
           << R"(   "counters": {"joins": )" << c.joins << R"(, "leaves": )" << c.leaves << R"(, "losses": )" << c.losses
           << R"(, "auth_failures": )" << c.auth_failures << R"(, "bad_msgs": )" << c.bad_msgs << R"(, "timeouts": )"
-          << c.timeouts << R"(, "mem_bytes": )" << c.mem_bytes << R"(, "mem_lmrs": )" << c.mem_lmrs << "},\n"
+          << c.timeouts << R"(, "mem_bytes": )" << c.mem_bytes << R"(, "mem_lmrs": )" << c.mem_lmrs
+          << R"(, "reconnects": )" << s.reconnects << "},\n"
+          << R"(   "expelled": )" << (s.expelled ? "true" : "false") << R"(, "no_manager": )"
+          << (s.no_manager ? "true" : "false") << ",\n"
           << R"(   "members": [)";
         for (size_t i = 0; i < s.members.size(); i++) {
             const auto& m = s.members[i];
@@ -323,7 +326,10 @@ void print_text(const lite::NodeStatus& s)
     std::printf("instance %u: node %u%s on %s port %u, listening on %s\n", s.instance, s.node_id,
                 s.node_id && s.node_id == s.manager_id ? " (manager)" : "", s.device.c_str(), s.port,
                 s.listen.to_string().c_str());
-    std::printf("  cluster: %zu members, manager %u, epoch %u\n", s.members.size(), s.manager_id, s.epoch);
+    std::printf("  cluster: %zu members, manager %u%s, epoch %u\n", s.members.size(), s.manager_id,
+                s.no_manager ? " (gone: no joins)" : "", s.epoch);
+    if (s.expelled)
+        std::printf("  EXPELLED: the cluster dropped this node; bring it up again to rejoin\n");
     std::printf("  completion mode: %s\n", lite::cq_mode_name(s.cq_mode));
     std::printf("  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS", "TX MSGS", "RX MSGS", "LAST RTT",
                 "CREDITS");
@@ -333,10 +339,11 @@ void print_text(const lite::NodeStatus& s)
                     m.addr.to_string().c_str(), static_cast<unsigned long long>(m.tx_msgs),
                     static_cast<unsigned long long>(m.rx_msgs), rtt.c_str(), m.credits);
     }
-    std::printf("  counters: joins %llu, leaves %llu, losses %llu, auth failures %llu, "
+    std::printf("  counters: joins %llu, leaves %llu, losses %llu, reconnects %u, auth failures %llu, "
                 "bad messages %llu, timeouts %llu\n",
                 static_cast<unsigned long long>(c.joins), static_cast<unsigned long long>(c.leaves),
-                static_cast<unsigned long long>(c.losses), static_cast<unsigned long long>(c.auth_failures),
+                static_cast<unsigned long long>(c.losses), s.reconnects,
+                static_cast<unsigned long long>(c.auth_failures),
                 static_cast<unsigned long long>(c.bad_msgs), static_cast<unsigned long long>(c.timeouts));
     std::printf("  memory held for the cluster: %llu bytes in %llu LMRs\n",
                 static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs));

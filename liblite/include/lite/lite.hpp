@@ -78,6 +78,9 @@ struct NodeStatus {
     lite_node_counters counters{};
     uint32_t async_inflight = 0; // io_uring operations in flight
     uint32_t async_peak = 0;     // the most in flight at once
+    uint32_t reconnects = 0;     // connections to members made again
+    bool expelled = false;       // the cluster dropped this node
+    bool no_manager = false;     // the manager is gone: no joins
     std::vector<Member> members;
 };
 

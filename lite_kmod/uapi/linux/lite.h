@@ -138,8 +138,14 @@ struct lite_node_status {
 	struct lite_node_counters counters;	/* out */
 	__u32 async_inflight;	/* out: io_uring operations in flight */
 	__u32 async_peak;	/* out: the most that were in flight at once */
-	__u32 reserved[2];
+	__u32 reconnects;	/* out: connections to members made again */
+	__u32 flags;		/* out: LITE_STATUS_* */
 };
+
+#define LITE_STATUS_EXPELLED	(1U << 0)	/* the cluster dropped this
+						 * node: bring it up again */
+#define LITE_STATUS_NO_MANAGER	(1U << 1)	/* the manager is gone: no
+						 * joins */
 
 /* LITE_IOC_PING: one control-plane round trip to @node_id. */
 struct lite_ping {

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite dispatch: the one table of message handlers and the one list of
+ * connection hooks. A new message type is one row of lite_handlers[]; a
+ * concern that keeps per-connection state adds one entry to
+ * lite_conn_hooks[]. Nothing else routes messages or tears state down.
+ */
+#include "internal.h"
+
+/* Where a request or one-way message is handled. */
+enum lite_run {
+	LITE_RUN_NONE,		/* no handler: refused (replies only) */
+	LITE_RUN_CQ,		/* in the CQ handler itself, even in softirq:
+				 * never sleeps */
+	LITE_RUN_RX,		/* in receive order on the receive path
+				 * (CQ handler of a workqueue CQ, else the
+				 * connection's defer_work): may take mutexes,
+				 * never waits for the network */
+	LITE_RUN_ORDERED,	/* node->wq, one at a time in arrival order:
+				 * may wait for the network */
+	LITE_RUN_UNORDERED,	/* node->close_wq: may wait for other
+				 * requests to finish */
+};
+
+/* When a message is accepted on a connection. */
+#define LITE_WHEN_HANDSHAKE	BIT(0)	/* before the peer is authenticated */
+#define LITE_WHEN_READY		BIT(1)	/* from an authenticated member */
+
+struct lite_msg_handler {
+	/* Handles a request or one-way message; replies go to their call. */
+	void (*fn)(struct lite_conn *conn, const struct lite_msg *msg);
+	/* Optional: runs in the CQ handler on receipt, before @fn is queued. */
+	void (*receipt)(struct lite_conn *conn, const struct lite_msg *msg);
+	u8 run;			/* enum lite_run of @fn */
+	u8 when;		/* LITE_WHEN_* */
+	bool reply_in_cq;	/* its replies complete in the CQ handler */
+};
+
+#define LITE_HS		LITE_WHEN_HANDSHAKE
+#define LITE_RDY	LITE_WHEN_READY
+
+static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
+	/* Membership (cluster.c) */
+	[LITE_MSG_HELLO]	= { lite_cluster_handle_hello, NULL,
+				    LITE_RUN_ORDERED, LITE_HS },
+	[LITE_MSG_AUTH]		= { lite_cluster_handle_auth, NULL,
+				    LITE_RUN_ORDERED, LITE_HS },
+	[LITE_MSG_MEMBER_ADD]	= { lite_cluster_handle_member_add, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_MEMBER_DEL]	= { lite_cluster_handle_member_del, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_LEAVE]	= { lite_cluster_handle_leave,
+				    lite_cluster_leave_seen,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_PING]		= { lite_cluster_handle_ping, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_HEARTBEAT]	= { lite_cluster_handle_heartbeat, NULL,
+				    LITE_RUN_CQ, LITE_RDY },
+	/* Credits only: lite_msg_received() takes them from every message. */
+	[LITE_MSG_CREDIT]	= { NULL, NULL, LITE_RUN_RX,
+				    LITE_HS | LITE_RDY },
+	/* The memory node's side of LMRs (export.c) */
+	[LITE_MSG_LMR_ALLOC]	= { lite_export_handle_alloc, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_LMR_CHUNKS]	= { lite_export_handle_chunks, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_LMR_FREE]	= { lite_export_handle_free, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_ATOMIC]	= { lite_export_atomic, NULL,
+				    LITE_RUN_CQ, LITE_RDY, true },
+	/* Names (share.c); INVALIDATE waits for accesses in progress, so
+	 * it must neither queue behind nor hold up the ordered queue.
+	 */
+	[LITE_MSG_SHARE]	= { lite_share_handle_share, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_LOOKUP]	= { lite_share_handle_lookup, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_UNSHARE]	= { lite_share_handle_unshare, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_INVALIDATE]	= { lite_share_handle_invalidate, NULL,
+				    LITE_RUN_UNORDERED, LITE_RDY },
+	/* RPC (rpc.c) and synchronisation (sync.c) */
+	[LITE_MSG_RING]		= { lite_rpc_handle_ring, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_RING_ACK]	= { lite_rpc_ack, NULL, LITE_RUN_RX, LITE_RDY },
+	[LITE_MSG_SYNC]		= { lite_sync_handle, NULL, LITE_RUN_RX,
+				    LITE_RDY },
+};
+
+/* lite_wire_parse() admits only types below LITE_MSG_TYPE_END. */
+static const struct lite_msg_handler *lite_handler(const struct lite_msg *msg)
+{
+	return &lite_handlers[msg->type];
+}
+
+/* Whether @msg may be handled on @conn in its present state. */
+static bool lite_msg_allowed(struct lite_conn *conn,
+			     const struct lite_msg_handler *h)
+{
+	enum lite_conn_state state = lite_conn_state(conn);
+
+	if (state == LITE_CONN_READY)
+		return h->when & LITE_WHEN_READY;
+	return state == LITE_CONN_HANDSHAKE && (h->when & LITE_WHEN_HANDSHAKE);
+}
+
+/**
+ * lite_msg_parse - parse a received message into rx->msg
+ * @rx: the receive buffer, with byte_len set
+ *
+ * lite_msg_received() acts on the verdict.
+ * Return: whether it can be handled right in the CQ handler (softirq, or
+ * the busy poller under RCU) rather than in process context. The order of
+ * such messages against other control messages does not matter: an
+ * atomic's requester holds its LMR access until the reply.
+ */
+bool lite_msg_parse(struct lite_rx *rx)
+{
+	const struct lite_msg_handler *h;
+
+	rx->parse_err = lite_wire_parse(rx->buf, rx->byte_len, &rx->msg);
+	if (rx->parse_err)
+		return false;
+	h = lite_handler(&rx->msg);
+	return rx->msg.reply ? h->reply_in_cq : h->run == LITE_RUN_CQ;
+}
+
+/* Queue a request for process context; the work holds a reference. */
+static void lite_msg_queue(struct lite_rx *rx, const struct lite_msg_handler *h)
+{
+	struct lite_conn *conn = rx->conn;
+	struct lite_node *node = conn->node;
+
+	lite_conn_get(conn);
+	queue_work(h->run == LITE_RUN_UNORDERED ? node->close_wq : node->wq,
+		   &rx->work);
+}
+
+/**
+ * lite_msg_received - check a received, parsed message and dispatch it
+ * @rx: the receive buffer; given back to the QP when handled
+ *
+ * Credits are taken from every message; replies go to the call waiting for
+ * them; requests and one-way messages go to their handler, in the context
+ * its row names. A malformed message, a peer that changes its id, or a
+ * message not allowed in the connection's state closes the connection.
+ */
+void lite_msg_received(struct lite_rx *rx)
+{
+	struct lite_conn *conn = rx->conn;
+	struct lite_node *node = conn->node;
+	struct lite_msg *msg = &rx->msg;
+	const struct lite_msg_handler *h;
+	bool bad;
+
+	if (rx->parse_err)
+		goto bad_msg;
+	if (msg->credits && lite_conn_grant(conn, msg->credits))
+		goto bad_msg;
+	if (lite_fault_drop_rx(node, msg)) {
+		lite_conn_repost(rx);
+		return;
+	}
+	atomic64_inc(&conn->rx_msgs);
+	atomic64_add(rx->byte_len, &conn->rx_bytes);
+	lite_cluster_heard(conn);
+
+	/* Once authenticated, a peer must keep using its own id. */
+	spin_lock_bh(&conn->lock);
+	bad = conn->state == LITE_CONN_READY && msg->src != conn->peer_id;
+	spin_unlock_bh(&conn->lock);
+	if (bad)
+		goto bad_msg;
+
+	h = lite_handler(msg);
+	if (msg->reply) {
+		lite_call_complete(node, conn, msg);
+		lite_conn_repost(rx);
+		return;
+	}
+	if (lite_conn_state(conn) == LITE_CONN_CLOSING) {
+		lite_conn_repost(rx);	/* nothing will answer it */
+		return;
+	}
+	if (!lite_msg_allowed(conn, h) || (!h->fn && h->run != LITE_RUN_RX))
+		goto bad_msg;
+	if (h->receipt)
+		h->receipt(conn, msg);
+	if (h->run == LITE_RUN_ORDERED || h->run == LITE_RUN_UNORDERED) {
+		lite_msg_queue(rx, h);
+		return;
+	}
+	if (h->fn)
+		h->fn(conn, msg);
+	lite_conn_repost(rx);
+	return;
+
+bad_msg:
+	atomic64_inc(&node->stats.bad_msgs);
+	pr_info_ratelimited("lite%u: dropping connection after malformed or unexpected message\n",
+			    node->instance);
+	lite_conn_close(conn);
+}
+
+/**
+ * lite_msg_work - run a queued request or one-way message
+ * @work: rx->work, on node->wq or node->close_wq
+ *
+ * The connection may have closed meanwhile, or (for the handshake) become
+ * READY: the row's conditions are checked again.
+ */
+void lite_msg_work(struct work_struct *work)
+{
+	struct lite_rx *rx = container_of(work, struct lite_rx, work);
+	const struct lite_msg_handler *h = lite_handler(&rx->msg);
+	struct lite_conn *conn = rx->conn;
+
+	if (lite_msg_allowed(conn, h)) {
+		h->fn(conn, &rx->msg);
+	} else if (lite_conn_state(conn) != LITE_CONN_CLOSING) {
+		atomic64_inc(&conn->node->stats.bad_msgs);
+		lite_conn_close(conn);	/* the handshake again, say */
+	}
+	lite_conn_repost(rx);
+	lite_conn_put(conn);
+}
+
+/*
+ * Per-concern connection hooks, called in this order:
+ *   failed   the connection started closing (any context, no node lock):
+ *            fail what waits on it now
+ *   closed   close_work, after its QP was drained and destroyed (the peer
+ *            can no longer reach our memory through it) and the replies
+ *            that had arrived were delivered
+ *   ready    an authenticated connection to a member was installed (the
+ *            first one, or after a reconnect); node->lock not held
+ *   release  the last reference is gone: free per-connection memory
+ */
+struct lite_conn_hooks {
+	void (*failed)(struct lite_conn *conn);
+	void (*closed)(struct lite_conn *conn);
+	void (*ready)(struct lite_conn *conn);
+	void (*release)(struct lite_conn *conn);
+};
+
+static const struct lite_conn_hooks lite_conn_hooks[] = {
+	{ .failed = lite_rdma_conn_closed },			/* rdma.c */
+	{ .closed = lite_calls_conn_closed },			/* msg.c */
+	{ .failed = lite_rpc_conn_failed, .closed = lite_rpc_conn_closed,
+	  .release = lite_rpc_conn_release },			/* rpc.c */
+	{ .closed = lite_sync_conn_closed },			/* sync.c */
+	{ .closed = lite_exports_conn_closed,
+	  .ready = lite_exports_conn_ready },			/* export.c */
+	{ .closed = lite_cluster_conn_closed },			/* cluster.c */
+};
+
+/**
+ * lite_conn_hooks_failed - tell every concern that @conn is closing
+ * @conn: the connection, just marked LITE_CONN_CLOSING
+ */
+void lite_conn_hooks_failed(struct lite_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
+		if (lite_conn_hooks[i].failed)
+			lite_conn_hooks[i].failed(conn);
+}
+
+/**
+ * lite_conn_hooks_closed - tell every concern that @conn's QP is gone
+ * @conn: the connection, from its close_work
+ */
+void lite_conn_hooks_closed(struct lite_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
+		if (lite_conn_hooks[i].closed)
+			lite_conn_hooks[i].closed(conn);
+}
+
+/**
+ * lite_conn_hooks_ready - tell every concern that @conn now serves a member
+ * @conn: the connection, READY and installed as the member's connection
+ */
+void lite_conn_hooks_ready(struct lite_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
+		if (lite_conn_hooks[i].ready)
+			lite_conn_hooks[i].ready(conn);
+}
+
+/**
+ * lite_conn_hooks_release - free what every concern kept for @conn
+ * @conn: the connection, at its last reference
+ */
+void lite_conn_hooks_release(struct lite_conn *conn)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
+		if (lite_conn_hooks[i].release)
+			lite_conn_hooks[i].release(conn);
+}
