@@ -98,6 +98,24 @@ guest_tests() {
 		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" || rc=$?
 	record "guest tests (2 guests)" "$rc" "$out"/guest2/multi-*.json
+	fault_figures
+}
+
+# The fault-recovery figures the guest tests measured ($LITE_OUT/faults/KEY
+# files, one JSON value each; fatal_signal.json) in one file, compared run
+# to run: detect_dead_s, reconnect_s, hostile_join_ok, fatal_signal_stop_s.
+fault_figures() {
+	python3 - "$out" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+figs = {}
+for f in sorted(out.glob("guest*/faults/*")):
+    figs[f.name] = json.loads(f.read_text())
+for f in sorted(out.glob("guest*/fatal_signal.json")):
+    figs.update(json.loads(f.read_text()))
+(out / "faults.json").write_text(json.dumps(figs, indent=2, sort_keys=True) + "\n")
+print("fault figures (" + str(out / "faults.json") + "): " + json.dumps(figs, sort_keys=True))
+PY
 }
 
 case $mode in

@@ -114,7 +114,7 @@ struct lite_member_info {
 struct lite_node_counters {
 	__u64 joins;		/* members added */
 	__u64 leaves;		/* members that left cleanly */
-	__u64 losses;		/* members whose connection broke */
+	__u64 losses;		/* members declared dead or dropped */
 	__u64 auth_failures;	/* handshakes refused */
 	__u64 bad_msgs;		/* malformed messages dropped */
 	__u64 timeouts;		/* requests that timed out */
