@@ -34,6 +34,23 @@ struct lite_handshake {
  * Install @conn as the READY connection to member @id; node->lock held.
  * Return: 0, or -ECONNRESET if @conn is already closing.
  */
+static void lite_node_install_peer(struct lite_node *node, u16 id,
+				   struct lite_conn *conn)
+{
+	lockdep_assert_held(&node->lock);
+	if (node->peers[id] && node->peers[id] != conn)
+		lite_conn_close(node->peers[id]);	/* a stale one */
+	lite_node_set_conn(node, id, conn);
+	node->backoff_ms[id] = 0;
+	WRITE_ONCE(node->last_heard[id], jiffies);
+	lite_conn_hooks_ready(conn);
+}
+
+/*
+ * Install @conn as the READY connection to member @id (the active side,
+ * which does so on the AUTH reply: nothing can precede it on the wire);
+ * node->lock held. Return: 0, or -ECONNRESET if @conn is already closing.
+ */
 static int lite_node_set_peer(struct lite_node *node, u16 id,
 			      struct lite_conn *conn)
 {
@@ -41,15 +58,9 @@ static int lite_node_set_peer(struct lite_node *node, u16 id,
 
 	lockdep_assert_held(&node->lock);
 	ret = lite_conn_set_ready(conn, id);
-	if (ret)
-		return ret;
-	if (node->peers[id] && node->peers[id] != conn)
-		lite_conn_close(node->peers[id]);	/* a stale one */
-	lite_node_set_conn(node, id, conn);
-	node->backoff_ms[id] = 0;
-	WRITE_ONCE(node->last_heard[id], jiffies);
-	lite_conn_hooks_ready(conn);
-	return 0;
+	if (!ret)
+		lite_node_install_peer(node, id, conn);
+	return ret;
 }
 
 /* Manager: tell every member that @id is gone; node->lock held, so the
@@ -141,7 +152,7 @@ static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
 		if (!ret)
 			lite_node_set_conn(node, 0, conn);
 	} else if (!lite_mbr_present(&node->mb, hs->peer_id)) {
-		ret = -ENOENT;	/* it left while we were connecting */
+		ret = -ESRCH;	/* we dropped it while we were connecting */
 	} else {
 		ret = lite_node_set_peer(node, hs->peer_id, conn);
 	}
@@ -261,6 +272,8 @@ int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
 				LITE_MSG_MAX, deadline);
 	if (ret)
 		goto out;
+	/* Heartbeats to the manager from now on, while we meet the others. */
+	lite_health_start(node);
 
 	n = lite_join_targets(node, addrs, ids);
 	for (i = 0; i < n; i++) {
@@ -425,6 +438,15 @@ static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
 		id = lite_mbr_alloc_id(&node->mb);
 	if (id > 0)
 		id = lite_mbr_add(&node->mb, id, &conn->peer_listen) ?: id;
+	if (id > 0) {
+		/* Judged by heartbeats once admitted (it sends them from
+		 * its AUTH reply on), not while we announce it.
+		 */
+		WRITE_ONCE(node->last_heard[id],
+			   jiffies + msecs_to_jiffies(LITE_ANNOUNCE_MS));
+		node->backoff_ms[id] = 0;
+		node->retry_at[id] = jiffies;
+	}
 	mutex_unlock(&node->lock);
 	if (id < 0)
 		return id;
@@ -435,8 +457,8 @@ static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
 	mutex_lock(&node->lock);
 	if (!ret && node->dying)
 		ret = -ESHUTDOWN;
-	if (!ret)
-		ret = lite_node_set_peer(node, id, conn);	/* last_heard */
+	if (!ret)	/* installed once the AUTH reply is on its way */
+		ret = lite_conn_set_ready(conn, id);
 	if (ret) {
 		lite_mbr_remove(&node->mb, id);
 		lite_broadcast_del(node, id, false);
@@ -467,10 +489,28 @@ static int lite_accept_peer(struct lite_conn *conn)
 	else if (id == node->mb.self || !lite_mbr_present(&node->mb, id) ||
 		 !lite_naddr_equal(&node->mb.addr[id], &conn->peer_listen))
 		ret = -ENOENT;
-	else
-		ret = lite_node_set_peer(node, id, conn);
+	else	/* installed once the AUTH reply is on its way */
+		ret = lite_conn_set_ready(conn, id);
 	mutex_unlock(&node->lock);
 	return ret;
+}
+
+/*
+ * Passive side: the AUTH reply was sent; only now may anything else be
+ * sent on @conn (the peer is READY once it handled that reply), so only
+ * now is @conn installed for member @id.
+ */
+static void lite_publish_peer(struct lite_conn *conn, u16 id)
+{
+	struct lite_node *node = conn->node;
+
+	mutex_lock(&node->lock);
+	if (!node->dying && lite_conn_state(conn) == LITE_CONN_READY &&
+	    id != node->mb.self && lite_mbr_present(&node->mb, id))
+		lite_node_install_peer(node, id, conn);
+	else
+		lite_conn_close(conn);
+	mutex_unlock(&node->lock);
 }
 
 void lite_cluster_handle_auth(struct lite_conn *conn,
@@ -512,6 +552,10 @@ void lite_cluster_handle_auth(struct lite_conn *conn,
 	lite_reply(conn, msg, ret < 0 ? ret : 0, proof, sizeof(*proof) + len);
 	if (ret < 0)
 		lite_conn_close_when_sent(conn);
+	else if (conn->auth.purpose == LITE_PURPOSE_JOIN)
+		lite_publish_peer(conn, ret);
+	else if (conn->auth.purpose == LITE_PURPOSE_PEER)
+		lite_publish_peer(conn, conn->auth.node_id);
 	kfree(proof);
 }
 

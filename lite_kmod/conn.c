@@ -229,7 +229,11 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	rx->byte_len = wc->byte_len;
 	ib_dma_sync_single_for_cpu(conn->node->ibdev->dev, rx->dma,
 				   LITE_MSG_MAX, DMA_FROM_DEVICE);
-	if (lite_msg_parse(rx) || cq->poll_ctx == IB_POLL_WORKQUEUE) {
+	/* The fast path only once READY: before, order decides (the AUTH
+	 * reply makes the connection READY on the receive path).
+	 */
+	if ((lite_msg_parse(rx) && lite_conn_state(conn) == LITE_CONN_READY) ||
+	    cq->poll_ctx == IB_POLL_WORKQUEUE) {
 		lite_msg_received(rx);
 		return;
 	}
@@ -388,7 +392,7 @@ static int lite_conn_check_pdata(struct lite_node *node, const void *data,
 		return -EPROTO;
 	if (le32_to_cpu(pd->magic) != LITE_WIRE_MAGIC ||
 	    pd->version != LITE_WIRE_VERSION ||
-	    le16_to_cpu(pd->rx_depth) != LITE_RX_DEPTH)
+	    le16_to_cpu(pd->rx_depth) != LITE_RX_DEPTH || pd->status)
 		return -EPROTO;
 	if (node && !lite_auth_cm_check(node->secret, node->secret_len,
 					pd->nonce, &node->listen_addr,
@@ -441,6 +445,19 @@ static int lite_conn_route_resolved(struct lite_conn *conn,
 		return ret;
 	lite_conn_param(conn, &param, &pd, &conn->dst);
 	return rdma_connect_locked(id, &param);	/* in the handler */
+}
+
+/* Why we were rejected: lite's status in the private data, if any. */
+static int lite_conn_reject_status(const struct rdma_cm_event *ev)
+{
+	const struct lite_cm_pdata *pd = ev->param.conn.private_data;
+	int status;
+
+	if (!pd || ev->param.conn.private_data_len < sizeof(*pd) ||
+	    le32_to_cpu(pd->magic) != LITE_WIRE_MAGIC)
+		return -ECONNREFUSED;
+	status = (int)le32_to_cpu(pd->status);
+	return status == -EKEYREJECTED ? status : -ECONNREFUSED;
 }
 
 static void lite_conn_established(struct lite_conn *conn,
@@ -497,7 +514,7 @@ int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
 		lite_conn_fail(conn, -ENETUNREACH);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
-		lite_conn_fail(conn, -ECONNREFUSED);
+		lite_conn_fail(conn, lite_conn_reject_status(ev));
 		break;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		lite_conn_fail(conn, -ECONNABORTED);
@@ -548,6 +565,13 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 	/* Strangers are refused here, before they cost anything. */
 	ret = lite_conn_check_pdata(node, ev->param.conn.private_data,
 				    ev->param.conn.private_data_len);
+	if (ret == -EKEYREJECTED) {
+		struct lite_cm_pdata rej;
+
+		lite_conn_pdata(node, &rej, NULL);
+		rej.status = cpu_to_le32((u32)ret);
+		rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	}
 	if (ret)
 		return ret;
 	conn = lite_conn_alloc(node, false);

@@ -55,7 +55,7 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 	[LITE_MSG_PING]		= { lite_cluster_handle_ping, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_HEARTBEAT]	= { lite_cluster_handle_heartbeat, NULL,
-				    LITE_RUN_CQ, LITE_RDY },
+				    LITE_RUN_CQ, LITE_HS | LITE_RDY },
 	/* Credits only: lite_msg_received() takes them from every message. */
 	[LITE_MSG_CREDIT]	= { NULL, NULL, LITE_RUN_RX,
 				    LITE_HS | LITE_RDY },
@@ -178,14 +178,15 @@ void lite_msg_received(struct lite_rx *rx)
 		lite_conn_repost(rx);
 		return;
 	}
+	/* Even on a closing connection: a LEAVE is a clean leave. */
+	if (h->receipt && lite_conn_state(conn) != LITE_CONN_CONNECTING)
+		h->receipt(conn, msg);
 	if (lite_conn_state(conn) == LITE_CONN_CLOSING) {
 		lite_conn_repost(rx);	/* nothing will answer it */
 		return;
 	}
 	if (!lite_msg_allowed(conn, h) || (!h->fn && h->run != LITE_RUN_RX))
 		goto bad_msg;
-	if (h->receipt)
-		h->receipt(conn, msg);
 	if (h->run == LITE_RUN_ORDERED || h->run == LITE_RUN_UNORDERED) {
 		lite_msg_queue(rx, h);
 		return;
@@ -233,7 +234,8 @@ void lite_msg_work(struct work_struct *work)
  *            can no longer reach our memory through it) and the replies
  *            that had arrived were delivered
  *   ready    an authenticated connection to a member was installed (the
- *            first one, or after a reconnect); node->lock not held
+ *            first one, or after a reconnect); node->lock held, must not
+ *            sleep
  *   release  the last reference is gone: free per-connection memory
  */
 struct lite_conn_hooks {

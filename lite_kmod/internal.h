@@ -97,7 +97,7 @@ struct lite_cm_pdata {
 	u8 version;
 	u8 reserved0;
 	__le16 rx_depth;
-	__le32 reserved;
+	__le32 status;			/* reject: a negative errno; else 0 */
 	u8 nonce[LITE_CM_NONCE_LEN];	/* request: random; accept: zero */
 	u8 tag[LITE_CM_TAG_LEN];	/* request: the ticket; accept: zero */
 };

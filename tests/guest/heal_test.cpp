@@ -147,8 +147,7 @@ TEST_F(Heal, BrokenConnectionReconnectsUnderLoad)
     ASSERT_EQ(fault(inst_[2], "break_conn", "2"), 0);
     bool healed = wait_until(
         [&] {
-            return reconnects(*dev_, inst_[2]) > before && after_ok > 0 &&
-                   all_agree(*dev_, inst_, {1, 2, 3});
+            return reconnects(*dev_, inst_[2]) > before && after_ok > 0 && all_agree(*dev_, inst_, {1, 2, 3});
         },
         milliseconds(5000));
     double reconnect_s = seconds_since(t0);
@@ -188,8 +187,8 @@ TEST_F(Heal, FailedPostHeals)
         (void)dev_->ping(inst_[2], 2, milliseconds(1000));
     } catch (const lite::Error&) {
     }
-    EXPECT_TRUE(wait_until(
-        [&] { return reconnects(*dev_, inst_[2]) + reconnects(*dev_, inst_[1]) > before; }, milliseconds(3000)))
+    EXPECT_TRUE(wait_until([&] { return reconnects(*dev_, inst_[2]) + reconnects(*dev_, inst_[1]) > before; },
+                           milliseconds(3000)))
         << "no reconnect after a failed post";
     EXPECT_TRUE(wait_until(
         [&] {
@@ -297,8 +296,8 @@ int hostile_connects(const std::string& ip, uint16_t port, int n)
         std::array<uint8_t, 36> pd{};
         const uint32_t magic = 0x4554494c;
         std::memcpy(pd.data(), &magic, 4);
-        pd[4] = 2;                    // wire version
-        pd[6] = 32;                   // rx depth
+        pd[4] = 2;                                  // wire version
+        pd[6] = 32;                                 // rx depth
         std::fill(pd.begin() + 12, pd.end(), 0x5a); // a guessed ticket
         rdma_conn_param p{};
         p.private_data = pd.data();

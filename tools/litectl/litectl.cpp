@@ -343,8 +343,8 @@ void print_text(const lite::NodeStatus& s)
                 "bad messages %llu, timeouts %llu\n",
                 static_cast<unsigned long long>(c.joins), static_cast<unsigned long long>(c.leaves),
                 static_cast<unsigned long long>(c.losses), s.reconnects,
-                static_cast<unsigned long long>(c.auth_failures),
-                static_cast<unsigned long long>(c.bad_msgs), static_cast<unsigned long long>(c.timeouts));
+                static_cast<unsigned long long>(c.auth_failures), static_cast<unsigned long long>(c.bad_msgs),
+                static_cast<unsigned long long>(c.timeouts));
     std::printf("  memory held for the cluster: %llu bytes in %llu LMRs\n",
                 static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs));
 }
