@@ -43,7 +43,7 @@ static void lite_node_install_peer(struct lite_node *node, u16 id,
 	lite_node_set_conn(node, id, conn);
 	node->backoff_ms[id] = 0;
 	WRITE_ONCE(node->last_heard[id], jiffies);
-	lite_conn_hooks_ready(conn);
+	lite_conn_hooks_run(conn, LITE_HOOK_READY);
 }
 
 /*

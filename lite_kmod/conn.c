@@ -38,7 +38,7 @@ static void lite_conn_release(struct kref *ref)
 	struct lite_node *node = conn->node;
 
 	WARN_ON(conn->state != LITE_CONN_CLOSING);
-	lite_conn_hooks_release(conn);
+	lite_conn_hooks_run(conn, LITE_HOOK_RELEASE);
 	lite_conn_free_rx(conn);
 
 	mutex_lock(&node->lock);
@@ -906,7 +906,7 @@ void lite_conn_close(struct lite_conn *conn)
 		conn->cm_status = -ECONNABORTED;
 		complete_all(&conn->cm_done);
 	}
-	lite_conn_hooks_failed(conn);
+	lite_conn_hooks_run(conn, LITE_HOOK_FAILED);
 	/* close_work inherits the existence reference. */
 	queue_work(conn->node->close_wq, &conn->close_work);
 }
@@ -952,6 +952,6 @@ static void lite_conn_close_work(struct work_struct *work)
 	 * of a peer that then disconnected) was delivered by the drain and
 	 * the flush above, and must win over ECONNRESET.
 	 */
-	lite_conn_hooks_closed(conn);
+	lite_conn_hooks_run(conn, LITE_HOOK_CLOSED);
 	lite_conn_put(conn);
 }

@@ -227,83 +227,41 @@ void lite_msg_work(struct work_struct *work)
 }
 
 /*
- * Per-concern connection hooks, called in this order:
- *   failed   the connection started closing (any context, no node lock):
- *            fail what waits on it now
- *   closed   close_work, after its QP was drained and destroyed (the peer
- *            can no longer reach our memory through it) and the replies
- *            that had arrived were delivered
- *   ready    an authenticated connection to a member was installed (the
- *            first one, or after a reconnect); node->lock held, must not
- *            sleep
- *   release  the last reference is gone: free per-connection memory
+ * Per-concern connection hooks, called in the order of the list for:
+ *   LITE_HOOK_FAILED   the connection started closing (any context, no node
+ *                      lock): fail what waits on it now
+ *   LITE_HOOK_CLOSED   close_work, after its QP was drained and destroyed
+ *                      (the peer can no longer reach our memory through it)
+ *                      and the replies that had arrived were delivered
+ *   LITE_HOOK_READY    an authenticated connection to a member was
+ *                      installed (the first one, or after a reconnect);
+ *                      node->lock held, must not sleep
+ *   LITE_HOOK_RELEASE  the last reference is gone: free per-connection memory
  */
-struct lite_conn_hooks {
-	void (*failed)(struct lite_conn *conn);
-	void (*closed)(struct lite_conn *conn);
-	void (*ready)(struct lite_conn *conn);
-	void (*release)(struct lite_conn *conn);
-};
+typedef void (*lite_conn_hook_fn)(struct lite_conn *conn);
 
-static const struct lite_conn_hooks lite_conn_hooks[] = {
-	{ .failed = lite_rdma_conn_closed },			/* rdma.c */
-	{ .closed = lite_calls_conn_closed },			/* msg.c */
-	{ .failed = lite_rpc_conn_failed, .closed = lite_rpc_conn_closed,
-	  .release = lite_rpc_conn_release },			/* rpc.c */
-	{ .closed = lite_sync_conn_closed },			/* sync.c */
-	{ .closed = lite_exports_conn_closed,
-	  .ready = lite_exports_conn_ready },			/* export.c */
-	{ .closed = lite_cluster_conn_closed },			/* cluster.c */
+static const lite_conn_hook_fn lite_conn_hooks[][LITE_HOOK_MAX] = {
+	{ [LITE_HOOK_FAILED] = lite_rdma_conn_closed },		/* rdma.c */
+	{ [LITE_HOOK_CLOSED] = lite_calls_conn_closed },	/* msg.c */
+	{ [LITE_HOOK_FAILED] = lite_rpc_conn_failed,
+	  [LITE_HOOK_CLOSED] = lite_rpc_conn_closed,
+	  [LITE_HOOK_RELEASE] = lite_rpc_conn_release },	/* rpc.c */
+	{ [LITE_HOOK_CLOSED] = lite_sync_conn_closed },		/* sync.c */
+	{ [LITE_HOOK_CLOSED] = lite_exports_conn_closed,
+	  [LITE_HOOK_READY] = lite_exports_conn_ready },	/* export.c */
+	{ [LITE_HOOK_CLOSED] = lite_cluster_conn_closed },	/* cluster.c */
 };
 
 /**
- * lite_conn_hooks_failed - tell every concern that @conn is closing
- * @conn: the connection, just marked LITE_CONN_CLOSING
+ * lite_conn_hooks_run - tell every concern what happened to @conn
+ * @conn: the connection
+ * @ev: what happened (enum lite_conn_hook)
  */
-void lite_conn_hooks_failed(struct lite_conn *conn)
+void lite_conn_hooks_run(struct lite_conn *conn, enum lite_conn_hook ev)
 {
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
-		if (lite_conn_hooks[i].failed)
-			lite_conn_hooks[i].failed(conn);
-}
-
-/**
- * lite_conn_hooks_closed - tell every concern that @conn's QP is gone
- * @conn: the connection, from its close_work
- */
-void lite_conn_hooks_closed(struct lite_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
-		if (lite_conn_hooks[i].closed)
-			lite_conn_hooks[i].closed(conn);
-}
-
-/**
- * lite_conn_hooks_ready - tell every concern that @conn now serves a member
- * @conn: the connection, READY and installed as the member's connection
- */
-void lite_conn_hooks_ready(struct lite_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
-		if (lite_conn_hooks[i].ready)
-			lite_conn_hooks[i].ready(conn);
-}
-
-/**
- * lite_conn_hooks_release - free what every concern kept for @conn
- * @conn: the connection, at its last reference
- */
-void lite_conn_hooks_release(struct lite_conn *conn)
-{
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(lite_conn_hooks); i++)
-		if (lite_conn_hooks[i].release)
-			lite_conn_hooks[i].release(conn);
+		if (lite_conn_hooks[i][ev])
+			lite_conn_hooks[i][ev](conn);
 }

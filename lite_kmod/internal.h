@@ -570,10 +570,14 @@ int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 bool lite_msg_parse(struct lite_rx *rx);
 void lite_msg_received(struct lite_rx *rx);
 void lite_msg_work(struct work_struct *work);
-void lite_conn_hooks_failed(struct lite_conn *conn);
-void lite_conn_hooks_closed(struct lite_conn *conn);
-void lite_conn_hooks_ready(struct lite_conn *conn);
-void lite_conn_hooks_release(struct lite_conn *conn);
+enum lite_conn_hook {
+	LITE_HOOK_FAILED,	/* started closing */
+	LITE_HOOK_CLOSED,	/* its QP is gone */
+	LITE_HOOK_READY,	/* installed as a member's connection */
+	LITE_HOOK_RELEASE,	/* last reference */
+	LITE_HOOK_MAX
+};
+void lite_conn_hooks_run(struct lite_conn *conn, enum lite_conn_hook ev);
 
 /* health.c: heartbeats, failure detection, reconnects */
 void lite_health_init(struct lite_node *node);

@@ -76,17 +76,23 @@ void lite_auth_mac(const u8 *secret, size_t secret_len,
 	lite_hmac_sha256(secret, secret_len, msg, sizeof(msg), out);
 }
 
+/* Constant-time compare of what we computed with what came; @want wiped. */
+static bool lite_auth_matches(u8 *want, const u8 *got, size_t len)
+{
+	bool ok = !crypto_memneq(want, got, len);
+
+	memzero_explicit(want, len);
+	return ok;
+}
+
 bool lite_auth_verify(const u8 *secret, size_t secret_len,
 		      const struct lite_auth_ctx *ctx, u8 role,
 		      const u8 mac[LITE_MAC_LEN])
 {
 	u8 want[LITE_MAC_LEN];
-	bool ok;
 
 	lite_auth_mac(secret, secret_len, ctx, role, want);
-	ok = !crypto_memneq(want, mac, LITE_MAC_LEN);
-	memzero_explicit(want, sizeof(want));
-	return ok;
+	return lite_auth_matches(want, mac, sizeof(want));
 }
 
 /**
@@ -135,10 +141,7 @@ bool lite_auth_cm_check(const u8 *secret, size_t secret_len,
 			const u8 tag[LITE_CM_TAG_LEN])
 {
 	u8 want[LITE_CM_TAG_LEN];
-	bool ok;
 
 	lite_auth_cm_tag(secret, secret_len, nonce, dst, want);
-	ok = !crypto_memneq(want, tag, LITE_CM_TAG_LEN);
-	memzero_explicit(want, sizeof(want));
-	return ok;
+	return lite_auth_matches(want, tag, sizeof(want));
 }

@@ -100,3 +100,29 @@ TEST(Auth, ProofVerifiesOnlyWithSameSecretRoleAndContext)
     mac[31] ^= 1;
     EXPECT_FALSE(lite_auth_verify(kSecret, sizeof(kSecret), &ctx, LITE_ROLE_ACTIVE, mac)) << "flipped bit";
 }
+
+// The connect-request ticket: made with the secret for one nonce and one
+// destination; anything else fails.
+TEST(Auth, ConnectTicketNamesSecretNonceAndDestination)
+{
+    const std::string secret = "cluster-secret", other = "another-secret";
+    auto key = reinterpret_cast<const uint8_t*>(secret.data());
+    uint8_t nonce[LITE_CM_NONCE_LEN] = {1, 2, 3, 4, 5, 6, 7, 8};
+    lite_naddr dst{};
+    dst.family = LITE_WIRE_AF_INET;
+    dst.port = 18515;
+    dst.addr[0] = 10;
+    uint8_t tag[LITE_CM_TAG_LEN];
+    lite_auth_cm_tag(key, secret.size(), nonce, &dst, tag);
+    EXPECT_TRUE(lite_auth_cm_check(key, secret.size(), nonce, &dst, tag));
+
+    EXPECT_FALSE(lite_auth_cm_check(reinterpret_cast<const uint8_t*>(other.data()), other.size(), nonce, &dst, tag))
+        << "another secret";
+    uint8_t nonce2[LITE_CM_NONCE_LEN] = {1, 2, 3, 4, 5, 6, 7, 9};
+    EXPECT_FALSE(lite_auth_cm_check(key, secret.size(), nonce2, &dst, tag)) << "another nonce";
+    lite_naddr dst2 = dst;
+    dst2.port = 18516;
+    EXPECT_FALSE(lite_auth_cm_check(key, secret.size(), nonce, &dst2, tag)) << "another destination";
+    tag[0] ^= 1;
+    EXPECT_FALSE(lite_auth_cm_check(key, secret.size(), nonce, &dst, tag)) << "a changed tag";
+}

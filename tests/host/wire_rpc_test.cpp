@@ -92,6 +92,26 @@ TEST(WireRpc, RingAckIsOneWay)
     EXPECT_EQ(parse(message(LITE_MSG_RING_ACK, false, 0, 0, &a, 4)), -EBADMSG) << "short";
 }
 
+TEST(WireRpc, HeartbeatIsOneWayAndChecked)
+{
+    lite_wire_heartbeat hb{};
+    hb.epoch = htole32(7);
+    hb.members = htole16(3);
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, false, 0, 0, &hb, sizeof(hb))), 0);
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, false, 5, 0, &hb, sizeof(hb))), -EBADMSG) << "no request id";
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, true, 5, 0, &hb, sizeof(hb))), -EBADMSG) << "no reply";
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, false, 0, 0, &hb, 4)), -EBADMSG) << "short";
+    auto bad = hb;
+    bad.members = 0;
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, false, 0, 0, &bad, sizeof(bad))), -EBADMSG) << "no members";
+    bad = hb;
+    bad.members = htole16(LITE_WIRE_MAX_NODES + 1);
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, false, 0, 0, &bad, sizeof(bad))), -EBADMSG) << "too many";
+    bad = hb;
+    bad.reserved = 1;
+    EXPECT_EQ(parse(message(LITE_MSG_HEARTBEAT, false, 0, 0, &bad, sizeof(bad))), -EBADMSG) << "reserved";
+}
+
 TEST(WireRpc, SyncRequests)
 {
     for (uint8_t op : {LITE_SYNC_LOCK, LITE_SYNC_TRYLOCK, LITE_SYNC_UNLOCK}) {
