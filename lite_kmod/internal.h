@@ -622,6 +622,7 @@ void lite_rpc_file_release(struct lite_file *lf);
 void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_sync_conn_closed(struct lite_conn *conn);
 void lite_sync_drop_export(struct lite_node *node, u64 mr_id);
+void lite_sync_drop_peer(struct lite_node *node, u16 peer);
 int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 		   bool try, u32 timeout_ms);
 int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off);

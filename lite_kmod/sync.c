@@ -13,9 +13,10 @@
  * order, so the lock is fair (FIFO).
  *
  * The memory node remembers parked waiters and holders (lite_sync_wait):
- * a requester that gives up (timeout, signal) sends CANCEL, a holder whose
- * connection closes loses the lock, and either way the next ticket is
- * served. Holders are open files on the requesting node (lite_held_lock);
+ * a requester that gives up (timeout, signal) sends CANCEL, a waiter whose
+ * connection closes gives up, a holder keeps the lock across a reconnect
+ * and loses it when its node stops being a member; either way the next
+ * ticket is served. Holders are open files on the requesting node (lite_held_lock);
  * closing the file releases its locks.
  */
 #include <linux/slab.h>
@@ -42,11 +43,13 @@ struct lite_sync_wait {
 	u32 owner;			/* lock: token of this holding */
 	u16 count;			/* barrier participants */
 	/*
-	 * Holds a reference (NULL once abandoned). Dropped under node->lock:
-	 * never the last one, because close_work removes every record of a
-	 * connection (lite_sync_conn_closed) before its final put.
+	 * Holds a reference (NULL once abandoned, or for a lock held across
+	 * a reconnect). Dropped under node->lock: never the last one, because
+	 * close_work detaches every record of a connection
+	 * (lite_sync_conn_closed) before its final put.
 	 */
 	struct lite_conn *conn;
+	u16 peer;			/* the requester's node id */
 	u32 req_id;
 };
 
@@ -141,6 +144,7 @@ static struct lite_sync_wait *lite_sync_record(struct lite_conn *conn,
 	}
 	lite_conn_get(conn);
 	w->conn = conn;
+	w->peer = conn->peer_id;
 	w->req_id = msg->req_id;
 	list_add_tail(&w->entry, &conn->node->sync_waits);
 	return w;
@@ -187,7 +191,7 @@ static int lite_sync_unlock_op(struct lite_conn *conn, u64 mr_id, u64 off,
 	struct lite_sync_wait *w;
 
 	w = lite_sync_find(conn->node, mr_id, off, LITE_SYNC_LOCK, ticket);
-	if (!w || w->state != LITE_SYNC_HELD || w->conn != conn ||
+	if (!w || w->state != LITE_SYNC_HELD || w->peer != conn->peer_id ||
 	    w->owner != owner)
 		return -EPERM;
 	lite_sync_free(w);
@@ -240,7 +244,7 @@ static void lite_sync_cancel_op(struct lite_conn *conn, u64 mr_id, u64 off,
 	struct lite_sync_wait *w;
 
 	list_for_each_entry(w, &conn->node->sync_waits, entry) {
-		if (w->conn != conn || w->req_id != req_id ||
+		if (w->peer != conn->peer_id || w->req_id != req_id ||
 		    w->mr_id != mr_id || w->offset != off || w->kind != kind)
 			continue;
 		if (kind == LITE_SYNC_BARRIER) {
@@ -254,7 +258,7 @@ static void lite_sync_cancel_op(struct lite_conn *conn, u64 mr_id, u64 off,
 		} else if (w->state == LITE_SYNC_HELD) {
 			lite_sync_free(w);	/* granted after all: release */
 			lite_sync_serve_next(conn->node, mr_id, off, word);
-		} else {
+		} else if (w->conn) {
 			w->state = LITE_SYNC_ABANDONED;
 			lite_conn_put(w->conn);
 			w->conn = NULL;
@@ -307,10 +311,21 @@ void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)
 	lite_reply(conn, msg, ret, &res, sizeof(res));
 }
 
+/* Whether a lock held by node @peer survives its connection; node lock. */
+static bool lite_sync_keeps(struct lite_node *node, u16 peer)
+{
+	lockdep_assert_held(&node->lock);
+	return !node->dying && peer && lite_mbr_present(&node->mb, peer);
+}
+
 /*
- * @conn's requester is gone (close_work): its parked requests are
- * abandoned, the locks it held are released, its barrier arrivals
- * withdrawn.
+ * lite_sync_conn_closed - @conn's QP is gone (close_work)
+ * @conn: the connection
+ *
+ * Its parked requests are abandoned (the requesters got ECONNRESET) and
+ * its barrier arrivals withdrawn. A lock held through it stays held while
+ * its node is a member (the holder unlocks over the next connection);
+ * otherwise it is released.
  */
 void lite_sync_conn_closed(struct lite_conn *conn)
 {
@@ -326,6 +341,12 @@ void lite_sync_conn_closed(struct lite_conn *conn)
 		list_for_each_entry(w, &node->sync_waits, entry) {
 			if (w->conn != conn)
 				continue;
+			if (w->state == LITE_SYNC_HELD &&
+			    lite_sync_keeps(node, w->peer)) {
+				lite_conn_put(conn);	/* never the last */
+				w->conn = NULL;
+				continue;
+			}
 			word = lite_export_word(node, w->mr_id, w->offset,
 						&err);
 			if (word)
@@ -338,6 +359,40 @@ void lite_sync_conn_closed(struct lite_conn *conn)
 		}
 	}
 	mutex_unlock(&node->lock);
+}
+
+/**
+ * lite_sync_drop_peer - node @peer stopped being a member
+ * @node: our node; node->lock held
+ * @peer: the member
+ *
+ * The locks it held across a reconnect are released.
+ */
+void lite_sync_drop_peer(struct lite_node *node, u16 peer)
+{
+	struct lite_sync_wait *w;
+	bool again = true;
+	atomic64_t *word;
+	u64 mr_id, off;
+	int err;
+
+	lockdep_assert_held(&node->lock);
+	while (again) {
+		again = false;
+		list_for_each_entry(w, &node->sync_waits, entry) {
+			if (w->peer != peer || w->conn ||
+			    w->state != LITE_SYNC_HELD)
+				continue;
+			mr_id = w->mr_id;
+			off = w->offset;
+			word = lite_export_word(node, mr_id, off, &err);
+			lite_sync_free(w);
+			if (word)	/* may free other records */
+				lite_sync_serve_next(node, mr_id, off, word);
+			again = true;
+			break;
+		}
+	}
 }
 
 /* Export @mr_id is being freed: its waiters fail, its records go. */

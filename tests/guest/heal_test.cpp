@@ -177,6 +177,26 @@ TEST_F(Heal, BrokenConnectionReconnectsUnderLoad)
     EXPECT_EQ(st.counters.mem_lmrs, 1u) << "node 2 still holds exactly the one LMR";
 }
 
+// A lock held across a reconnect stays held (mutual exclusion), and its
+// holder releases it over the new connection.
+TEST_F(Heal, LockHeldAcrossAReconnect)
+{
+    auto owner = lite::Session::open(inst_[0]);
+    auto l = owner.alloc(4096, 2); // the lock word lives on node 2
+    l.share("heal-lock", LITE_PERM_ALL);
+    auto s3 = lite::Session::open(inst_[2]);
+    auto m3 = s3.map("heal-lock", LITE_PERM_ALL);
+    ASSERT_EQ(LITE_trylock(s3.get(), m3.handle(), 0), 0);
+
+    uint32_t before = reconnects(*dev_, inst_[2]);
+    ASSERT_EQ(fault(inst_[2], "break_conn", "2"), 0);
+    ASSERT_TRUE(wait_until([&] { return reconnects(*dev_, inst_[2]) > before; }, milliseconds(3000)));
+    EXPECT_EQ(LITE_trylock(owner.get(), l.handle(), 0), -EAGAIN) << "the lock must still be held";
+    EXPECT_EQ(LITE_unlock(s3.get(), m3.handle(), 0), 0) << "the holder unlocks over the new connection";
+    EXPECT_EQ(LITE_trylock(owner.get(), l.handle(), 0), 0);
+    EXPECT_EQ(LITE_unlock(owner.get(), l.handle(), 0), 0);
+}
+
 // A post that fails (a broken QP) closes the connection; it heals.
 TEST_F(Heal, FailedPostHeals)
 {
