@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <array>
 #include <atomic>
@@ -82,15 +83,13 @@ uint32_t reconnects(const lite::Device& dev, uint32_t instance)
 // Every node's table holds exactly @want.
 bool all_agree(const lite::Device& dev, const std::vector<uint32_t>& inst, const std::vector<uint32_t>& want)
 {
-    for (auto i : inst)
-        if (member_ids(dev, i) != want || live_members(dev, i) != want)
-            return false;
-    return true;
+    return std::all_of(inst.begin(), inst.end(),
+                       [&](uint32_t i) { return member_ids(dev, i) == want && live_members(dev, i) == want; });
 }
 
 uint8_t pattern(uint32_t round, size_t block, size_t i)
 {
-    return static_cast<uint8_t>(round * 131 + block * 7 + i);
+    return static_cast<uint8_t>(size_t{round} * 131 + block * 7 + i);
 }
 
 } // namespace
