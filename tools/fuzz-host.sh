@@ -10,7 +10,7 @@
 #                                      per target (default 10,000,000)
 #   tools/fuzz-host.sh short [SECS [TARGET..]]
 #                                      every target for SECS seconds
-#                                      (default FUZZ_SECONDS or 8; make check)
+#                                      (default FUZZ_SECONDS or 7; make check)
 # Everything lands in build/fuzz (FUZZ_OUT): bin/, seeds/ (from
 # tests/fuzz/seeds.cpp), corpus/TARGET/ (grows from run to run), logs/,
 # artifacts/TARGET/ (reproducers), host-summary.json for `run`,
@@ -173,7 +173,7 @@ run)
 	summary "$out/host-summary.json" "$runs"
 	;;
 short)
-	secs=${1:-${FUZZ_SECONDS:-8}}
+	secs=${1:-${FUZZ_SECONDS:-7}}
 	[ "$#" -le 1 ] || targets=("${@:2}")
 	build
 	rm -f "$out/.result"
