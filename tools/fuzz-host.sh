@@ -26,6 +26,7 @@ cxx=${FUZZ_CXX:-clang++-14}
 mode=${1:-run}
 [ "$#" -gt 0 ] && shift
 
+# shellcheck disable=SC2054 # the commas belong to the flag
 san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1)
 inc=(-Itests/host/stub -Ilite_kmod)
 warn=(-Wall -Wextra -Werror)
