@@ -7,7 +7,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
 .PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
-	debug-kernel debug-kmod check-debug
+	debug-kernel debug-kmod check-debug fuzz fuzz-host
 
 all: kmod user
 
@@ -39,6 +39,17 @@ guest-test: kmod user
 
 check: deps
 	@tools/check.sh all
+
+# Long fuzzing campaigns. fuzz-host: every libFuzzer target on the verb-free
+# core (tests/fuzz, built with clang by tools/fuzz-host.sh), FUZZ_RUNS
+# executions each, one after the other; results in build/fuzz/host-summary.json,
+# reproducers of any finding printed. FUZZ_TARGETS="wire_parse ..." runs
+# only those. `fuzz` runs every campaign there is (more join it here).
+FUZZ_RUNS ?= 10000000
+fuzz-host: deps
+	@FUZZ_RUNS=$(FUZZ_RUNS) tools/fuzz-host.sh run $(FUZZ_TARGETS)
+
+fuzz: fuzz-host
 
 demo: deps kmod user
 	@tools/demo.sh

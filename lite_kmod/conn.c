@@ -15,6 +15,9 @@
 
 #include "internal.h"
 
+static_assert(LITE_RX_DEPTH >= LITE_CREDITS_MIN_DEPTH &&
+	      LITE_RX_DEPTH <= U16_MAX);
+
 static void lite_conn_defer_work(struct work_struct *work);
 
 static void lite_conn_free_rx(struct lite_conn *conn)

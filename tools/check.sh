@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # make check: build everything, lint the C++ user space (tools/lint.sh), run
-# the host tests and the guest tests, and print how many ran, passed, failed
-# and were skipped. Exit 0 only if every step passed, nothing was skipped, and
-# no guest kernel log showed trouble.
-#   tools/check.sh [all|host|guest]
+# the host tests, a short libFuzzer campaign on the kernel core
+# (tools/fuzz-host.sh short: every target FUZZ_SECONDS, default 7) and the
+# guest tests, and print how many ran, passed, failed and were skipped. Exit 0
+# only if every step passed, nothing was skipped, the fuzzers found nothing,
+# and no guest kernel log showed trouble.
+#   tools/check.sh [all|host|fuzz|guest]
 # Guest runs take extra lite-vm options from LITE_VM_OPTS (e.g. "--kernel
 # BZIMAGE --module PATH --unload", as make check-debug does), results go to
 # CHECK_OUT (default build/check), per-guest limits GUEST1_TIMEOUT (one guest,
@@ -82,6 +84,22 @@ host_tests() {
 	record "host tests" "$rc" "$out/host.json"
 }
 
+fuzz_short() {
+	step "host fuzzing: every libFuzzer target on the kernel core, ${FUZZ_SECONDS:-7} s each"
+	local rc=0 fuzz_out=${FUZZ_OUT:-build/fuzz} line
+	rm -f "$fuzz_out/short-summary.json"
+	FUZZ_OUT=$fuzz_out tools/fuzz-host.sh short "${FUZZ_SECONDS:-7}" || rc=$?
+	line=$(python3 - "$fuzz_out/short-summary.json" <<'PY' 2>/dev/null || echo "no results"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+print(f"{len(doc)} targets, {sum(v['execs'] for v in doc.values())} execs, "
+      f"{sum(v['findings'] for v in doc.values())} findings")
+PY
+	)
+	summary+=("$(printf '%-34s %s%s' "host fuzzing (libFuzzer)" "$line" "$([ "$rc" -eq 0 ] || echo ", FAILED")")")
+	[ "$rc" -eq 0 ] || failed=1
+}
+
 guest_tests() {
 	step "guest tests: one guest, nodes on rxe0 (lite-vm)"
 	rm -rf "$out/guest1" "$out/guest2"
@@ -123,12 +141,14 @@ all)
 	build_all
 	lint_step
 	host_tests
+	fuzz_short
 	guest_tests
 	;;
 host) host_tests ;;
+fuzz) fuzz_short ;;
 guest) guest_tests ;;
 *)
-	echo "usage: $0 [all|host|guest]" >&2
+	echo "usage: $0 [all|host|fuzz|guest]" >&2
 	exit 2
 	;;
 esac

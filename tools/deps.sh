@@ -9,7 +9,7 @@ pkgs=(
 	rdma-core ibverbs-providers ibverbs-utils libibverbs-dev librdmacm-dev
 	rdmacm-utils perftest liburing-dev meson ninja-build kmod cpio sparse
 	pkg-config iproute2 libgtest-dev libssl-dev g++ python3
-	python3-matplotlib clang-format clang-tidy
+	python3-matplotlib clang-format clang-tidy clang-14 libclang-rt-14-dev
 )
 
 # One query for all packages; unknown ones go to stderr and count as missing.

@@ -14,6 +14,14 @@
 
 #include <linux/types.h>
 
+/*
+ * The depth the scheme needs: below 4 the threshold for a CREDIT message is
+ * one credit, and the buffer a CREDIT message takes on the other side earns
+ * one straight back, so two idle ends would trade CREDIT messages for ever.
+ * At most U16_MAX: credits travel in a 16-bit header field.
+ */
+#define LITE_CREDITS_MIN_DEPTH	4
+
 struct lite_credits {
 	u32 depth;		/* receive buffers each side posts */
 	u32 send;		/* messages we may still send */

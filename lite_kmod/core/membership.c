@@ -124,12 +124,13 @@ int lite_mbr_apply_accept(struct lite_membership *mb, const void *payload,
 			  u32 len)
 {
 	const struct lite_wire_accept *acc = payload;
-	u16 n = le16_to_cpu(acc->n_members);
 	struct lite_naddr a;
-	u16 i;
+	u16 i, n;
 
-	if (len < sizeof(*acc) ||
-	    len != sizeof(*acc) + (u32)n * sizeof(acc->members[0]))
+	if (len < sizeof(*acc))
+		return -EBADMSG;
+	n = le16_to_cpu(acc->n_members);
+	if (len != sizeof(*acc) + (u32)n * sizeof(acc->members[0]))
 		return -EBADMSG;
 	lite_mbr_init(mb);
 	for (i = 0; i < n; i++) {

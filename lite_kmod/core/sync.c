@@ -55,7 +55,8 @@ u64 lite_lock_serve_next(u64 v, u32 *served, bool *idle)
 u64 lite_barrier_arrive(u64 v, u16 count, u32 *gen, bool *release)
 {
 	*gen = lite_word_high(v);
-	*release = lite_word_low(v) + 1 >= count;
+	/* In 64 bits: a word that says 2^32 - 1 arrivals is past @count too. */
+	*release = (u64)lite_word_low(v) + 1 >= count;
 	if (*release)
 		return lite_word(*gen + 1, 0);
 	return lite_word(*gen, lite_word_low(v) + 1);

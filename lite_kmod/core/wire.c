@@ -132,11 +132,14 @@ static bool name_ok(const char *name)
 
 static int check_chunks(const struct lite_wire_chunks *c, u32 len)
 {
-	u32 count = le32_to_cpu(c->count), start = le32_to_cpu(c->start);
-	u32 total = le32_to_cpu(c->total), i;
+	u32 count, start, total, i;
 
-	if (c->reserved || len < sizeof(*c))
+	/* Nothing is read before the length says it arrived. */
+	if (len < sizeof(*c) || c->reserved)
 		return -EBADMSG;
+	count = le32_to_cpu(c->count);
+	start = le32_to_cpu(c->start);
+	total = le32_to_cpu(c->total);
 	if (count > LITE_WIRE_MAX_CHUNKS ||
 	    len != sizeof(*c) + count * sizeof(c->chunks[0]))
 		return -EBADMSG;
@@ -151,11 +154,14 @@ static int check_chunks(const struct lite_wire_chunks *c, u32 len)
 static int check_ring(const struct lite_wire_ring *r, u32 len)
 {
 	const struct lite_wire_chunks *c = &r->chunks;
-	u64 size = le64_to_cpu(r->size), sum = 0;
+	u64 size, sum = 0;
 	u32 i;
 
-	if (len < sizeof(*r) || r->reserved || !size ||
-	    size % LITE_RPC_ALIGN || size > (1ULL << 36))
+	if (len < sizeof(*r))
+		return -EBADMSG;
+	size = le64_to_cpu(r->size);
+	if (r->reserved || !size || size % LITE_RPC_ALIGN ||
+	    size > (1ULL << 36))
 		return -EBADMSG;
 	if (check_chunks(c, len - offsetof(struct lite_wire_ring, chunks)) ||
 	    c->start || c->count != c->total)

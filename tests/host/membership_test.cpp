@@ -132,6 +132,21 @@ TEST(Membership, EncodeNeedsRoom)
     EXPECT_EQ(lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size()), 0u);
 }
 
+// Found by tests/fuzz/mbr_accept: lite_mbr_apply_accept() read the member
+// count before checking that the accept's header had arrived.
+TEST(Membership, ApplyReadsNothingPastAShortAccept)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 18515);
+    ASSERT_EQ(lite_mbr_init_manager(&mb, &a), 0);
+    for (size_t len = 0; len < sizeof(lite_wire_accept); len++) {
+        std::vector<uint8_t> p(len, 0);
+        GuardedBytes g(p);
+        EXPECT_EQ(lite_mbr_apply_accept(&mb, g.data(), static_cast<uint32_t>(len)), -EBADMSG) << len << " bytes";
+        EXPECT_EQ(mb.self, 1) << "a short accept leaves the table alone";
+    }
+}
+
 TEST(Membership, ApplyRejectsInconsistentAccept)
 {
     lite_membership mb;

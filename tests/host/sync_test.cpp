@@ -75,6 +75,21 @@ TEST(SyncLock, HalvesWrapWithoutCarrying)
     EXPECT_EQ(v, 0u);
 }
 
+// Found by tests/fuzz/sync: a word that says 2^32 - 1 arrivals (anyone who
+// may write the LMR can put it there) wrapped to none on the next arrival
+// instead of releasing, as any other word past the count does.
+TEST(SyncBarrier, AWordPastTheCountReleasesEvenAtTheTopOfTheHalf)
+{
+    for (uint32_t arrivals : {3u, 1000u, 0xfffffffeu, 0xffffffffu}) {
+        uint32_t gen = 0;
+        bool release = false;
+        uint64_t v = lite_barrier_arrive(word(7, arrivals), 3, &gen, &release);
+        EXPECT_EQ(gen, 7u);
+        EXPECT_TRUE(release) << arrivals << " arrivals";
+        EXPECT_EQ(v, word(8, 0));
+    }
+}
+
 TEST(SyncBarrier, ReleasesOnTheLastArrivalAndStartsTheNextGeneration)
 {
     uint64_t v = 0;

@@ -99,6 +99,21 @@ TEST(WireLmr, ChunkLists)
     EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG);
 }
 
+// Found by tests/fuzz/wire_parse: check_chunks() read the list's header
+// before checking that it had arrived.
+TEST(WireLmr, ShortChunkListIsNotReadPastItsEnd)
+{
+    auto full = chunks_payload(0, 1, 1);
+    for (size_t len = 0; len < sizeof(lite_wire_chunks); len++) {
+        std::vector<uint8_t> p(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(len));
+        EXPECT_EQ(parse_guarded(message(LITE_MSG_LMR_CHUNKS, true, 1, 0, p.data(), static_cast<uint32_t>(len))),
+                  -EBADMSG)
+            << len << " bytes";
+    }
+    EXPECT_EQ(parse_guarded(message(LITE_MSG_LMR_CHUNKS, true, 1, 0, full.data(), static_cast<uint32_t>(full.size()))),
+              0);
+}
+
 TEST(WireLmr, AllocReplyCarriesFirstChunks)
 {
     auto tail = chunks_payload(0, 2, 4);

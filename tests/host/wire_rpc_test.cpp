@@ -76,6 +76,14 @@ TEST(WireRpc, RingRequestAndReply)
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(65536 + 8, 1, 65536 + 8)), -EBADMSG)
         << "size must be a multiple of the entry alignment";
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, ring_payload(0, 0, 0)), -EBADMSG) << "empty ring";
+    // Found by tests/fuzz/wire_parse: check_ring() read the ring's size
+    // before checking that it had arrived.
+    auto whole = ring_payload(65536, 1, 65536);
+    for (size_t len = 0; len < sizeof(lite_wire_ring); len++) {
+        std::vector<uint8_t> p(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(len));
+        EXPECT_EQ(parse_guarded(message(LITE_MSG_RING, true, 1, 0, p.data(), static_cast<uint32_t>(len))), -EBADMSG)
+            << len << " bytes";
+    }
     auto p = ring_payload(65536, 1, 65536);
     reinterpret_cast<lite_wire_ring*>(p.data())->reserved = 1;
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, p), -EBADMSG) << "reserved";
