@@ -10,7 +10,8 @@
 # Guest runs take extra lite-vm options from LITE_VM_OPTS (e.g. "--kernel
 # BZIMAGE --module PATH --unload", as make check-debug does), results go to
 # CHECK_OUT (default build/check), per-guest limits GUEST1_TIMEOUT (one guest,
-# default 900 s) and GUEST2_TIMEOUT (two guests, default 600 s).
+# default 900 s) and GUEST2_TIMEOUT (several guests, default 600 s); the
+# MultiGuest tests run in MULTI_GUESTS guests (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -110,12 +111,13 @@ guest_tests() {
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
 	record "guest tests (1 guest)" "$rc" "$out/guest1/guest.json"
 
-	step "guest tests: two guests on a virtual network, one node each"
+	local n=${MULTI_GUESTS:-2}
+	step "guest tests: $n guests on a virtual network, one node each"
 	rc=0
-	tools/vm/lite-vm --quiet --guests 2 --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest2" -- \
+	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest2" -- \
 		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" || rc=$?
-	record "guest tests (2 guests)" "$rc" "$out"/guest2/multi-*.json
+	record "guest tests ($n guests)" "$rc" "$out"/guest2/multi-*.json
 	fault_figures
 }
 

@@ -93,6 +93,12 @@ Result run(const std::string& cmd)
     return r;
 }
 
+Result netem(const std::string& args)
+{
+    std::string script = env("LITE_REPO", ".") + "/tools/vm/netem.sh";
+    return run("'" + script + "' " + (args.empty() ? std::string("clear") : "set " + args));
+}
+
 std::string litectl()
 {
     std::array<char, PATH_MAX> self{};

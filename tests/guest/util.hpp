@@ -37,6 +37,11 @@ struct Result {
 // Run a shell command; output captured.
 Result run(const std::string& cmd);
 
+// Shape the frames this guest sends on its link (lite-vm --guests N: eth0)
+// with tc netem through tools/vm/netem.sh: @args as for tc-netem(8), e.g.
+// "loss 5%" or "delay 10ms reorder 25%"; empty removes netem. Check status.
+Result netem(const std::string& args);
+
 // Path of the litectl built next to this test binary.
 std::string litectl();
 

@@ -75,16 +75,18 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /run/lite-out ||
 echo "lite-g$idx" >/proc/sys/kernel/hostname
 
 # --- Modules and network ---------------------------------------------------
+mods=(rdma_rxe ib_uverbs rdma_ucm veth virtio_net)
+[ "$LITE_GUESTS" -le 2 ] || mods+=(bridge)
 if [ -n "${LITE_BUILTIN:-}" ]; then
 	# A kernel from a build tree has no /lib/modules here: skip what it has
 	# built in, modprobe the rest (which fails unless it can be found).
 	need=()
-	for m in rdma_rxe ib_uverbs rdma_ucm veth virtio_net; do
+	for m in "${mods[@]}"; do
 		grep -q "/$m\.ko\$" "$LITE_BUILTIN" || need+=("$m")
 	done
 	[ ${#need[@]} -eq 0 ] || modprobe -a "${need[@]}"
 else
-	modprobe -a rdma_rxe ib_uverbs rdma_ucm veth virtio_net
+	modprobe -a "${mods[@]}"
 fi
 # Report a task stuck in D state after 30 s (default 120) so the log scan
 # catches hangs well inside a run.
@@ -101,11 +103,46 @@ if [ "$LITE_GUESTS" -eq 1 ]; then
 	addr=10.99.0.1
 	peers=10.99.0.1
 else
-	# Several guests share one virtual Ethernet through hub.py.
-	for _ in $(seq 50); do
-		[ -e /sys/class/net/eth0 ] && break
+	# Several guests: one NIC per other guest j (MAC 52:54:00:12:<me>:<j>,
+	# a point-to-point link to it, see lite-vm). With two guests that NIC
+	# is eth0. With more, each is renamed to<j> and all are joined into a
+	# bridge named eth0; port isolation keeps the bridge from relaying
+	# between links (each guest reaches every other directly, a broadcast
+	# reaches each once). Under each link a plain FIFO: QEMU holds frames
+	# back rather than drop them, and fq_codel would drop what queues up
+	# meanwhile. Jumbo frames: rxe's path MTU becomes 4096, a quarter of
+	# the frames (each costs the emulated guests far more than its bytes).
+	me=$(printf %02x "$idx")
+	for _ in $(seq 100); do
+		links=() # their address files (no /dev/fd here for <(...))
+		for f in /sys/class/net/*/address; do
+			[[ $(cat "$f") != 52:54:00:12:$me:* ]] || links+=("$f")
+		done
+		[ ${#links[@]} -eq $((LITE_GUESTS - 1)) ] && break
 		sleep 0.1
 	done
+	[ ${#links[@]} -eq $((LITE_GUESTS - 1)) ] ||
+		fail "${#links[@]} of $((LITE_GUESTS - 1)) links to the other guests: $(echo /sys/class/net/*)"
+	link_up() { # DEV [NAME]: bring up a link, renamed NAME
+		[ -z "${2:-}" ] || [ "$1" = "$2" ] || ip link set dev "$1" name "$2"
+		ip link set dev "${2:-$1}" mtu 9000
+		tc qdisc replace dev "${2:-$1}" root pfifo limit 10000
+		ip link set dev "${2:-$1}" up
+	}
+	if [ "$LITE_GUESTS" -eq 2 ]; then
+		link_up "$(basename "$(dirname "${links[0]}")")" eth0
+	else
+		ip link add eth0.br type bridge
+		for f in "${links[@]}"; do
+			mac=$(cat "$f")
+			link=to$((16#${mac##*:}))
+			link_up "$(basename "$(dirname "$f")")" "$link"
+			ip link set dev "$link" master eth0.br
+			bridge link set dev "$link" isolated on
+		done
+		ip link set dev eth0.br name eth0
+		ip link set eth0 mtu 9000
+	fi
 	addr=10.99.1.$((idx + 1))
 	ip addr add "$addr/24" dev eth0
 	ip link set eth0 up
@@ -126,7 +163,7 @@ if [ "$LITE_NO_MODULE" -eq 0 ]; then
 	insmod "$LITE_MODULE" || fail "insmod $LITE_MODULE failed"
 fi
 
-export LITE_GUEST_INDEX=$idx LITE_GUESTS LITE_ADDR=$addr LITE_PEERS=$peers
+export LITE_GUEST_INDEX=$idx LITE_GUESTS LITE_ADDR=$addr LITE_PEERS=$peers LITE_NETDEV=$netdev
 export LITE_RXE=rxe0 LITE_REPO LITE_OUT=/run/lite-out LITE_MODULE
 trap - ERR
 cd "$LITE_REPO"
