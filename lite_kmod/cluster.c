@@ -584,6 +584,7 @@ void lite_cluster_handle(struct lite_conn *conn, const struct lite_msg *msg)
 	case LITE_MSG_LMR_ALLOC:
 	case LITE_MSG_LMR_CHUNKS:
 	case LITE_MSG_LMR_FREE:
+	case LITE_MSG_LMR_CANCEL:
 		lite_export_handle(conn, msg);
 		break;
 	case LITE_MSG_SHARE:

@@ -13,8 +13,14 @@
  * ib_cqe; a transfer step waits for all of them. A step that does not
  * complete in time closes the connection: the drain then completes every
  * request (flushed) before the buffers go away.
+ *
+ * Long operations stop between steps on a fatal signal (-EINTR): a step's
+ * posted work requests use its buffers until they complete, so the step in
+ * progress is waited for - at most LITE_BOUNCE_SIZE or LITE_PIN_PAGES
+ * pages, milliseconds - but no new one starts.
  */
 #include <linux/slab.h>
+#include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 #include <linux/mm.h>
 
@@ -382,6 +388,12 @@ static void lite_bounce_put(struct lite_bounce *b)
 	kfree(b->buf);
 }
 
+/* Before each transfer step: -EINTR if the caller was killed, else 0. */
+static int lite_rdma_killed(void)
+{
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+
 /* A referenced connection to @lmr's memory node. */
 static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 {
@@ -402,6 +414,9 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 		return ret;
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
+		ret = lite_rdma_killed();
+		if (ret)
+			break;
 		if (write && copy_from_user(b.buf, buf + done, n)) {
 			ret = -EFAULT;
 			break;
@@ -545,6 +560,9 @@ static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, LITE_PIN_PAGES * PAGE_SIZE -
 			  offset_in_page(uaddr + done));
+		ret = lite_rdma_killed();
+		if (ret)
+			break;
 		ret = lite_pin(&p, uaddr + done, n);
 		if (ret)
 			break;
@@ -634,7 +652,8 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 	ib_dma_sync_single_for_device(b.dev, b.dma, b.size, DMA_BIDIRECTIONAL);
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
-		ret = lite_rdma_xfer(conn, lmr, off + done, n, b.dma, true);
+		ret = lite_rdma_killed() ?:
+		      lite_rdma_xfer(conn, lmr, off + done, n, b.dma, true);
 		cond_resched();
 	}
 	lite_bounce_put(&b);
@@ -675,7 +694,8 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
 		at = backwards ? len - done - n : done;
-		ret = lite_rdma_xfer(sconn, src, soff + at, n, b.dma, false);
+		ret = lite_rdma_killed() ?:
+		      lite_rdma_xfer(sconn, src, soff + at, n, b.dma, false);
 		if (!ret)
 			ret = lite_rdma_xfer(dconn, dst, doff + at, n, b.dma,
 					     true);
