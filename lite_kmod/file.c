@@ -471,6 +471,9 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 	if (rv.flags || !lite_zero(rv.reserved, sizeof(rv.reserved)) ||
 	    !lite_name_ok(rv.name))
 		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
 	mutex_lock(&lf->lock);
 	list_for_each_entry(p, &lf->pubs, entry) {
 		if (!strncmp(p->name, rv.name, LITE_NAME_MAX)) {
@@ -480,14 +483,13 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 		}
 	}
 	mutex_unlock(&lf->lock);
-	if (!found)
-		return -ENOENT;	/* not a name this file published */
-	node = lite_file_node(lf);
-	ret = IS_ERR(node) ? PTR_ERR(node) :
-	      lite_share_withdraw(node, found->name);
-	if (!IS_ERR(node))
-		lite_node_put(node);
-	kfree(found);
+	if (found) {
+		ret = lite_share_withdraw(node, found->name);
+		kfree(found);
+	} else {
+		ret = -ENOENT;	/* not a name this file published */
+	}
+	lite_node_put(node);
 	return ret;
 }
 
