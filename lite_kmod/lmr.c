@@ -344,11 +344,11 @@ static void lite_alloc_cancel(struct lite_node *node, u16 mem_node,
 /*
  * Wait for @ar's reply until @deadline, or until the caller is killed.
  * Return: the reply's status (0: the reply is in ar->rep) or the failure
- * (-ECONNRESET); the caller then frees @ar. Or -ETIMEDOUT / -EINTR: @ar
- * was abandoned and must not be touched any more.
+ * (-ECONNRESET); the caller then frees @ar. Or, with *@abandoned set,
+ * -ETIMEDOUT or -EINTR: @ar belongs to its done_fn now.
  */
 static int lite_alloc_req_wait(struct lite_alloc_req *ar, u16 mem_node,
-			       unsigned long deadline)
+			       unsigned long deadline, bool *abandoned)
 {
 	struct lite_node *node = ar->node;
 	u32 req_id = ar->call.req_id;
@@ -364,6 +364,7 @@ static int lite_alloc_req_wait(struct lite_alloc_req *ar, u16 mem_node,
 		wait_for_completion(&ar->call.done);
 		goto answered;
 	}
+	*abandoned = true;
 	if (!left)
 		atomic64_inc(&node->stats.timeouts);
 	lite_alloc_cancel(node, mem_node, req_id);
@@ -425,6 +426,7 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 	unsigned long deadline = jiffies + msecs_to_jiffies(
 		LITE_CALL_TIMEOUT_MS + (size >> 20) * 50);
 	struct lite_alloc_req *ar;
+	bool abandoned = false;
 	struct lite_conn *conn;
 	int ret;
 
@@ -443,9 +445,9 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		lite_quota_uncharge(node, uid, size);
 		goto out;
 	}
-	ret = lite_alloc_req_wait(ar, mem_node, deadline);
-	if (ret == -ETIMEDOUT || ret == -EINTR)
-		goto out;	/* abandoned with its charge */
+	ret = lite_alloc_req_wait(ar, mem_node, deadline, &abandoned);
+	if (abandoned)
+		goto out;	/* with its charge */
 	if (!ret) {
 		ret = lite_lmr_from_reply(node, conn, mem_node, size, ar->rep,
 					  deadline, out);

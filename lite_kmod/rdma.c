@@ -470,7 +470,8 @@ static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
 		if (p->n > 0)
 			unpin_user_pages(p->pages, p->n);
 		p->n = 0;
-		return -EFAULT;
+		/* Pinning stops for a fatal signal too: not the buffer's fault. */
+		return lite_rdma_killed() ?: -EFAULT;
 	}
 	memset(p->dma, 0, want * sizeof(*p->dma));
 	for (i = 0; i < want; i++) {
@@ -576,6 +577,18 @@ out:
 	return ret;
 }
 
+/**
+ * lite_rdma_rw - move bytes between a user buffer and an LMR
+ * @lmr: the LMR; the access was checked
+ * @off: offset in it
+ * @len: bytes
+ * @buf: the user buffer
+ * @write: to the LMR (else from it)
+ * @flags: LITE_RW_*: force the copy or the zero-copy path
+ *
+ * Return: 0; -EINTR if the caller was killed (it stops between steps);
+ * -EFAULT, -ENOTCONN, -EKEYREVOKED, -ETIMEDOUT or the error of a step.
+ */
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags)
 {
@@ -632,6 +645,16 @@ int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 	return ret;
 }
 
+/**
+ * lite_rdma_memset - fill a range of an LMR with one byte
+ * @lmr: the LMR; the access was checked
+ * @off: offset in it
+ * @len: bytes
+ * @value: the byte
+ *
+ * Return: 0; -EINTR if the caller was killed (it stops between steps); or
+ * the error of a step.
+ */
 int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 {
 	struct lite_bounce b;
@@ -667,9 +690,18 @@ static bool lite_lmr_same(const struct lite_lmr *a, const struct lite_lmr *b)
 	return a->mem_node == b->mem_node && a->mr_id == b->mr_id;
 }
 
-/*
- * Copy through a kernel buffer: READ from @src's node, WRITE to @dst's.
- * Overlapping ranges of the same memory copy like memmove.
+/**
+ * lite_rdma_memcpy - copy between LMRs, through a kernel buffer
+ * @dst: destination LMR; the access was checked
+ * @doff: offset in it
+ * @src: source LMR; the access was checked
+ * @soff: offset in it
+ * @len: bytes
+ *
+ * READ from @src's node, WRITE to @dst's; overlapping ranges of the same
+ * memory copy like memmove.
+ * Return: 0; -EINTR if the caller was killed (it stops between steps); or
+ * the error of a step.
  */
 int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 		     u64 soff, u64 len)

@@ -74,17 +74,22 @@ struct Pipe {
     }
     Pipe(const Pipe&) = delete;
     Pipe& operator=(const Pipe&) = delete;
+    Pipe(Pipe&&) = delete;
+    Pipe& operator=(Pipe&&) = delete;
     ~Pipe()
     {
-        for (int f : fd)
+        for (int f : fd) {
             if (f >= 0)
                 close(f);
+        }
     }
     [[nodiscard]] bool put(char c) const { return write(fd[1], &c, 1) == 1; }
     [[nodiscard]] char get() const
     {
         char c = 0;
-        return read(fd[0], &c, 1) == 1 ? c : 0;
+        if (read(fd[0], &c, 1) != 1)
+            c = 0;
+        return c;
     }
 };
 
@@ -167,7 +172,7 @@ TEST_F(Limits, LargeAllocationDoesNotStallSmallOnes)
         while (read(stop.fd[0], &x, 1) != 1 && r[0] < 100000) {
             auto t0 = Clock::now();
             lite_lmr_t h = 0;
-            int ret = LITE_alloc(c, 64 * 1024, 2, &h);
+            int ret = LITE_alloc(c, 64 * uint64_t{1024}, 2, &h);
             if (ret == 0)
                 ret = LITE_free(c, h);
             auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
@@ -341,7 +346,8 @@ TEST_F(Limits, QuotaPerUserPerNode)
     ASSERT_EQ(LITE_share(s.get(), a, "quota-shared", LITE_PERM_READ), 0);
 
     // Another user: its own quota; mapping costs it nothing.
-    struct stat dev_st {};
+    struct stat dev_st {
+    };
     ASSERT_EQ(stat(LITE_DEVICE_PATH, &dev_st), 0);
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
