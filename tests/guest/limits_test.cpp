@@ -219,7 +219,7 @@ TEST_F(Limits, LargeAllocationDoesNotStallSmallOnes)
     EXPECT_GE(r[0], 3u) << "too few small allocations to tell";
     // Behind it, the first would have waited for most of it.
     EXPECT_LT(worst_s, big_s / 3) << "a small allocation waited for the large one";
-    EXPECT_LT(worst_s, 1.0);
+    EXPECT_LT(worst_s, 3.0) << "a small allocation took longer than its normal timeout";
     EXPECT_TRUE(wait_until([&] { return mem_bytes(1) == base; }, 10s));
 }
 
