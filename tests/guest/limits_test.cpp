@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <lite/session.hpp>
 #include <optional>
 #include <string>
@@ -93,6 +94,14 @@ struct Pipe {
     }
 };
 
+// /proc/PID/NAME, or "" once the process is gone.
+std::string read_proc(pid_t pid, const char* name)
+{
+    std::ifstream f("/proc/" + std::to_string(pid) + "/" + name);
+    std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return all;
+}
+
 class Limits : public ThreeNodes<kPort>
 {
 protected:
@@ -143,9 +152,26 @@ protected:
         std::this_thread::sleep_for(300ms); // well inside it
         auto t0 = Clock::now();
         kill(pid, SIGKILL);
+        // Where the kernel holds the dying child, for a slow end's report.
+        std::string trail;
+        std::string last;
+        while (seconds(Clock::now() - t0) < 5) {
+            std::string stat = read_proc(pid, "stat");
+            auto close_paren = stat.rfind(')');
+            if (close_paren == std::string::npos || close_paren + 2 >= stat.size() || stat[close_paren + 2] == 'Z')
+                break;
+            std::string stack = read_proc(pid, "stack");
+            if (stack != last) {
+                trail += "--- at " + std::to_string(seconds(Clock::now() - t0)) + " s:\n" + stack;
+                last = stack;
+            }
+            std::this_thread::sleep_for(2ms);
+        }
         int st = 0;
         EXPECT_EQ(waitpid(pid, &st, 0), pid);
         double took = seconds(Clock::now() - t0);
+        if (took > 0.25)
+            std::printf("slow end (%.3f s); kernel stacks of the dying child:\n%s", took, trail.c_str());
         EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
             << "the child was not killed mid-way (exit " << (WIFEXITED(st) ? WEXITSTATUS(st) : -1) << ")";
         return took;
