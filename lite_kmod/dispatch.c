@@ -66,6 +66,9 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_LMR_FREE]	= { lite_export_handle_free, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
+	/* After the LMR_ALLOC it cancels: in order too. */
+	[LITE_MSG_LMR_CANCEL]	= { lite_export_handle_cancel, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_ATOMIC]	= { lite_export_atomic, NULL,
 				    LITE_RUN_CQ, LITE_RDY, true },
 	/* Names (share.c); INVALIDATE waits for accesses in progress, so

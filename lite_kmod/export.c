@@ -4,6 +4,15 @@
  * linear-map memory for a node that asked, handing out their DMA addresses,
  * and freeing them again - only after every node that fetched them has
  * dropped its mappings.
+ *
+ * An allocation may take seconds (zeroing a GiB), so it does not run on the
+ * node's ordered request queue, where it would hold up every request behind
+ * it: the request is registered as a job there, in order with the
+ * requester's later messages, and the job runs on alloc_wq and replies when
+ * done. Nothing the requester sends about the LMR can overtake it: LMR_CHUNKS
+ * and LMR_FREE name the LMR by the id in the reply. LMR_CANCEL (the
+ * requester gave up) finds the job, which then stops between chunks and
+ * frees what it made, or the finished LMR, which it frees.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -13,6 +22,19 @@
 
 /* Largest chunk: the buddy allocator's biggest block (4 MiB on x86-64). */
 #define LITE_CHUNK_ORDER_MAX	(MAX_ORDER - 1)
+
+/* An LMR_ALLOC from its receipt (node->wq) to its reply (node->alloc_wq). */
+struct lite_alloc_job {
+	struct list_head entry;		/* node->alloc_jobs; node lock */
+	struct work_struct work;	/* on node->alloc_wq */
+	struct lite_conn *conn;		/* holds a reference: the reply's way */
+	u16 owner;			/* immutable: the requesting node */
+	u32 req_id;			/* immutable: its request id */
+	u64 size;			/* immutable */
+	bool cancelled;			/* node lock (the allocating loop peeks
+					 * with READ_ONCE): the requester gave
+					 * up, or its node left */
+};
 
 static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 {
@@ -68,16 +90,22 @@ static int lite_export_chunk(struct lite_node *node,
 	return 0;
 }
 
-static struct lite_export *lite_export_alloc(struct lite_node *node,
-					     u16 owner, u64 size)
+/* Whether @job should stop: nobody will take what it makes. */
+static bool lite_alloc_job_stopped(const struct lite_alloc_job *job)
 {
+	return READ_ONCE(job->cancelled) ||
+	       lite_conn_state(job->conn) == LITE_CONN_CLOSING;
+}
+
+/* @job's memory, chunk by chunk; stops early if @job is cancelled. */
+static struct lite_export *lite_export_alloc(struct lite_node *node,
+					     const struct lite_alloc_job *job)
+{
+	u64 size = job->size, left = size;
 	struct lite_export *ex;
-	u64 left = size;
 	u32 cap;
 	int ret;
 
-	if (!size || size > LITE_LMR_MAX)
-		return ERR_PTR(-EINVAL);
 	/* Worst case every chunk is one page; most are 4 MiB. */
 	cap = DIV_ROUND_UP(size, PAGE_SIZE);
 	ex = kzalloc(sizeof(*ex), GFP_KERNEL);
@@ -88,7 +116,8 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		kfree(ex);
 		return ERR_PTR(-ENOMEM);
 	}
-	ex->owner = owner;
+	ex->owner = job->owner;
+	ex->alloc_req = job->req_id;
 	ex->size = size;
 	atomic64_add(size, &node->mem_bytes);
 	atomic64_inc(&node->mem_lmrs);
@@ -98,6 +127,10 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 			goto err;
 		ex->chunks[ex->n_chunks].start = size - left;
 		left -= ex->chunks[ex->n_chunks++].len;
+		if (lite_alloc_job_stopped(job)) {
+			ret = -ECANCELED;
+			goto err;
+		}
 		cond_resched();
 	}
 	return ex;
@@ -144,37 +177,70 @@ static struct lite_export *lite_export_find(struct lite_node *node, u64 id)
 	return xa_load(&node->exports, (u32)id);
 }
 
-void lite_export_handle_alloc(struct lite_conn *conn,
-			      const struct lite_msg *msg)
+/* Whether anybody can take @job's export: 0, or why not. node->lock held. */
+static int lite_alloc_job_verdict(struct lite_node *node,
+				  const struct lite_alloc_job *job)
 {
-	const struct lite_wire_lmr_alloc *req = msg->payload;
-	struct lite_node *node = conn->node;
+	lockdep_assert_held(&node->lock);
+	if (job->cancelled)
+		return -ECANCELED;	/* the requester gave up or left */
+	if (node->dying)
+		return -ESHUTDOWN;
+	if (lite_conn_state(job->conn) == LITE_CONN_CLOSING)
+		return -ECONNRESET;	/* the reply would be lost */
+	return 0;
+}
+
+/*
+ * Take @job off the list and publish its export @ex (or error pointer).
+ * Return: 0, or why not; @ex is freed then.
+ */
+static int lite_alloc_job_end(struct lite_node *node,
+			      struct lite_alloc_job *job,
+			      struct lite_export *ex)
+{
+	int ret = PTR_ERR_OR_ZERO(ex);
+
+	mutex_lock(&node->lock);
+	list_del(&job->entry);
+	if (!ret)
+		ret = lite_alloc_job_verdict(node, job);
+	if (!ret)
+		ret = xa_alloc_cyclic_bh(&node->exports, &ex->id, ex,
+					 xa_limit_32b, &node->next_export,
+					 GFP_KERNEL);
+	if (ret >= 0) {		/* 1: the ids wrapped around */
+		ret = 0;
+		ex->mappers[job->owner] = true;	/* it gets the chunks */
+	}
+	mutex_unlock(&node->lock);
+	if (ret && !IS_ERR(ex)) {
+		ex->id = 0;	/* never published */
+		lite_export_free(node, ex);
+	}
+	return ret;
+}
+
+/* alloc_wq: allocate, publish and answer; the reply carries the first
+ * chunks.
+ */
+static void lite_alloc_job_work(struct work_struct *work)
+{
+	struct lite_alloc_job *job = container_of(work, struct lite_alloc_job,
+						  work);
+	struct lite_msg req = { .type = LITE_MSG_LMR_ALLOC,
+				.req_id = job->req_id };
 	u32 room = LITE_MSG_MAX - sizeof(struct lite_wire_hdr);
+	struct lite_conn *conn = job->conn;
+	struct lite_node *node = conn->node;
 	struct lite_wire_lmr *rep;
 	struct lite_export *ex;
 	u32 len = 0;
 	int ret;
 
 	rep = kmalloc(room, GFP_KERNEL);
-	if (!rep) {
-		lite_reply(conn, msg, -ENOMEM, NULL, 0);
-		return;
-	}
-	ex = lite_export_alloc(node, conn->peer_id, le64_to_cpu(req->size));
-	ret = PTR_ERR_OR_ZERO(ex);
-	if (!ret) {
-		mutex_lock(&node->lock);
-		ex->mappers[conn->peer_id] = true;	/* has the chunks */
-		ret = node->dying ? -ESHUTDOWN :
-		      xa_alloc_cyclic_bh(&node->exports, &ex->id, ex,
-					 xa_limit_32b, &node->next_export,
-					 GFP_KERNEL);
-		mutex_unlock(&node->lock);
-		if (ret < 0)
-			lite_export_free(node, ex);
-		else
-			ret = 0;
-	}
+	ex = rep ? lite_export_alloc(node, job) : ERR_PTR(-ENOMEM);
+	ret = lite_alloc_job_end(node, job, ex);
 	if (!ret) {
 		memset(rep, 0, sizeof(*rep));
 		rep->mr_id = cpu_to_le64(lite_export_wire_id(node, ex));
@@ -185,8 +251,45 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 					     offsetof(struct lite_wire_lmr,
 						      first));
 	}
-	lite_reply(conn, msg, ret, rep, len);
+	/* Also when cancelled: the requester's abandoned call ends on it. */
+	lite_reply(conn, &req, ret, rep, len);
 	kfree(rep);
+	kfree(job);
+	lite_conn_put(conn);
+}
+
+/**
+ * lite_export_handle_alloc - LMR_ALLOC: register a job, run it on alloc_wq
+ * @conn: the requester's connection
+ * @msg: the request, handled in order on node->wq
+ */
+void lite_export_handle_alloc(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_alloc *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_alloc_job *job;
+	u64 size = le64_to_cpu(req->size);
+
+	if (size > LITE_LMR_MAX) {	/* the wire checked that it is not 0 */
+		lite_reply(conn, msg, -EINVAL, NULL, 0);
+		return;
+	}
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	INIT_WORK(&job->work, lite_alloc_job_work);
+	lite_conn_get(conn);
+	job->conn = conn;
+	job->owner = conn->peer_id;
+	job->req_id = msg->req_id;
+	job->size = size;
+	mutex_lock(&node->lock);
+	list_add_tail(&job->entry, &node->alloc_jobs);
+	mutex_unlock(&node->lock);
+	queue_work(node->alloc_wq, &job->work);
 }
 
 void lite_export_handle_chunks(struct lite_conn *conn,
@@ -272,6 +375,15 @@ static void lite_export_orphan(struct lite_node *node, struct lite_export *ex)
 	mod_delayed_work(node->close_wq, &node->reap_work, HZ);
 }
 
+/* Free an unpublished @ex once no mapper can reach it, or leave it to reap. */
+static void lite_export_retire(struct lite_node *node, struct lite_export *ex)
+{
+	if (lite_export_invalidate(node, ex))
+		lite_export_free(node, ex);
+	else
+		lite_export_orphan(node, ex);
+}
+
 void lite_export_handle_free(struct lite_conn *conn,
 			     const struct lite_msg *msg)
 {
@@ -290,13 +402,67 @@ void lite_export_handle_free(struct lite_conn *conn,
 	else
 		xa_erase_bh(&node->exports, ex->id);
 	mutex_unlock(&node->lock);
-	if (!ret) {
-		if (lite_export_invalidate(node, ex))
-			lite_export_free(node, ex);
-		else
-			lite_export_orphan(node, ex);
-	}
+	if (!ret)
+		lite_export_retire(node, ex);
 	lite_reply(conn, msg, ret, NULL, 0);
+}
+
+/*
+ * Cancel @owner's allocation @req_id if it is still running: it frees what
+ * it made. Return: whether it was. node->lock held.
+ */
+static bool lite_alloc_job_cancel(struct lite_node *node, u16 owner,
+				  u32 req_id)
+{
+	struct lite_alloc_job *job;
+
+	lockdep_assert_held(&node->lock);
+	list_for_each_entry(job, &node->alloc_jobs, entry) {
+		if (job->owner == owner && job->req_id == req_id) {
+			job->cancelled = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Unpublish the export @owner's LMR_ALLOC @req_id made; node->lock held. */
+static struct lite_export *lite_export_take_alloc(struct lite_node *node,
+						  u16 owner, u32 req_id)
+{
+	struct lite_export *ex;
+	unsigned long id;
+
+	lockdep_assert_held(&node->lock);
+	xa_for_each(&node->exports, id, ex) {
+		if (ex->owner == owner && ex->alloc_req == req_id) {
+			xa_erase_bh(&node->exports, id);
+			return ex;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * LMR_CANCEL: the sender no longer waits for its LMR_ALLOC. Stop the job,
+ * or free the LMR it made: the sender ignores (or has lost) the reply, so
+ * nobody else knows it. Either may have happened already (a FREE after a
+ * late reply, say): then there is nothing to do.
+ */
+void lite_export_handle_cancel(struct lite_conn *conn,
+			       const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_cancel *req = msg->payload;
+	u32 req_id = le32_to_cpu(req->req_id);
+	struct lite_node *node = conn->node;
+	struct lite_export *ex = NULL;
+
+	mutex_lock(&node->lock);
+	if (!lite_alloc_job_cancel(node, conn->peer_id, req_id))
+		ex = lite_export_take_alloc(node, conn->peer_id, req_id);
+	mutex_unlock(&node->lock);
+	if (ex)
+		lite_export_retire(node, ex);
 }
 
 /* The chunk holding byte @off of @ex; *@off becomes the offset in it. */
@@ -379,17 +545,21 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
 }
 
-/* LMR requests from a READY connection; node workqueue context. */
 /*
  * The node that allocated these is gone: reap what it held here, after its
  * mappers dropped their mappings (reap_work). node->lock held.
  */
 void lite_exports_drop_owner(struct lite_node *node, u16 owner)
 {
+	struct lite_alloc_job *job;
 	struct lite_export *ex;
 	unsigned long id;
 
 	lockdep_assert_held(&node->lock);
+	/* Its allocations in progress end freed, never published. */
+	list_for_each_entry(job, &node->alloc_jobs, entry)
+		if (job->owner == owner)
+			job->cancelled = true;
 	xa_for_each(&node->exports, id, ex) {
 		if (ex->owner != owner)
 			continue;

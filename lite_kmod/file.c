@@ -8,6 +8,7 @@
 #include <linux/fs.h>
 #include <linux/uaccess.h>
 #include <linux/slab.h>
+#include <linux/cred.h>
 
 #include "internal.h"
 
@@ -33,6 +34,7 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file)
 	if (!lf)
 		return -ENOMEM;
 	lf->ctx = ctx;
+	lf->uid = file->f_cred->euid;
 	mutex_init(&lf->lock);
 	INIT_LIST_HEAD(&lf->pubs);
 	INIT_LIST_HEAD(&lf->services);
@@ -55,14 +57,31 @@ struct lite_node *lite_file_node(struct lite_file *lf)
 	return node ?: ERR_PTR(-EBADFD);
 }
 
-/* Look a handle up. Return: 0 with a reference on *@lmr, or -EBADF. */
+/*
+ * The errno for a handle this file does not hold: -EBADF, or -EBADFD if
+ * the file is not attached to a node (and so can hold none).
+ */
+static int lite_file_bad_handle(struct lite_file *lf)
+{
+	bool attached;
+
+	mutex_lock(&lf->lock);
+	attached = lf->node;
+	mutex_unlock(&lf->lock);
+	return attached ? -EBADF : -EBADFD;
+}
+
+/*
+ * Look a handle up. Return: 0 with a reference on *@lmr; -EBADF if the
+ * file has no such handle, -EBADFD if it is not even attached.
+ */
 static int lite_file_lmr(struct lite_file *lf, u64 handle,
 			 struct lite_lmr **lmr, u32 *perms, bool *owner)
 {
 	struct lite_handle *h;
 
 	if (!handle || handle > U32_MAX)
-		return -EBADF;
+		return lite_file_bad_handle(lf);
 	xa_lock(&lf->handles);
 	h = xa_load(&lf->handles, handle);
 	if (h) {
@@ -73,7 +92,9 @@ static int lite_file_lmr(struct lite_file *lf, u64 handle,
 		lite_lmr_get(h->lmr);
 	}
 	xa_unlock(&lf->handles);
-	return h ? 0 : -EBADF;
+	if (!h)
+		return lite_file_bad_handle(lf);
+	return 0;
 }
 
 /*
@@ -194,7 +215,7 @@ static long lite_ioc_lmr_alloc(struct lite_file *lf, void __user *argp)
 	ret = lite_mbr_present(&node->mb, mem) ? 0 : -EHOSTUNREACH;
 	mutex_unlock(&node->lock);
 	if (!ret)
-		ret = lite_lmr_alloc(node, mem, req.size, &lmr);
+		ret = lite_lmr_alloc(node, mem, req.size, lf->uid, &lmr);
 	if (!ret) {
 		ret = lite_file_add(lf, lmr, LITE_PERM_ALL, true, &req.handle);
 		if (ret)
@@ -236,10 +257,10 @@ static long lite_ioc_lmr_free(struct lite_file *lf, void __user *argp)
 	if (req.flags || !lite_zero(req.reserved, sizeof(req.reserved)))
 		return -EINVAL;
 	if (!req.handle || req.handle > U32_MAX)
-		return -EBADF;
+		return lite_file_bad_handle(lf);
 	h = xa_erase(&lf->handles, req.handle);
 	if (!h)
-		return -EBADF;
+		return lite_file_bad_handle(lf);
 	node = lite_file_node(lf);
 	if (h->owner)
 		lite_file_unpublish(lf, IS_ERR(node) ? NULL : node,
@@ -452,6 +473,9 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 	if (rv.flags || !lite_zero(rv.reserved, sizeof(rv.reserved)) ||
 	    !lite_name_ok(rv.name))
 		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
 	mutex_lock(&lf->lock);
 	list_for_each_entry(p, &lf->pubs, entry) {
 		if (!strncmp(p->name, rv.name, LITE_NAME_MAX)) {
@@ -461,14 +485,13 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 		}
 	}
 	mutex_unlock(&lf->lock);
-	if (!found)
-		return -ENOENT;	/* not a name this file published */
-	node = lite_file_node(lf);
-	ret = IS_ERR(node) ? PTR_ERR(node) :
-	      lite_share_withdraw(node, found->name);
-	if (!IS_ERR(node))
-		lite_node_put(node);
-	kfree(found);
+	if (found) {
+		ret = lite_share_withdraw(node, found->name);
+		kfree(found);
+	} else {
+		ret = -ENOENT;	/* not a name this file published */
+	}
+	lite_node_put(node);
 	return ret;
 }
 

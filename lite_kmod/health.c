@@ -301,7 +301,7 @@ struct lite_conn *lite_node_conn_wait(struct lite_node *node, u16 id,
 		left = (long)(deadline - jiffies);
 		if (!member || left <= 0 || fatal_signal_pending(current))
 			return NULL;
-		/* Re-checks membership at least every 100 ms. */
+		/* Re-checks membership at least every 20 ms. */
 		wait_event_killable_timeout(node->peers_wq,
 					    lite_node_has_conn(node, id),
 					    min_t(long, left, HZ / 50));

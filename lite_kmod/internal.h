@@ -24,6 +24,8 @@
 #include <linux/atomic.h>
 #include <linux/socket.h>
 #include <linux/miscdevice.h>
+#include <linux/hashtable.h>
+#include <linux/uidgid.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/ib_cm.h>
@@ -162,6 +164,7 @@ struct lite_node {
 	u32 secret_len;
 	struct workqueue_struct *wq;		/* ordered: incoming requests */
 	struct workqueue_struct *close_wq;	/* connection teardown */
+	struct workqueue_struct *alloc_wq;	/* LMR_ALLOC jobs, unordered */
 
 	struct list_head dev_entry;	/* in lite_ibdev.nodes; ctx lock */
 	struct rdma_cm_id *listen_id;	/* ctx lock */
@@ -192,6 +195,7 @@ struct lite_node {
 					 * lock, read by atomics under its xa
 					 * lock (bh) */
 	u32 next_export;		/* node lock */
+	struct list_head alloc_jobs;	/* LMR_ALLOC being served; node lock */
 	struct list_head orphans;	/* exports to reap; node lock */
 	struct delayed_work reap_work;	/* on close_wq: frees orphans */
 	struct list_head lmrs;		/* every lite_lmr of this node; node lock */
@@ -200,6 +204,10 @@ struct lite_node {
 	u64 next_share_id;		/* node lock */
 	atomic64_t mem_bytes;		/* held in exports */
 	atomic64_t mem_lmrs;
+
+	/* Per-user LMR quota of the allocations made from here (quota.c). */
+	spinlock_t quota_lock;		/* protects @quota */
+	DECLARE_HASHTABLE(quota, 4);	/* lite_quota by kuid */
 
 	/* Completion delivery (poll.c). */
 	u32 cq_mode;			/* immutable: LITE_CQ_*, never DEFAULT */
@@ -336,6 +344,8 @@ struct lite_export_chunk {
 struct lite_export {
 	u32 id;				/* immutable: key in node->exports */
 	u16 owner;			/* immutable: the node that allocated */
+	u32 alloc_req;			/* immutable: the owner's LMR_ALLOC
+					 * request id (LMR_CANCEL names it) */
 	u64 size;			/* immutable */
 	u32 n_chunks;			/* immutable */
 	struct lite_export_chunk *chunks;	/* immutable */
@@ -368,6 +378,9 @@ struct lite_lmr {
 	u64 mr_id;			/* immutable */
 	u32 rkey;			/* immutable */
 	u64 share_id;			/* immutable: mapped via; 0 if own */
+	kuid_t uid;			/* immutable: the user charged for it */
+	u64 charged;			/* immutable: bytes charged to @uid's
+					 * quota (0: a mapping, nothing) */
 	struct lite_layout layout;	/* immutable */
 	struct lite_chunk *chunks;	/* immutable, layout's array */
 	struct list_head map_entry;	/* node->lmrs; node lock */
@@ -394,6 +407,8 @@ struct lite_pub {			/* a name this file published */
 
 struct lite_file {
 	struct lite_ctx *ctx;		/* immutable */
+	kuid_t uid;			/* immutable: the opener's euid, whose
+					 * quota its allocations count against */
 	struct mutex lock;		/* protects @node, @pubs */
 	struct lite_node *node;		/* attached node; holds a ref */
 	struct list_head pubs;
@@ -700,6 +715,8 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 			       const struct lite_msg *msg);
 void lite_export_handle_free(struct lite_conn *conn,
 			     const struct lite_msg *msg);
+void lite_export_handle_cancel(struct lite_conn *conn,
+			       const struct lite_msg *msg);
 void lite_exports_conn_closed(struct lite_conn *conn);
 void lite_exports_conn_ready(struct lite_conn *conn);
 void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg);
@@ -716,7 +733,7 @@ bool lite_node_has_conn(struct lite_node *node, u16 id);
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn);
 struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
-		   struct lite_lmr **out);
+		   kuid_t uid, struct lite_lmr **out);
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out);
 void lite_lmr_release(struct lite_lmr *lmr, bool owner);
@@ -728,6 +745,12 @@ void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg);
 int lite_invalidate_on(struct lite_node *node, u16 id,
 		       const struct lite_wire_invalidate *inv,
 		       unsigned long deadline);
+
+/* quota.c: per-user LMR quotas of the allocations made from a node */
+void lite_quota_init(struct lite_node *node);
+int lite_quota_charge(struct lite_node *node, kuid_t uid, u64 bytes);
+void lite_quota_uncharge(struct lite_node *node, kuid_t uid, u64 bytes);
+void lite_quota_destroy(struct lite_node *node);
 
 /* share.c: the manager's name registry */
 void lite_share_handle_share(struct lite_conn *conn,

@@ -256,40 +256,170 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u64 mr_id)
 }
 
 /*
- * lite_lmr_alloc - allocate @size bytes on node @mem_node
- * Return: 0 with *@out holding the LMR, or an error.
+ * An LMR_ALLOC request on its way. The requester waits for it, bounded and
+ * killable; if it gives up, it abandons the request to its done_fn instead
+ * of leaving a late reply to be dropped: the request stays in node->calls
+ * until its reply or its connection's failure, and then frees whatever the
+ * memory node made for it and returns the quota charge. @state decides,
+ * once, which of waiter and done_fn owns the request after the reply.
  */
-int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
-		   struct lite_lmr **out)
+struct lite_alloc_req {
+	struct lite_call call;		/* holds a reference on call.conn */
+	atomic_t state;			/* enum lite_alloc_req_state */
+	struct lite_node *node;		/* immutable */
+	kuid_t uid;			/* immutable: charged @size */
+	u64 size;			/* immutable */
+	struct lite_wire_lmr *rep;	/* the reply (LITE_MSG_MAX bytes) */
+	struct work_struct reap;	/* abandoned: on node->close_wq */
+};
+
+enum lite_alloc_req_state {
+	LITE_AREQ_WAITING,	/* the requester waits */
+	LITE_AREQ_DONE,		/* the reply or a failure came */
+	LITE_AREQ_ABANDONED,	/* the requester left: done_fn cleans up */
+};
+
+/* The request is over: return its charge and everything it holds. */
+static void lite_alloc_req_free(struct lite_alloc_req *ar)
 {
-	/* Zeroing a GiB under emulation takes a while: allow for it. */
-	unsigned long deadline = jiffies + msecs_to_jiffies(
-		LITE_CALL_TIMEOUT_MS + (size >> 20) * 50);
+	lite_quota_uncharge(ar->node, ar->uid, ar->size);
+	lite_conn_put(ar->call.conn);
+	kfree(ar->rep);
+	kfree(ar);
+}
+
+/* An abandoned request got its answer: free what was made for nobody. */
+static void lite_alloc_req_reap(struct work_struct *work)
+{
+	struct lite_alloc_req *ar = container_of(work, struct lite_alloc_req,
+						 reap);
+
+	if (!ar->call.status)
+		lite_lmr_remote_free(ar->call.conn,
+				     le64_to_cpu(ar->rep->mr_id));
+	lite_alloc_req_free(ar);
+}
+
+/* done_fn, any context: the reply came, or the connection failed. */
+static void lite_alloc_req_done(struct lite_call *call)
+{
+	struct lite_alloc_req *ar = container_of(call, struct lite_alloc_req,
+						 call);
+
+	if (atomic_xchg(&ar->state, LITE_AREQ_DONE) == LITE_AREQ_ABANDONED)
+		queue_work(ar->node->close_wq, &ar->reap);
+	else
+		complete(&call->done);	/* the waiter owns @ar now */
+}
+
+/* Send LMR_ALLOC for @size bytes on @conn, whose reference it takes. */
+static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
+						   struct lite_conn *conn,
+						   kuid_t uid, u64 size,
+						   int *err)
+{
 	struct lite_wire_lmr_alloc req = { .size = cpu_to_le64(size) };
-	struct lite_wire_lmr *rep;
-	struct lite_lmr *lmr = NULL;
+	struct lite_alloc_req *ar;
+
+	*err = -ENOMEM;
+	ar = kzalloc(sizeof(*ar), GFP_KERNEL);
+	if (!ar)
+		goto err_conn;
+	ar->rep = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
+	if (!ar->rep)
+		goto err_ar;
+	atomic_set(&ar->state, LITE_AREQ_WAITING);
+	ar->node = node;
+	ar->uid = uid;
+	ar->size = size;
+	INIT_WORK(&ar->reap, lite_alloc_req_reap);
+	*err = lite_call_start_async(conn, &ar->call, lite_alloc_req_done,
+				     LITE_MSG_LMR_ALLOC, &req, sizeof(req),
+				     ar->rep, LITE_MSG_MAX);
+	if (*err)
+		goto err_rep;
+	return ar;
+
+err_rep:
+	kfree(ar->rep);
+err_ar:
+	kfree(ar);
+err_conn:
+	lite_conn_put(conn);
+	return NULL;
+}
+
+/*
+ * Tell the memory node that nobody waits for LMR_ALLOC @req_id any more,
+ * on whatever connection to it there is now, waiting for a reconnect if
+ * the old one broke (a reply lost with it left an LMR nobody knows the id
+ * of). Best effort: if the memory node stays unreachable it reaps what the
+ * requester held when it drops it as a member.
+ */
+static void lite_alloc_cancel(struct lite_node *node, u16 mem_node,
+			      u32 req_id)
+{
+	struct lite_wire_lmr_cancel c = { .req_id = cpu_to_le32(req_id) };
 	struct lite_conn *conn;
+
+	conn = lite_node_conn_wait(node, mem_node, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+	if (!conn)
+		return;
+	lite_conn_send(conn, LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c));
+	lite_conn_put(conn);
+}
+
+/*
+ * Wait for @ar's reply until @deadline, or until the caller is killed.
+ * Return: the reply's status (0: the reply is in ar->rep) or the failure
+ * (-ECONNRESET); the caller then frees @ar. Or, with *@abandoned set,
+ * -ETIMEDOUT or -EINTR: @ar belongs to its done_fn now.
+ */
+static int lite_alloc_req_wait(struct lite_alloc_req *ar, u16 mem_node,
+			       unsigned long deadline, bool *abandoned)
+{
+	struct lite_node *node = ar->node;
+	u32 req_id = ar->call.req_id;
+	long left;
+
+	left = lite_wait_done(node, &ar->call.done,
+			      max_t(long, (long)(deadline - jiffies), 1), true);
+	if (left > 0)
+		goto answered;
+	if (atomic_cmpxchg(&ar->state, LITE_AREQ_WAITING,
+			   LITE_AREQ_ABANDONED) != LITE_AREQ_WAITING) {
+		/* The reply or a failure took it first: it completes now. */
+		wait_for_completion(&ar->call.done);
+		goto answered;
+	}
+	*abandoned = true;
+	if (!left)
+		atomic64_inc(&node->stats.timeouts);
+	lite_alloc_cancel(node, mem_node, req_id);
+	return left ? -EINTR : -ETIMEDOUT;
+
+answered:
+	if (ar->call.status == -ECONNRESET)
+		lite_alloc_cancel(node, mem_node, req_id);
+	return ar->call.status;
+}
+
+/* The LMR the successful reply @rep describes, with its whole layout. */
+static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
+			       u16 mem_node, u64 size,
+			       const struct lite_wire_lmr *rep,
+			       unsigned long deadline, struct lite_lmr **out)
+{
+	struct lite_lmr *lmr;
 	u32 have = 0;
 	int ret;
 
-	conn = lite_node_conn(node, mem_node);
-	if (!conn)
-		return mem_node == READ_ONCE(node->self_id) ? -ENOTCONN :
-		       -EHOSTUNREACH;
-	rep = kmalloc(LITE_MSG_MAX, GFP_KERNEL);
-	if (!rep) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = lite_call(conn, LITE_MSG_LMR_ALLOC, &req, sizeof(req), rep,
-			LITE_MSG_MAX, NULL, deadline);
-	if (ret)
-		goto out;
 	lmr = lite_lmr_new(node, mem_node, le64_to_cpu(rep->mr_id), size,
 			   le32_to_cpu(rep->rkey));
 	if (!lmr)
-		ret = -ENOMEM;
-	else if (le64_to_cpu(rep->size) != size)
+		return -ENOMEM;
+	if (le64_to_cpu(rep->size) != size)
 		ret = -EPROTO;
 	else
 		ret = lite_lmr_size_chunks(lmr, &rep->first);
@@ -298,14 +428,70 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 	if (!ret)
 		ret = lite_lmr_fetch(conn, lmr, have, deadline);
 	if (ret) {
-		lite_lmr_remote_free(conn, le64_to_cpu(rep->mr_id));
-		if (lmr)
-			lite_lmr_drop(lmr);
-		goto out;
+		lite_lmr_drop(lmr);
+		return ret;
 	}
 	*out = lmr;
+	return 0;
+}
+
+/**
+ * lite_lmr_alloc - allocate @size bytes on node @mem_node
+ * @node: the requesting node
+ * @mem_node: the node whose memory it is (may be @node itself)
+ * @size: bytes, 1 .. LITE_LMR_MAX
+ * @uid: the user whose quota on @node it counts against
+ * @out: the LMR, on success
+ *
+ * Return: 0; -EDQUOT over @uid's quota; -ETIMEDOUT or -EINTR if the
+ * caller gave up (timeout, fatal signal): the memory node then stops or
+ * frees the allocation, and the charge stays until it did; or another
+ * error of the request.
+ */
+int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
+		   kuid_t uid, struct lite_lmr **out)
+{
+	/* Zeroing a GiB under emulation takes a while: allow for it. */
+	unsigned long deadline = jiffies + msecs_to_jiffies(
+		LITE_CALL_TIMEOUT_MS + (size >> 20) * 50);
+	struct lite_alloc_req *ar;
+	bool abandoned = false;
+	struct lite_conn *conn;
+	int ret;
+
+	ret = lite_quota_charge(node, uid, size);
+	if (ret)
+		return ret;
+	conn = lite_node_conn_wait(node, mem_node, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+	if (!conn) {
+		lite_quota_uncharge(node, uid, size);
+		return mem_node == READ_ONCE(node->self_id) ? -ENOTCONN :
+		       -EHOSTUNREACH;
+	}
+	lite_conn_get(conn);	/* @ar takes one reference */
+	ar = lite_alloc_req_start(node, conn, uid, size, &ret);
+	if (!ar) {
+		lite_quota_uncharge(node, uid, size);
+		goto out;
+	}
+	ret = lite_alloc_req_wait(ar, mem_node, deadline, &abandoned);
+	if (abandoned)
+		goto out;	/* with its charge */
+	if (!ret) {
+		ret = lite_lmr_from_reply(node, conn, mem_node, size, ar->rep,
+					  deadline, out);
+		if (ret)
+			lite_lmr_remote_free(conn, le64_to_cpu(ar->rep->mr_id));
+	}
+	if (!ret) {
+		/* The charge goes with the LMR. */
+		(*out)->uid = uid;
+		(*out)->charged = size;
+		ar->size = 0;
+	}
+	lite_alloc_req_free(ar);
 out:
-	kfree(rep);
 	lite_conn_put(conn);
 	return ret;
 }
@@ -417,6 +603,7 @@ void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 			lite_conn_put(conn);
 		}
 	}
+	lite_quota_uncharge(node, lmr->uid, lmr->charged);
 	lite_lmr_drop(lmr);
 }
 

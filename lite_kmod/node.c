@@ -61,6 +61,7 @@ static void lite_node_release(struct kref *ref)
 	xa_destroy(&node->rpc_calls);
 	xa_destroy(&node->rpc_held);
 	xa_destroy(&node->services);
+	lite_quota_destroy(node);
 	kfree_sensitive(node->secret);
 	kfree(node);
 }
@@ -126,6 +127,13 @@ static int lite_node_listen(struct lite_node *node)
 	if (IS_ERR(id))
 		return PTR_ERR(id);
 	ret = rdma_bind_addr(id, (struct sockaddr *)&node->listen_sa);
+	/*
+	 * rdma_cm says ENODEV when the address is a local one that no RDMA
+	 * device serves: as for an address of another device, the address is
+	 * the problem (ENODEV is for a device name that does not exist).
+	 */
+	if (ret == -ENODEV)
+		ret = -EADDRNOTAVAIL;
 	if (ret)
 		goto err_id;
 	/* The address must belong to this node's device and port. */
@@ -163,8 +171,15 @@ static int lite_node_alloc_wqs(struct lite_node *node)
 					node->instance);
 	if (!node->heal_wq)
 		goto err_cq_wq;
+	/* Allocations take long: never on the ordered queue (export.c). */
+	node->alloc_wq = alloc_workqueue("lite%u_alloc", WQ_UNBOUND, 0,
+					 node->instance);
+	if (!node->alloc_wq)
+		goto err_heal_wq;
 	return 0;
 
+err_heal_wq:
+	destroy_workqueue(node->heal_wq);
 err_cq_wq:
 	destroy_workqueue(node->cq_wq);
 err_close_wq:
@@ -217,7 +232,9 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	INIT_LIST_HEAD(&node->sync_waits);
 	INIT_LIST_HEAD(&node->orphans);
+	INIT_LIST_HEAD(&node->alloc_jobs);
 	INIT_LIST_HEAD(&node->lmrs);
+	lite_quota_init(node);
 	node->nonce = get_random_u32();
 	INIT_LIST_HEAD(&node->shares);
 	INIT_DELAYED_WORK(&node->reap_work, lite_exports_reap);
@@ -271,6 +288,7 @@ err_poller:
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
+	destroy_workqueue(node->alloc_wq);
 	destroy_workqueue(node->heal_wq);
 	destroy_workqueue(node->cq_wq);
 	destroy_workqueue(node->close_wq);
@@ -324,6 +342,9 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	destroy_workqueue(node->heal_wq);
 	destroy_workqueue(node->cq_wq);
 	destroy_workqueue(node->wq);
+	/* Each job held a connection: none is left, nor any job. */
+	destroy_workqueue(node->alloc_wq);
+	WARN_ON(!list_empty(&node->alloc_jobs));
 	cancel_delayed_work_sync(&node->reap_work);
 	destroy_workqueue(node->close_wq);
 	lite_exports_free_all(node);

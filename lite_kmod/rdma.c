@@ -13,8 +13,14 @@
  * ib_cqe; a transfer step waits for all of them. A step that does not
  * complete in time closes the connection: the drain then completes every
  * request (flushed) before the buffers go away.
+ *
+ * Long operations stop between steps on a fatal signal (-EINTR): a step's
+ * posted work requests use its buffers until they complete, so the step in
+ * progress is waited for - at most LITE_BOUNCE_SIZE or LITE_PIN_PAGES
+ * pages, milliseconds - but no new one starts.
  */
 #include <linux/slab.h>
+#include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 #include <linux/mm.h>
 
@@ -384,6 +390,12 @@ static void lite_bounce_put(struct lite_bounce *b)
 	kfree(b->buf);
 }
 
+/* Before each transfer step: -EINTR if the caller was killed, else 0. */
+static int lite_rdma_killed(void)
+{
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
+
 /* A referenced connection to @lmr's memory node. */
 static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 {
@@ -405,6 +417,9 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 		return ret;
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
+		ret = lite_rdma_killed();
+		if (ret)
+			break;
 		if (write && copy_from_user(b.buf, buf + done, n)) {
 			ret = -EFAULT;
 			break;
@@ -458,7 +473,8 @@ static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
 		if (p->n > 0)
 			unpin_user_pages(p->pages, p->n);
 		p->n = 0;
-		return -EFAULT;
+		/* Pinning stops for a fatal signal too: not the buffer's fault. */
+		return lite_rdma_killed() ?: -EFAULT;
 	}
 	memset(p->dma, 0, want * sizeof(*p->dma));
 	for (i = 0; i < want; i++) {
@@ -548,6 +564,9 @@ static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, LITE_PIN_PAGES * PAGE_SIZE -
 			  offset_in_page(uaddr + done));
+		ret = lite_rdma_killed();
+		if (ret)
+			break;
 		ret = lite_pin(&p, uaddr + done, n);
 		if (ret)
 			break;
@@ -561,6 +580,18 @@ out:
 	return ret;
 }
 
+/**
+ * lite_rdma_rw - move bytes between a user buffer and an LMR
+ * @lmr: the LMR; the access was checked
+ * @off: offset in it
+ * @len: bytes
+ * @buf: the user buffer
+ * @write: to the LMR (else from it)
+ * @flags: LITE_RW_*: force the copy or the zero-copy path
+ *
+ * Return: 0; -EINTR if the caller was killed (it stops between steps);
+ * -EFAULT, -ENOTCONN, -EKEYREVOKED, -ETIMEDOUT or the error of a step.
+ */
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags)
 {
@@ -617,6 +648,16 @@ int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 	return ret;
 }
 
+/**
+ * lite_rdma_memset - fill a range of an LMR with one byte
+ * @lmr: the LMR; the access was checked
+ * @off: offset in it
+ * @len: bytes
+ * @value: the byte
+ *
+ * Return: 0; -EINTR if the caller was killed (it stops between steps); or
+ * the error of a step.
+ */
 int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 {
 	struct lite_bounce b;
@@ -637,7 +678,8 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 	ib_dma_sync_single_for_device(b.dev, b.dma, b.size, DMA_BIDIRECTIONAL);
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
-		ret = lite_rdma_xfer(conn, lmr, off + done, n, b.dma, true);
+		ret = lite_rdma_killed() ?:
+		      lite_rdma_xfer(conn, lmr, off + done, n, b.dma, true);
 		cond_resched();
 	}
 	lite_bounce_put(&b);
@@ -651,9 +693,18 @@ static bool lite_lmr_same(const struct lite_lmr *a, const struct lite_lmr *b)
 	return a->mem_node == b->mem_node && a->mr_id == b->mr_id;
 }
 
-/*
- * Copy through a kernel buffer: READ from @src's node, WRITE to @dst's.
- * Overlapping ranges of the same memory copy like memmove.
+/**
+ * lite_rdma_memcpy - copy between LMRs, through a kernel buffer
+ * @dst: destination LMR; the access was checked
+ * @doff: offset in it
+ * @src: source LMR; the access was checked
+ * @soff: offset in it
+ * @len: bytes
+ *
+ * READ from @src's node, WRITE to @dst's; overlapping ranges of the same
+ * memory copy like memmove.
+ * Return: 0; -EINTR if the caller was killed (it stops between steps); or
+ * the error of a step.
  */
 int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 		     u64 soff, u64 len)
@@ -678,7 +729,8 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
 		at = backwards ? len - done - n : done;
-		ret = lite_rdma_xfer(sconn, src, soff + at, n, b.dma, false);
+		ret = lite_rdma_killed() ?:
+		      lite_rdma_xfer(sconn, src, soff + at, n, b.dma, false);
 		if (!ret)
 			ret = lite_rdma_xfer(dconn, dst, doff + at, n, b.dma,
 					     true);

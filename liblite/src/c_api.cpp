@@ -366,6 +366,8 @@ const char* LITE_strerror(int err)
         return "no such node, or no manager to ask";
     case E2BIG:
         return "LMR larger than LITE_LMR_MAX";
+    case EDQUOT:
+        return "this user's LMR quota on the node is used up (quota_mb)";
     case EMSGSIZE:
         return "message larger than the buffer or LITE_RPC_MAX";
     default:

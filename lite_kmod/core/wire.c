@@ -20,6 +20,7 @@ static_assert(sizeof(struct lite_wire_member_del) == 8);
 static_assert(sizeof(struct lite_wire_chunk) == 16);
 static_assert(sizeof(struct lite_wire_chunks) == 16);
 static_assert(sizeof(struct lite_wire_lmr) == 40);
+static_assert(sizeof(struct lite_wire_lmr_cancel) == 8);
 static_assert(sizeof(struct lite_wire_share) == 104);
 static_assert(sizeof(struct lite_wire_invalidate) == 24);
 static_assert(sizeof(struct lite_wire_atomic) == 40);
@@ -289,6 +290,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 	const struct lite_wire_lmr_alloc *alloc = m->payload;
 	const struct lite_wire_lmr *lmr = m->payload;
 	const struct lite_wire_lmr_ref *ref = m->payload;
+	const struct lite_wire_lmr_cancel *cancel = m->payload;
 	const struct lite_wire_share *share = m->payload;
 	const struct lite_wire_name *name = m->payload;
 	const struct lite_wire_invalidate *inv = m->payload;
@@ -313,6 +315,11 @@ static int check_lmr_payload(const struct lite_msg *m)
 		if (m->reply)
 			return m->len ? -EBADMSG : 0;
 		return m->len == sizeof(*ref) && !ref->reserved ? 0 : -EBADMSG;
+	case LITE_MSG_LMR_CANCEL:
+		/* One-way only. */
+		if (m->reply || m->req_id || m->len != sizeof(*cancel))
+			return -EBADMSG;
+		return cancel->req_id && !cancel->reserved ? 0 : -EBADMSG;
 	case LITE_MSG_SHARE:
 		if (m->reply)
 			return m->len == sizeof(struct lite_wire_share_id) ?

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	2	/* 2: HEARTBEAT */
+#define LITE_WIRE_VERSION	3	/* 2: HEARTBEAT, 3: LMR_CANCEL */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -40,6 +40,7 @@ enum lite_msg_type {
 	LITE_MSG_RING_ACK,	/* one-way: ring bytes consumed so far */
 	LITE_MSG_SYNC,		/* req: lock/unlock/barrier on a word */
 	LITE_MSG_HEARTBEAT,	/* one-way: the sender is alive */
+	LITE_MSG_LMR_CANCEL,	/* one-way: the sender gave up an LMR_ALLOC */
 	LITE_MSG_TYPE_END
 };
 
@@ -174,6 +175,17 @@ struct lite_wire_lmr {
 struct lite_wire_lmr_ref {	/* LMR_CHUNKS, LMR_FREE requests */
 	__le64 mr_id;
 	__le32 start;		/* LMR_CHUNKS: first chunk wanted */
+	__le32 reserved;
+};
+
+/*
+ * LMR_CANCEL (one-way): the sender stopped waiting for its LMR_ALLOC
+ * request @req_id. The memory node stops the allocation if it is still
+ * running, or frees the LMR it made for that request; either way its reply
+ * (if any) is one the sender ignores.
+ */
+struct lite_wire_lmr_cancel {
+	__le32 req_id;		/* the LMR_ALLOC's request id; not 0 */
 	__le32 reserved;
 };
 

@@ -335,6 +335,10 @@ TEST_F(AsyncUapi, Rejections)
               -EINVAL)
         << "reserved";
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, 0, nullptr, 0); }), 0) << "empty read";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, kMiB, nullptr, 0); }), 0)
+        << "empty read at the end";
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_write(e, fd, h, kMiB + 1, nullptr, 0); }), -ERANGE)
+        << "empty write past the end";
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, h, 0, reinterpret_cast<void*>(8), 64); }), -EFAULT)
         << "bad user buffer";
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 0, h, 4, 1, 0); }), -EINVAL) << "unaligned";
@@ -367,10 +371,10 @@ TEST_F(AsyncUapi, Rejections)
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_atomic(e, fd, 0, ro.handle(), 0, 1, 0); }), -EACCES);
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, fd, ro.handle(), 0, buf.data(), 8); }), 0);
 
-    // A file not attached to a node has no handles.
+    // A file not attached to a node has no handles: the file is the problem.
     int raw = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
     ASSERT_GE(raw, 0);
-    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, raw, h, 0, buf.data(), 8); }), -EBADF);
+    EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_read(e, raw, h, 0, buf.data(), 8); }), -EBADFD);
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_call(e, raw, 2, 5, buf.data(), 8, buf.data(), 8, 0); }), -EBADFD);
     ::close(raw);
     io_uring_queue_exit(&r);

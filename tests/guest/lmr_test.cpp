@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <lite/session.hpp>
 #include <random>
@@ -339,6 +340,104 @@ TEST_F(Lmr, MemsetAndMemcpyAcrossNodes)
     EXPECT_EQ(fnv1a(got.data(), size), fnv1a(pat.data(), size));
 }
 
+// A zero-length read, write, memset or copy is valid at any offset up to
+// the LMR's size (the empty range at its end included) and does nothing;
+// beyond the end it is ERANGE like any other access.
+TEST_F(Lmr, ZeroLengthAccessUpToTheEnd)
+{
+    auto s = lite::Session::open(inst_[0]);
+    const uint64_t size = 8192;
+    auto a = s.alloc(size, 2);
+    auto b = s.alloc(size, 3);
+    lite_t* c = s.get();
+    uint8_t x = 0xee;
+    for (uint64_t off : {uint64_t{0}, uint64_t{4096}, size}) {
+        EXPECT_EQ(LITE_read(c, a.handle(), off, &x, 0), 0) << off;
+        EXPECT_EQ(LITE_write(c, a.handle(), off, &x, 0), 0) << off;
+        EXPECT_EQ(LITE_memset(c, a.handle(), off, 0xff, 0), 0) << off;
+        EXPECT_EQ(LITE_memcpy(c, b.handle(), off, a.handle(), off, 0), 0) << off;
+        EXPECT_EQ(LITE_memcpy(c, b.handle(), 0, a.handle(), off, 0), 0) << off;
+    }
+    for (uint64_t off : {size + 1, uint64_t{1} << 40, UINT64_MAX}) {
+        EXPECT_EQ(LITE_read(c, a.handle(), off, &x, 0), -ERANGE) << off;
+        EXPECT_EQ(LITE_write(c, a.handle(), off, &x, 0), -ERANGE) << off;
+        EXPECT_EQ(LITE_memset(c, a.handle(), off, 0xff, 0), -ERANGE) << off;
+        EXPECT_EQ(LITE_memcpy(c, b.handle(), off, a.handle(), 0, 0), -ERANGE) << "destination " << off;
+        EXPECT_EQ(LITE_memcpy(c, b.handle(), 0, a.handle(), off, 0), -ERANGE) << "source " << off;
+    }
+    EXPECT_EQ(x, 0xee) << "nothing was read";
+    std::vector<uint8_t> all(size, 1);
+    for (auto* l : {&a, &b}) {
+        l->read(0, std::span<uint8_t>(all));
+        EXPECT_TRUE(std::all_of(all.begin(), all.end(), [](uint8_t v) { return v == 0; })) << "nothing was written";
+    }
+}
+
+// MAP racing REVOKE: the name is not there yet or any more (ENOENT), or it
+// was revoked while the map fetched the chunk list (EKEYREVOKED), or the
+// map won (and its reads fail once the revocation lands). Nothing else,
+// and the race is real: it shows up in a few hundred rounds.
+TEST_F(Lmr, MapRacingRevoke)
+{
+    auto owner = lite::Session::open(inst_[0]);
+    auto l = owner.alloc(64 * kMiB, 3);
+    std::atomic<bool> stop{false};
+    std::atomic<int> mapped{0}, absent{0}, revoked{0}, other{0}, last_other{0};
+    std::vector<std::thread> mappers;
+    for (size_t i = 1; i <= 2; i++) {
+        for (int t = 0; t < 2; t++) {
+            mappers.emplace_back([&, i] {
+                lite_t* c = nullptr;
+                if (LITE_open(inst_[i], &c) != 0) {
+                    other++;
+                    return;
+                }
+                while (!stop) {
+                    lite_lmr_t h = 0;
+                    uint64_t size = 0;
+                    int ret = LITE_map(c, "race", LITE_PERM_READ, &h, &size);
+                    if (ret == 0) {
+                        mapped++;
+                        (void)LITE_free(c, h);
+                    } else if (ret == -ENOENT) {
+                        absent++;
+                    } else if (ret == -EKEYREVOKED) {
+                        revoked++;
+                    } else {
+                        other++;
+                        last_other = ret;
+                    }
+                }
+                LITE_close(c);
+            });
+        }
+    }
+    std::mt19937 rng(11);
+    int rounds = 0, share_err = 0, revoke_err = 0;
+    auto end = std::chrono::steady_clock::now() + 90s;
+    while (std::chrono::steady_clock::now() < end && (rounds < 50 || revoked == 0 || mapped == 0)) {
+        share_err = LITE_share(owner.get(), l.handle(), "race", LITE_PERM_READ);
+        if (share_err != 0)
+            break;
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 4000));
+        revoke_err = LITE_revoke(owner.get(), "race");
+        if (revoke_err != 0)
+            break;
+        rounds++;
+    }
+    stop = true;
+    for (auto& t : mappers)
+        t.join();
+    std::printf("%d rounds: %d mapped, %d absent, %d revoked while mapping\n", rounds, mapped.load(), absent.load(),
+                revoked.load());
+    EXPECT_EQ(share_err, 0);
+    EXPECT_EQ(revoke_err, 0);
+    EXPECT_EQ(other, 0) << "unexpected errno " << last_other;
+    EXPECT_GT(revoked, 0) << "MAP never lost the race to REVOKE";
+    EXPECT_GT(mapped, 0);
+    EXPECT_GT(absent, 0);
+}
+
 // Raw ioctls: what the C API never sends, the kernel must still reject.
 TEST_F(Lmr, DataUapiRejections)
 {
@@ -348,6 +447,9 @@ TEST_F(Lmr, DataUapiRejections)
     lite_lmr_alloc al{};
     al.size = 64;
     EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EBADFD) << "not attached";
+    lite_rw unattached{};
+    unattached.handle = 1;
+    EXPECT_EQ(e(LITE_IOC_READ, &unattached), EBADFD) << "not attached: no handle to look up";
     lite_attach at{};
     at.instance = 4242;
     EXPECT_EQ(e(LITE_IOC_ATTACH, &at), ENOENT);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The ioctl uapi: every rejection, with its own errno, and nothing created.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <liburing.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -8,6 +10,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <lite/async.h>
+#include <string>
 
 #include "util.hpp"
 
@@ -146,6 +151,102 @@ TEST_F(Uapi, NodeUpRejections)
     EXPECT_EQ(up_errno(u), EINVAL) << "join address invalid";
 
     EXPECT_TRUE(dev_->instances().empty()) << "no rejected request left a node behind";
+}
+
+// The address is the problem when no RDMA device serves it, whether it is
+// an address of this host (veth1's, which has no rxe device on it; see
+// tools/vm/guest-init.sh) or of none: EADDRNOTAVAIL, as for an address of
+// another device. ENODEV is for a device name that does not exist.
+TEST_F(Uapi, NodeUpOnAnAddressNoRdmaDeviceServes)
+{
+    if (env("LITE_GUESTS", "1") != "1")
+        GTEST_SKIP() << "needs the one-guest network";
+    auto u = good_up();
+    u.listen = lite::Endpoint::parse("10.99.0.2:" + std::to_string(kPort)).addr;
+    EXPECT_EQ(up_errno(u), EADDRNOTAVAIL) << "an address of this host without an RDMA device";
+    u = good_up();
+    u.listen = lite::Endpoint::parse("10.99.0.77:" + std::to_string(kPort)).addr;
+    EXPECT_EQ(up_errno(u), EADDRNOTAVAIL) << "an address of no interface";
+    EXPECT_TRUE(dev_->instances().empty());
+}
+
+// A file never attached to a node: every command that needs one fails with
+// EBADFD, through ioctl and through io_uring, whatever handle it names.
+TEST_F(Uapi, UnattachedFileIsEbadfd)
+{
+    int fd = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    auto e = [&](unsigned long cmd, void* arg) { return ioctl(fd, cmd, arg) < 0 ? errno : 0; };
+    std::vector<uint8_t> buf(64);
+    lite_lmr_alloc al{};
+    al.size = 64;
+    EXPECT_EQ(e(LITE_IOC_LMR_ALLOC, &al), EBADFD) << "alloc";
+    lite_lmr_free fr{};
+    fr.handle = 1;
+    EXPECT_EQ(e(LITE_IOC_LMR_FREE, &fr), EBADFD) << "free";
+    lite_rw rw{};
+    rw.handle = 1;
+    rw.len = 8;
+    rw.buf = reinterpret_cast<uintptr_t>(buf.data());
+    EXPECT_EQ(e(LITE_IOC_READ, &rw), EBADFD) << "read";
+    EXPECT_EQ(e(LITE_IOC_WRITE, &rw), EBADFD) << "write";
+    lite_atomic at{};
+    at.handle = 1;
+    EXPECT_EQ(e(LITE_IOC_FETCH_ADD, &at), EBADFD) << "fetch_add";
+    EXPECT_EQ(e(LITE_IOC_CMP_SWAP, &at), EBADFD) << "cmp_swap";
+    lite_memset ms{};
+    ms.handle = 1;
+    ms.len = 8;
+    EXPECT_EQ(e(LITE_IOC_MEMSET, &ms), EBADFD) << "memset";
+    lite_memcpy mc{};
+    mc.dst_handle = 1;
+    mc.src_handle = 2;
+    mc.len = 8;
+    EXPECT_EQ(e(LITE_IOC_MEMCPY, &mc), EBADFD) << "memcpy";
+    lite_share sh{};
+    sh.handle = 1;
+    sh.perms = LITE_PERM_READ;
+    std::strcpy(sh.name, "x");
+    EXPECT_EQ(e(LITE_IOC_SHARE, &sh), EBADFD) << "share";
+    lite_map mp{};
+    std::strcpy(mp.name, "x");
+    EXPECT_EQ(e(LITE_IOC_MAP, &mp), EBADFD) << "map";
+    lite_revoke rv{};
+    std::strcpy(rv.name, "x");
+    EXPECT_EQ(e(LITE_IOC_REVOKE, &rv), EBADFD) << "revoke";
+    lite_lock lk{};
+    lk.handle = 1;
+    EXPECT_EQ(e(LITE_IOC_LOCK, &lk), EBADFD) << "lock";
+    EXPECT_EQ(e(LITE_IOC_UNLOCK, &lk), EBADFD) << "unlock";
+    lite_barrier br{};
+    br.handle = 1;
+    br.count = 2;
+    EXPECT_EQ(e(LITE_IOC_BARRIER, &br), EBADFD) << "barrier";
+    lite_rpc_port rp{};
+    rp.port = 5;
+    EXPECT_EQ(e(LITE_IOC_RPC_REGISTER, &rp), EBADFD) << "rpc register";
+
+    io_uring r{};
+    ASSERT_EQ(io_uring_queue_init(8, &r, IORING_SETUP_SQE128 | IORING_SETUP_CQE32), 0);
+    auto one = [&](const std::function<void(io_uring_sqe*)>& prep) {
+        io_uring_sqe* sqe = io_uring_get_sqe(&r);
+        prep(sqe);
+        if (io_uring_submit(&r) != 1)
+            return -9999;
+        io_uring_cqe* cqe = nullptr;
+        if (io_uring_wait_cqe(&r, &cqe) < 0)
+            return -9998;
+        int res = cqe->res;
+        io_uring_cqe_seen(&r, cqe);
+        return res;
+    };
+    EXPECT_EQ(one([&](io_uring_sqe* q) { LITE_prep_read(q, fd, 1, 0, buf.data(), 8); }), -EBADFD) << "async read";
+    EXPECT_EQ(one([&](io_uring_sqe* q) { LITE_prep_write(q, fd, 1, 0, buf.data(), 8); }), -EBADFD) << "async write";
+    EXPECT_EQ(one([&](io_uring_sqe* q) { LITE_prep_atomic(q, fd, 0, 1, 0, 1, 0); }), -EBADFD) << "async atomic";
+    EXPECT_EQ(one([&](io_uring_sqe* q) { LITE_prep_call(q, fd, 2, 5, buf.data(), 8, buf.data(), 8, 0); }), -EBADFD)
+        << "async call";
+    io_uring_queue_exit(&r);
+    ::close(fd);
 }
 
 TEST_F(Uapi, NodeDownRejections)

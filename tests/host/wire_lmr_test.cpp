@@ -229,3 +229,17 @@ TEST(AuthAddresses, ProofsBindBothListenAddresses)
     EXPECT_FALSE(lite_auth_verify(secret, sizeof(secret), &moved, LITE_ROLE_ACTIVE, mac))
         << "a proof for one node is not valid at another";
 }
+
+TEST(WireLmr, CancelIsOneWayAndNamesARequest)
+{
+    lite_wire_lmr_cancel c{};
+    c.req_id = htole32(7);
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c))), 0);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CANCEL, c), -EBADMSG) << "one-way: no request id of its own";
+    EXPECT_EQ(parse_rep(LITE_MSG_LMR_CANCEL, c), -EBADMSG) << "never a reply";
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c) - 1)), -EBADMSG) << "short";
+    c.reserved = htole32(1);
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c))), -EBADMSG) << "reserved";
+    c = {};
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c))), -EBADMSG) << "request id 0";
+}
