@@ -315,7 +315,7 @@ int hostile_connects(const std::string& ip, uint16_t port, int n)
         std::array<uint8_t, 36> pd{};
         const uint32_t magic = 0x4554494c;
         std::memcpy(pd.data(), &magic, 4);
-        pd[4] = 2;                                  // wire version
+        pd[4] = 3;                                  // LITE_WIRE_VERSION (lite_kmod/core/wire.h)
         pd[6] = 32;                                 // rx depth
         std::fill(pd.begin() + 12, pd.end(), 0x5a); // a guessed ticket
         rdma_conn_param p{};
