@@ -7,12 +7,17 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
 .PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
-	debug-kernel debug-kmod check-debug fuzz fuzz-host
+	debug-kernel debug-kmod check-debug fuzz fuzz-host install-udev
 
 all: kmod user
 
 deps:
 	@tools/deps.sh
+	@tools/install-udev.sh
+
+# /dev/lite for group lite, mode 0660: the group and a udev rule (as root).
+install-udev:
+	@tools/install-udev.sh
 
 kmod:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules

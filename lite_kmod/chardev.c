@@ -458,7 +458,8 @@ int lite_chardev_register(struct lite_ctx *ctx)
 	ctx->misc.minor = MISC_DYNAMIC_MINOR;
 	ctx->misc.name = "lite";
 	ctx->misc.fops = &lite_fops;
-	ctx->misc.mode = 0666;	/* data path for all; control needs privilege */
+	/* Root only until udev gives it to group lite, 0660 (tools/udev). */
+	ctx->misc.mode = 0600;
 	return misc_register(&ctx->misc);
 }
 

@@ -26,9 +26,9 @@ done
 say "$litectl" status
 
 echo
-echo "Memory on another node, as an unprivileged user: node 1 allocates 1 MiB on"
-echo "node 3, writes it with one-sided RDMA and reads it back:"
-say setpriv --reuid=65534 --regid=65534 --clear-groups \
+echo "Memory on another node, as an unprivileged user in group lite: node 1"
+echo "allocates 1 MiB on node 3, writes it with one-sided RDMA and reads it back:"
+say setpriv --reuid=65534 --regid=65534 --groups=lite \
 	build/meson/examples/remote_rw --instance 0 --node 3 --size 1048576
 
 echo

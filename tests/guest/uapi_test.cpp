@@ -5,13 +5,16 @@
 #include <liburing.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <lite/async.h>
+#include <lite/lite.h>
 #include <string>
 
 #include "util.hpp"
@@ -367,8 +370,8 @@ TEST_F(Uapi, ControlNeedsCapNetAdmin)
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        // An unprivileged process with the device open.
-        if (setgid(65534) || setuid(65534))
+        // An unprivileged user of lite with the device open.
+        if (!become_nobody(true))
             _exit(100);
         auto up2 = good_up(kPort + 1);
         if (ioctl(dev_->fd(), LITE_IOC_NODE_UP, &up2) == 0 || errno != EPERM)
@@ -388,6 +391,65 @@ TEST_F(Uapi, ControlNeedsCapNetAdmin)
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0) << "1: NODE_UP allowed, 2: NODE_DOWN allowed, 3: STATUS refused";
     EXPECT_EQ(dev_->instances().size(), 1u);
+}
+
+// /dev/lite belongs to root and group lite, mode 0660 (the install step's
+// udev rule): a user outside the group cannot open it; a member can, and
+// uses lite (allocate, write, read back) without any privilege.
+TEST_F(Uapi, DeviceIsForGroupLiteOnly)
+{
+    const int gid = lite_gid();
+    ASSERT_GE(gid, 0) << "no group lite: run make install-udev (tools/install-udev.sh)";
+    struct stat st {
+    };
+    // udev applies the rule shortly after the module created the node.
+    bool applied = wait_until(
+        [&] {
+            return stat(LITE_DEVICE_PATH, &st) == 0 && st.st_gid == static_cast<gid_t>(gid) &&
+                   (st.st_mode & 07777) == 0660;
+        },
+        std::chrono::seconds(5));
+    ASSERT_TRUE(applied) << "/dev/lite is " << std::oct << (st.st_mode & 07777) << std::dec << " gid " << st.st_gid
+                         << ", not 0660 gid " << gid;
+    EXPECT_EQ(st.st_uid, 0u);
+
+    auto u = good_up();
+    ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0);
+    auto child = [&](bool in_group) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (!become_nobody(in_group))
+                _exit(100);
+            int fd = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+            if (!in_group)
+                _exit(fd < 0 && errno == EACCES ? 0 : 1);
+            if (fd < 0)
+                _exit(2);
+            ::close(fd);
+            lite_t* l = nullptr;
+            if (LITE_open(u.instance, &l) != 0)
+                _exit(3);
+            lite_lmr_t h = 0;
+            std::array<uint8_t, 4096> out{}, in{};
+            for (size_t i = 0; i < out.size(); i++)
+                out[i] = static_cast<uint8_t>(i * 7 + 3);
+            if (LITE_alloc(l, out.size(), 0, &h) != 0) // on this node
+                _exit(4);
+            if (LITE_write(l, h, 0, out.data(), out.size()) != 0 || LITE_read(l, h, 0, in.data(), in.size()) != 0 ||
+                in != out)
+                _exit(5);
+            if (LITE_free(l, h) != 0)
+                _exit(6);
+            LITE_close(l);
+            _exit(0);
+        }
+        int status = 0;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+            return -1;
+        return WEXITSTATUS(status);
+    };
+    EXPECT_EQ(child(false), 0) << "outside the group: 1: opened, or not EACCES";
+    EXPECT_EQ(child(true), 0) << "in group lite: 2: open, 3: attach, 4: alloc, 5: data, 6: free";
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "util.hpp"
 
+#include <grp.h>
 #include <linux/limits.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +98,24 @@ Result netem(const std::string& args)
 {
     std::string script = env("LITE_REPO", ".") + "/tools/vm/netem.sh";
     return run("'" + script + "' " + (args.empty() ? std::string("clear") : "set " + args));
+}
+
+int lite_gid()
+{
+    const group* g = getgrnam("lite");
+    return g != nullptr ? static_cast<int>(g->gr_gid) : -1;
+}
+
+bool become_nobody(bool in_lite_group)
+{
+    constexpr uid_t kNobody = 65534;
+    int gid = lite_gid();
+    if (in_lite_group && gid < 0)
+        return false;
+    const auto lite = static_cast<gid_t>(gid);
+    if (setgroups(in_lite_group ? 1 : 0, in_lite_group ? &lite : nullptr) != 0)
+        return false;
+    return setgid(kNobody) == 0 && setuid(kNobody) == 0;
 }
 
 std::string litectl()

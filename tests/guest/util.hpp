@@ -42,6 +42,15 @@ Result run(const std::string& cmd);
 // "loss 5%" or "delay 10ms reorder 25%"; empty removes netem. Check status.
 Result netem(const std::string& args);
 
+// The group /dev/lite belongs to once the install step's udev rule applied
+// (tools/install-udev.sh), or -1 if there is no such group.
+int lite_gid();
+
+// In a forked child: become the unprivileged user nobody (uid and gid
+// 65534), a member of group lite if @in_lite_group and nothing else.
+// Return: whether that worked.
+bool become_nobody(bool in_lite_group);
+
 // Path of the litectl built next to this test binary.
 std::string litectl();
 

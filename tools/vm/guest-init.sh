@@ -157,10 +157,21 @@ for _ in $(seq 100); do
 done
 rdma link show rxe0/1 | grep -q 'state ACTIVE' || fail "rxe0 port did not become ACTIVE"
 
+# --- udev: the rule the install step put in /etc/udev/rules.d ---------------
+# (tools/install-udev.sh: /dev/lite for group lite, 0660), nothing else:
+# Debian's own rules (renaming links and RDMA devices, loading modules) are
+# hidden under an empty tmpfs. It runs on, so /dev/lite gets its group each
+# time a test loads the module again.
+if [ -r /etc/udev/rules.d/60-lite.rules ] && [ -x /lib/systemd/systemd-udevd ]; then
+	mount -t tmpfs -o mode=0755 tmpfs /lib/udev/rules.d
+	/lib/systemd/systemd-udevd --daemon
+fi
+
 # --- The module under test -------------------------------------------------
 if [ "$LITE_NO_MODULE" -eq 0 ]; then
 	[ -r "$LITE_MODULE" ] || fail "module $LITE_MODULE not found"
 	insmod "$LITE_MODULE" || fail "insmod $LITE_MODULE failed"
+	! command -v udevadm >/dev/null || udevadm settle --timeout=10 || true
 fi
 
 export LITE_GUEST_INDEX=$idx LITE_GUESTS LITE_ADDR=$addr LITE_PEERS=$peers LITE_NETDEV=$netdev
