@@ -11,7 +11,7 @@
 # BZIMAGE --module PATH --unload", as make check-debug does), results go to
 # CHECK_OUT (default build/check), per-guest limits GUEST1_TIMEOUT (one guest,
 # default 900 s) and GUEST2_TIMEOUT (several guests, default 600 s); the
-# MultiGuest tests run in MULTI_GUESTS guests (default 2).
+# MultiGuest* tests run in MULTI_GUESTS guests (default 3, at least 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}
@@ -103,27 +103,41 @@ PY
 
 guest_tests() {
 	step "guest tests: one guest, nodes on rxe0 (lite-vm)"
-	rm -rf "$out/guest1" "$out/guest2"
-	mkdir -p "$out/guest1" "$out/guest2"
+	rm -rf "$out/guest1" "$out/guest2" "$out/guest3"
+	mkdir -p "$out/guest1" "$out/guest2" "$out/guest3"
 	local rc=0
 	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-900}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
-		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest.*' \
+		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
 	record "guest tests (1 guest)" "$rc" "$out/guest1/guest.json"
 
-	local n=${MULTI_GUESTS:-2}
-	step "guest tests: $n guests on a virtual network, one node each"
+	local n=${MULTI_GUESTS:-3}
+	step "guest tests: $n guests on a virtual network, one node each; 5% loss on one link for 30 s"
 	rc=0
+	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
 	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest2" -- \
-		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
+		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*:MultiGuestLoss.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" || rc=$?
 	record "guest tests ($n guests)" "$rc" "$out"/guest2/multi-*.json
+
+	# The last guest resets itself mid-test: it writes no report, the
+	# survivors' reports count.
+	step "guest tests: $n guests, the last one reset mid-traffic"
+	rc=0
+	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
+	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest3" -- \
+		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuestReset.*" --gtest_output=json:/run/lite-out/reset-$LITE_GUEST_INDEX.json' \
+		"$build/tests/lite-guest-tests" || rc=$?
+	local reports=()
+	for ((g = 0; g < n - 1; g++)); do reports+=("$out/guest3/reset-$g.json"); done
+	record "guest tests ($n guests, one reset)" "$rc" "${reports[@]}"
 	fault_figures
 }
 
 # The fault-recovery figures the guest tests measured ($LITE_OUT/faults/KEY
 # files, one JSON value each; fatal_signal.json) in one file, compared run
-# to run: detect_dead_s, reconnect_s, hostile_join_ok, fatal_signal_stop_s.
+# to run: detect_dead_s, reconnect_s, hostile_join_ok, fatal_signal_stop_s,
+# loss_whole, reset_detect_s.
 fault_figures() {
 	python3 - "$out" <<'PY'
 import json, pathlib, sys

@@ -60,16 +60,6 @@ int fault(uint32_t instance, const char* file, const std::string& value)
 }
 
 // Record a measured figure for build/check/faults.json.
-void record(const std::string& key, const std::string& json_value)
-{
-    std::string dir = env("LITE_OUT", "");
-    if (dir.empty())
-        return;
-    dir += "/faults";
-    ::mkdir(dir.c_str(), 0755);
-    std::ofstream(dir + "/" + key) << json_value << "\n";
-}
-
 double seconds_since(Clock::time_point t0)
 {
     return std::chrono::duration<double>(Clock::now() - t0).count();

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <sstream>
 
 #include <lite/session.hpp>
 #include <vector>
@@ -26,18 +25,6 @@ constexpr uint16_t kPort = 18515;
 double us(std::chrono::nanoseconds d)
 {
     return std::chrono::duration<double, std::micro>(d).count();
-}
-
-std::string peer_addr(int index)
-{
-    std::istringstream peers(env("LITE_PEERS", ""));
-    std::string a;
-    for (int i = 0; peers >> a; i++) {
-        if (i == index) {
-            return a;
-        }
-    }
-    return "";
 }
 
 std::vector<uint32_t> ids(uint32_t first, uint32_t last)
@@ -118,7 +105,7 @@ TEST(MultiGuest, FormPingLeave)
     lite::UpParams p;
     p.device = env("LITE_RXE", "rxe0");
     p.listen = endpoint(kPort);
-    p.join = lite::Endpoint::parse(peer_addr(0) + ":" + std::to_string(kPort));
+    p.join = lite::Endpoint::parse(guest_addr(0) + ":" + std::to_string(kPort));
     p.secret = secret();
     p.timeout = 30000ms; // several guests join at once over slow emulated links
     lite::UpResult me;
@@ -139,7 +126,7 @@ TEST(MultiGuest, FormPingLeave)
     EXPECT_LE(me.node_id, guests);
     auto rtt = dev.ping(me.instance, 1);
     EXPECT_GT(rtt.count(), 0);
-    std::printf("guest %d: node %u -> node 1 on %s: rtt %.1f us\n", index, me.node_id, peer_addr(0).c_str(), us(rtt));
+    std::printf("guest %d: node %u -> node 1 on %s: rtt %.1f us\n", index, me.node_id, guest_addr(0).c_str(), us(rtt));
 
     ASSERT_TRUE(wait_until([&] { return live_members(dev, me.instance) == all; }, 120s)) << "not every node appeared";
     for (uint32_t n = 2; n <= extra; n++) {

@@ -3,6 +3,7 @@
 
 #include <grp.h>
 #include <linux/limits.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,7 +11,9 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace lite_guest
@@ -98,6 +101,95 @@ Result netem(const std::string& args)
 {
     std::string script = env("LITE_REPO", ".") + "/tools/vm/netem.sh";
     return run("'" + script + "' " + (args.empty() ? std::string("clear") : "set " + args));
+}
+
+void record(const std::string& key, const std::string& json_value)
+{
+    std::string dir = env("LITE_OUT", "");
+    if (dir.empty())
+        return;
+    dir += "/faults";
+    ::mkdir(dir.c_str(), 0755);
+    std::ofstream(dir + "/" + key) << json_value << "\n";
+}
+
+namespace
+{
+
+std::filesystem::path sync_dir()
+{
+    auto dir = std::filesystem::path(env("LITE_OUT", "/run/lite-out")) / "sync" / env("LITE_RUN_ID", "no-run-id");
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+} // namespace
+
+int guest_index()
+{
+    return std::stoi(env("LITE_GUEST_INDEX", "0"));
+}
+
+int guest_count()
+{
+    return std::stoi(env("LITE_GUESTS", "1"));
+}
+
+std::string guest_addr(int index)
+{
+    std::istringstream peers(env("LITE_PEERS", ""));
+    std::string a;
+    for (int i = 0; peers >> a; i++) {
+        if (i == index)
+            return a;
+    }
+    return "";
+}
+
+void publish(const std::string& key, const std::string& value)
+{
+    auto dir = sync_dir();
+    auto name = key + "." + std::to_string(guest_index());
+    auto tmp = dir / (name + ".tmp");
+    std::ofstream(tmp) << value;
+    std::filesystem::rename(tmp, dir / name); // readers see all of it or nothing
+}
+
+std::string published(int guest, const std::string& key, std::chrono::milliseconds timeout)
+{
+    auto file = sync_dir() / (key + "." + std::to_string(guest));
+    std::string value;
+    wait_until(
+        [&] {
+            std::ifstream in(file);
+            if (!in)
+                return false;
+            std::getline(in, value);
+            return true;
+        },
+        timeout);
+    return value;
+}
+
+bool guest_barrier(const std::string& name, const std::vector<int>& guests, std::chrono::milliseconds timeout)
+{
+    publish("barrier-" + name, "1");
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (int g : guests) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (published(g, "barrier-" + name, std::max(left, std::chrono::milliseconds(1))).empty())
+            return false;
+    }
+    return true;
+}
+
+void reset_this_guest(const std::string& why)
+{
+    std::printf("LITE-VM-RESET: %s\n", why.c_str());
+    (void)std::fflush(stdout);
+    std::ofstream("/proc/sysrq-trigger") << "b" << std::flush;
+    for (;;)
+        ::pause(); // the reset takes the process with it
 }
 
 int lite_gid()

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <lite/lite.hpp>
 #include <string>
@@ -50,6 +51,33 @@ int lite_gid();
 // 65534), a member of group lite if @in_lite_group and nothing else.
 // Return: whether that worked.
 bool become_nobody(bool in_lite_group);
+
+// A figure for build/check/faults.json: $LITE_OUT/faults/@key holds
+// @json_value (tools/check.sh merges them). Nothing outside lite-vm.
+void record(const std::string& key, const std::string& json_value);
+
+// Coordination between the guests of one lite-vm run, through the out
+// share they all see ($LITE_OUT/sync/$LITE_RUN_ID/KEY.GUEST files):
+// publish a value under @key for this guest; read guest @guest's value,
+// waiting up to @timeout (empty if none came).
+void publish(const std::string& key, const std::string& value);
+std::string published(int guest, const std::string& key, std::chrono::milliseconds timeout);
+
+// Every guest in @guests reaches barrier @name (each calls this once with
+// the same arguments). Return: false if one did not within @timeout.
+bool guest_barrier(const std::string& name, const std::vector<int>& guests, std::chrono::milliseconds timeout);
+
+// This guest's index ($LITE_GUEST_INDEX), the number of guests, and the
+// address of guest @index ($LITE_PEERS lists them in guest order; empty if
+// there is no such guest).
+int guest_index();
+int guest_count();
+std::string guest_addr(int index);
+
+// Reset this guest at once, as a power cut would (sysrq b, no sync, no
+// teardown of anything). lite-vm reads the marker this prints first as a
+// deliberate end of this guest, not a failure. Root only; never returns.
+[[noreturn]] void reset_this_guest(const std::string& why);
 
 // Path of the litectl built next to this test binary.
 std::string litectl();

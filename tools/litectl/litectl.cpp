@@ -138,11 +138,12 @@ int report(const lite::Error& e, const std::string& cmd, const std::string& cont
         break;
     case EPERM:
     case EACCES:
-        if (std::string(e.what()).starts_with("open "))
+        if (std::string(e.what()).starts_with("open ")) {
             msg = "/dev/lite: permission denied: its users are root and group lite "
                   "(add the user to it; make install-udev sets the group up)";
-        else
+        } else {
             msg = "not permitted: " + cmd + " needs CAP_NET_ADMIN (run as root)";
+        }
         code = kNoPriv;
         break;
     case ENODEV:

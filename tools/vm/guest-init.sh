@@ -175,7 +175,7 @@ if [ "$LITE_NO_MODULE" -eq 0 ]; then
 fi
 
 export LITE_GUEST_INDEX=$idx LITE_GUESTS LITE_ADDR=$addr LITE_PEERS=$peers LITE_NETDEV=$netdev
-export LITE_RXE=rxe0 LITE_REPO LITE_OUT=/run/lite-out LITE_MODULE
+export LITE_RXE=rxe0 LITE_REPO LITE_OUT=/run/lite-out LITE_MODULE LITE_RUN_ID
 trap - ERR
 cd "$LITE_REPO"
 
