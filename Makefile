@@ -7,7 +7,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
 .PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
-	debug-kernel debug-kmod check-debug fuzz fuzz-host install-udev
+	debug-kernel debug-kmod check-debug fuzz fuzz-host install-udev soak
 
 all: kmod user
 
@@ -96,6 +96,13 @@ check-debug: debug-kmod user
 	@CHECK_OUT=build/check-debug GUEST1_TIMEOUT=3600 GUEST2_TIMEOUT=1200 \
 	LITE_VM_OPTS="--kernel $(DEBUG_KDIR)/arch/x86/boot/bzImage --module $(CURDIR)/$(DEBUG_OUT)/lite.ko --unload" \
 	tools/check.sh guest
+
+# The long fault campaigns (tools/soak.sh): 100 load/unload cycles on the
+# debug kernel (slab and kmemleak checked), loss phases of minutes on three
+# guests, repeated guest resets, rounds of the heal and kill tests; a
+# summary table in build/soak/summary.txt. SOAK_PHASES="load loss" etc.
+soak: deps kmod user debug-kmod
+	@DEBUG_KDIR=$(DEBUG_KDIR) DEBUG_KO=$(DEBUG_OUT)/lite.ko tools/soak.sh
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -246,13 +246,32 @@ static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-static void lite_lmr_remote_free(struct lite_conn *conn, u64 mr_id)
+/*
+ * Ask @mem_node, over @conn, to free our LMR @mr_id. If the request's fate
+ * is unknown (the connection broke, or no answer came), ask once more on
+ * the connection that replaces it: FREE is idempotent (a second one finds
+ * nothing, ENOENT), and a lost one would keep the memory until we leave.
+ */
+static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
+				 u64 mr_id)
 {
 	struct lite_wire_lmr_ref req = { .mr_id = cpu_to_le64(mr_id) };
+	unsigned long wait = msecs_to_jiffies(LITE_CALL_TIMEOUT_MS +
+					      LITE_INVALIDATE_MS);
+	struct lite_node *node = conn->node;
+	int ret;
 
+	ret = lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0,
+			NULL, jiffies + wait);
+	if (ret != -ECONNRESET && ret != -ETIMEDOUT)
+		return;
+	conn = lite_node_conn_wait(node, mem_node, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+	if (!conn)
+		return;	/* declared dead, or gone: nothing to free */
 	lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0, NULL,
-		  jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS +
-					     LITE_INVALIDATE_MS));
+		  jiffies + wait);
+	lite_conn_put(conn);
 }
 
 /*
@@ -267,6 +286,7 @@ struct lite_alloc_req {
 	struct lite_call call;		/* holds a reference on call.conn */
 	atomic_t state;			/* enum lite_alloc_req_state */
 	struct lite_node *node;		/* immutable */
+	u16 mem_node;			/* immutable */
 	kuid_t uid;			/* immutable: charged @size */
 	u64 size;			/* immutable */
 	struct lite_wire_lmr *rep;	/* the reply (LITE_MSG_MAX bytes) */
@@ -295,7 +315,7 @@ static void lite_alloc_req_reap(struct work_struct *work)
 						 reap);
 
 	if (!ar->call.status)
-		lite_lmr_remote_free(ar->call.conn,
+		lite_lmr_remote_free(ar->call.conn, ar->mem_node,
 				     le64_to_cpu(ar->rep->mr_id));
 	lite_alloc_req_free(ar);
 }
@@ -312,11 +332,14 @@ static void lite_alloc_req_done(struct lite_call *call)
 		complete(&call->done);	/* the waiter owns @ar now */
 }
 
-/* Send LMR_ALLOC for @size bytes on @conn, whose reference it takes. */
+/*
+ * Send LMR_ALLOC for @size bytes to @mem_node on @conn, whose reference it
+ * takes.
+ */
 static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
 						   struct lite_conn *conn,
-						   kuid_t uid, u64 size,
-						   int *err)
+						   u16 mem_node, kuid_t uid,
+						   u64 size, int *err)
 {
 	struct lite_wire_lmr_alloc req = { .size = cpu_to_le64(size) };
 	struct lite_alloc_req *ar;
@@ -330,6 +353,7 @@ static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
 		goto err_ar;
 	atomic_set(&ar->state, LITE_AREQ_WAITING);
 	ar->node = node;
+	ar->mem_node = mem_node;
 	ar->uid = uid;
 	ar->size = size;
 	INIT_WORK(&ar->reap, lite_alloc_req_reap);
@@ -470,7 +494,7 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		       -EHOSTUNREACH;
 	}
 	lite_conn_get(conn);	/* @ar takes one reference */
-	ar = lite_alloc_req_start(node, conn, uid, size, &ret);
+	ar = lite_alloc_req_start(node, conn, mem_node, uid, size, &ret);
 	if (!ar) {
 		lite_quota_uncharge(node, uid, size);
 		goto out;
@@ -482,7 +506,8 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		ret = lite_lmr_from_reply(node, conn, mem_node, size, ar->rep,
 					  deadline, out);
 		if (ret)
-			lite_lmr_remote_free(conn, le64_to_cpu(ar->rep->mr_id));
+			lite_lmr_remote_free(conn, mem_node,
+					     le64_to_cpu(ar->rep->mr_id));
 	}
 	if (!ret) {
 		/* The charge goes with the LMR. */
@@ -599,7 +624,7 @@ void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 		conn = lite_node_conn_wait(node, lmr->mem_node, jiffies +
 				msecs_to_jiffies(LITE_CONN_WAIT_MS));
 		if (conn) {
-			lite_lmr_remote_free(conn, lmr->mr_id);
+			lite_lmr_remote_free(conn, lmr->mem_node, lmr->mr_id);
 			lite_conn_put(conn);
 		}
 	}

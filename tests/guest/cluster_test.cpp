@@ -264,18 +264,25 @@ TEST_F(Cluster, LitectlStatusAndPing)
 
 TEST_F(Cluster, UnprivilegedCannotControl)
 {
-    auto r = run("setpriv --reuid=65534 --regid=65534 --clear-groups " + litectl() + " up --dev rxe0 --listen " +
-                 addr() + ":" + std::to_string(kPort) + " --secret-file " + secret_file());
+    // A user of lite (group lite) without CAP_NET_ADMIN.
+    const std::string user = "setpriv --reuid=65534 --regid=65534 --groups=lite ";
+    auto r = run(user + litectl() + " up --dev rxe0 --listen " + addr() + ":" + std::to_string(kPort) +
+                 " --secret-file " + secret_file());
     EXPECT_EQ(r.status, 4) << r.output;
     EXPECT_NE(r.output.find("CAP_NET_ADMIN"), std::string::npos) << r.output;
     EXPECT_TRUE(dev_->instances().empty());
 
     form3();
-    r = run("setpriv --reuid=65534 --regid=65534 --clear-groups " + litectl() + " down -i " + std::to_string(inst_[1]));
+    r = run(user + litectl() + " down -i " + std::to_string(inst_[1]));
     EXPECT_EQ(r.status, 4) << r.output;
     EXPECT_EQ(dev_->instances().size(), 3u);
+    r = run(user + litectl() + " status");
+    EXPECT_EQ(r.status, 0) << "status is for every user of lite: " << r.output;
+
+    // Outside group lite the device does not open; the message says why.
     r = run("setpriv --reuid=65534 --regid=65534 --clear-groups " + litectl() + " status");
-    EXPECT_EQ(r.status, 0) << "status is for everyone: " << r.output;
+    EXPECT_EQ(r.status, 4) << r.output;
+    EXPECT_NE(r.output.find("group lite"), std::string::npos) << r.output;
 }
 
 // Kernel-side teardown paths. These reload the module or the device.

@@ -337,7 +337,7 @@ TEST_F(Heal, HostileConnectionsDoNotStopAJoin)
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        if (setgid(65534) || setuid(65534)) // nobody: no privilege at all
+        if (!become_nobody(false)) // no privilege, not even group lite
             _exit(100);
         int refused = hostile_connects(addr(), kPort, kHostile);
         _exit(refused == kHostile ? 0 : refused < 0 ? 101 : 102);
