@@ -7,9 +7,10 @@
 #   tools/lint.sh
 # Checks the files git tracks. clang-tidy uses $BUILD/compile_commands.json
 # (BUILD defaults to build/meson; set up with meson if missing), for the
-# fuzz targets in tests/fuzz (built by clang outside meson) the one
-# tools/fuzz-host.sh writes to build/fuzz, and runs LINT_JOBS files at a time
-# (default 2). Exit 0 only if nothing was reported.
+# libFuzzer targets in tests/fuzz (built by clang outside meson) the one
+# tools/fuzz-host.sh writes to build/fuzz (tests/fuzz/guest is built by
+# meson), and runs LINT_JOBS files at a time (default 2). Exit 0 only if
+# nothing was reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build/meson}
@@ -43,7 +44,7 @@ export build fuzz_build logs
 # shellcheck disable=SC2016 # expanded by the inner shell
 printf '%s\0' "${tidy_files[@]}" | xargs -0 -n1 -P"$jobs" sh -c '
 	log="$logs/$(printf %s "$1" | tr / _).log"
-	case $1 in tests/fuzz/*) db=$fuzz_build ;; *) db=$build ;; esac
+	case $1 in tests/fuzz/guest/*) db=$build ;; tests/fuzz/*) db=$fuzz_build ;; *) db=$build ;; esac
 	clang-tidy -p "$db" --quiet "$1" >"$log" 2>&1 || echo "exit $?" >>"$log"' sh
 
 bad_tidy=0
