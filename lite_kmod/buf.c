@@ -14,6 +14,13 @@
 
 #define LITE_KBUF_ORDER_MAX	(MAX_ORDER - 1)
 
+/**
+ * lite_kbuf_free - unmap and free a kernel buffer
+ * @b: the buffer; all zero afterwards
+ *
+ * Frees whatever chunks @b has (also those of a half-built buffer) and
+ * its arrays. The peer must no longer be able to write into it.
+ */
 void lite_kbuf_free(struct lite_kbuf *b)
 {
 	u32 i;
@@ -66,8 +73,17 @@ static int lite_kbuf_chunk(struct lite_kbuf *b, u64 want,
 	return 0;
 }
 
-/*
+/**
  * lite_kbuf_alloc - @size zeroed bytes in at most @max_chunks chunks
+ * @b: the buffer to set up; on failure it is left all zero
+ * @dev: the device the chunks are DMA-mapped for
+ * @size: bytes wanted
+ * @max_chunks: most chunks the layout may have (at least 1)
+ *
+ * Chunks are as large as the buddy allocator gives, but never so small
+ * that @max_chunks of them could not cover @size. @b->layout describes
+ * them. May sleep.
+ *
  * Return: 0 or -ENOMEM.
  */
 int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
@@ -122,7 +138,15 @@ static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u64 want, u32 *n)
 	return page_address(b->pages[i]) + in;
 }
 
-/* Copy @len bytes at @off (modulo the size: rings wrap) to @dst. */
+/**
+ * lite_kbuf_read - copy bytes out of a kernel buffer
+ * @b: the buffer
+ * @off: where to start; taken modulo the size (rings wrap)
+ * @dst: destination
+ * @len: bytes to copy
+ *
+ * Syncs the bytes for the CPU first. Does not sleep.
+ */
 void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
 {
 	void *src;
@@ -138,7 +162,17 @@ void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
 	}
 }
 
-/* The same to user memory. Return: 0 or -EFAULT. */
+/**
+ * lite_kbuf_to_user - copy bytes out of a kernel buffer to user memory
+ * @b: the buffer
+ * @off: where to start; taken modulo the size (rings wrap)
+ * @dst: user destination
+ * @len: bytes to copy
+ *
+ * As lite_kbuf_read(), but to user memory. May sleep.
+ *
+ * Return: 0 or -EFAULT (some bytes may have been copied).
+ */
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len)
 {

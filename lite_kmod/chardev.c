@@ -453,6 +453,15 @@ static const struct file_operations lite_fops = {
 	.llseek = noop_llseek,
 };
 
+/**
+ * lite_chardev_register - create /dev/lite
+ * @ctx: the module's instance list, which the device serves
+ *
+ * The device is created 0600, root only, until udev gives it to group
+ * lite, 0660 (tools/udev). Called at module load.
+ *
+ * Return: 0, or the error of misc_register().
+ */
 int lite_chardev_register(struct lite_ctx *ctx)
 {
 	ctx->misc.minor = MISC_DYNAMIC_MINOR;
@@ -463,6 +472,12 @@ int lite_chardev_register(struct lite_ctx *ctx)
 	return misc_register(&ctx->misc);
 }
 
+/**
+ * lite_chardev_unregister - remove /dev/lite
+ * @ctx: the module's instance list
+ *
+ * Called at module unload; files still open keep working until released.
+ */
 void lite_chardev_unregister(struct lite_ctx *ctx)
 {
 	misc_deregister(&ctx->misc);

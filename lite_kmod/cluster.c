@@ -246,11 +246,20 @@ static int lite_join_targets(struct lite_node *node, struct lite_naddr *addrs,
 	return n;
 }
 
-/*
- * lite_cluster_join - join the cluster whose manager listens on @mgr,
- * all of it before @deadline (jiffies)
- * Return: 0 with node->self_id set, or an error; the caller then destroys
- * the node.
+/**
+ * lite_cluster_join - join the cluster whose manager listens on @mgr
+ * @node: our node, not yet a member of anything
+ * @mgr: the manager's listen address
+ * @deadline: in jiffies; all of the join happens before it
+ *
+ * Runs the JOIN handshake with the manager, which admits us and sends the
+ * member table; starts our heartbeats; then connects to every other
+ * member with the PEER handshake. Sleeps.
+ *
+ * Return: 0 with node->self_id set, or an error (-ENOMEM, or why the
+ * manager or a member could not be reached or refused us, -EKEYREJECTED
+ * if either side does not hold the secret); the caller then destroys the
+ * node.
  */
 int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
 		      unsigned long deadline)
@@ -296,9 +305,15 @@ out:
 	return ret;
 }
 
-/*
- * lite_cluster_self - open the node's loopback connection, which carries
- * its own processes' accesses to memory it holds and requests to itself.
+/**
+ * lite_cluster_self - open the node's loopback connection
+ * @node: our node, a member
+ * @deadline: in jiffies
+ *
+ * The loopback connection carries its own processes' accesses to memory
+ * it holds and requests to itself. Sleeps.
+ *
+ * Return: 0 once it is READY and installed, or an error.
  */
 int lite_cluster_self(struct lite_node *node, unsigned long deadline)
 {
@@ -340,6 +355,18 @@ static int lite_hello_verdict(struct lite_conn *conn,
 	return ret;
 }
 
+/**
+ * lite_cluster_handle_hello - HELLO: a connecting node starts the handshake
+ * @conn: the passive connection it came on, in the handshake
+ * @msg: the HELLO: its nonce, purpose, claimed id and listen address
+ *
+ * Records the handshake context and answers with our nonce, or with the
+ * verdict that refuses it before any secret is involved: -EADDRNOTAVAIL
+ * if it does not come from the address it claims, -ESHUTDOWN if we leave,
+ * -EOPNOTSUPP for a JOIN to a node that is not the manager; a refused
+ * connection closes once the reply is sent. A HELLO on an active
+ * connection, or a second one, closes the connection. Runs on node->wq.
+ */
 void lite_cluster_handle_hello(struct lite_conn *conn,
 			       const struct lite_msg *msg)
 {
@@ -514,6 +541,20 @@ static void lite_publish_peer(struct lite_conn *conn, u16 id)
 	mutex_unlock(&node->lock);
 }
 
+/**
+ * lite_cluster_handle_auth - AUTH: the connecting node's proof
+ * @conn: the passive connection it came on, after HELLO
+ * @msg: the AUTH request, with its MAC
+ *
+ * A wrong proof is answered with -EKEYREJECTED and the connection closes
+ * once that is sent: one guess each. Otherwise the manager admits a
+ * joiner (assigns an id, announces it to every member and waits for their
+ * acknowledgements) and any node accepts a member it knows at that address
+ * (or its own loopback); the reply carries our proof and, for a JOIN, the
+ * member table. Only after the reply is on its way is the connection of
+ * a joiner or member installed. Runs on node->wq; may wait for the
+ * network.
+ */
 void lite_cluster_handle_auth(struct lite_conn *conn,
 			      const struct lite_msg *msg)
 {
@@ -560,8 +601,16 @@ void lite_cluster_handle_auth(struct lite_conn *conn,
 	kfree(proof);
 }
 
-/* The manager's table is authoritative: an entry it announces replaces
- * whatever we had for that id or address.
+/**
+ * lite_cluster_handle_member_add - MEMBER_ADD: the manager announces a node
+ * @conn: the connection it came on
+ * @msg: the request: the new member's id and listen address
+ *
+ * The manager's table is authoritative: an entry it announces replaces
+ * whatever we had for that id or address (such members are dropped as
+ * lost). Replies 0, -EPERM if the sender is not the manager or the id is
+ * ours, or why the member could not be added. Takes node->lock; runs on
+ * node->wq.
  */
 void lite_cluster_handle_member_add(struct lite_conn *conn,
 				    const struct lite_msg *msg)
@@ -595,6 +644,14 @@ void lite_cluster_handle_member_add(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
+/**
+ * lite_cluster_handle_member_del - MEMBER_DEL: the manager dropped a member
+ * @conn: the connection it came on
+ * @msg: the one-way message: the member's id and whether it left
+ *
+ * Ignored unless it comes from the manager and names another node than
+ * us. Takes node->lock; runs on node->wq.
+ */
 void lite_cluster_handle_member_del(struct lite_conn *conn,
 				    const struct lite_msg *msg)
 {
@@ -609,7 +666,15 @@ void lite_cluster_handle_member_del(struct lite_conn *conn,
 	mutex_unlock(&node->lock);
 }
 
-/* LEAVE on receipt (CQ): before the disconnect that follows closes us. */
+/**
+ * lite_cluster_leave_seen - LEAVE on receipt
+ * @conn: the connection it came on
+ * @msg: the LEAVE
+ *
+ * Runs in the CQ handler, before the disconnect that follows closes the
+ * connection: marks that the peer left, so that the close drops it as a
+ * member that left rather than one that was lost.
+ */
 void lite_cluster_leave_seen(struct lite_conn *conn,
 			     const struct lite_msg *msg)
 {
@@ -618,13 +683,27 @@ void lite_cluster_leave_seen(struct lite_conn *conn,
 	spin_unlock_bh(&conn->lock);
 }
 
-/* LEAVE in order: what the peer sent before it was handled; now close. */
+/**
+ * lite_cluster_handle_leave - LEAVE in order
+ * @conn: the connection it came on
+ * @msg: the LEAVE
+ *
+ * What the peer sent before it was handled; now close the connection
+ * (lite_cluster_conn_closed() drops the member). Runs on node->wq.
+ */
 void lite_cluster_handle_leave(struct lite_conn *conn,
 			       const struct lite_msg *msg)
 {
 	lite_conn_close(conn);
 }
 
+/**
+ * lite_cluster_handle_ping - PING: echo the payload back
+ * @conn: the connection it came on
+ * @msg: the request
+ *
+ * Runs on node->wq.
+ */
 void lite_cluster_handle_ping(struct lite_conn *conn,
 			      const struct lite_msg *msg)
 {
@@ -684,7 +763,14 @@ int lite_cluster_reconnect(struct lite_node *node, u16 id,
 				 sizeof(proof), deadline);
 }
 
-/* Tell every peer we leave and wait (one deadline) until they got it. */
+/**
+ * lite_cluster_leave - tell every peer we leave
+ * @node: our node
+ *
+ * Marks the node dying (new connections are refused from now on), sends
+ * LEAVE on every member connection and waits, within one deadline of
+ * LITE_LEAVE_MS, until they got it (their HCAs acknowledged it). Sleeps.
+ */
 void lite_cluster_leave(struct lite_node *node)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_LEAVE_MS);
@@ -712,6 +798,20 @@ void lite_cluster_leave(struct lite_node *node)
 	kfree(to);
 }
 
+/**
+ * lite_cluster_ping - measure the round trip to a member
+ * @node: our node
+ * @id: the member
+ * @deadline: in jiffies
+ * @rtt_ns: set to the time the PING took, once it was sent
+ *
+ * On success the round trip is also kept as the connection's last_rtt_ns.
+ * Sleeps.
+ *
+ * Return: 0; -EINVAL if @id is us; -ENOENT if it is not a member;
+ * -ENOTCONN without a connection to it; -EBADMSG if the echo differs; or
+ * the error of the call (-ETIMEDOUT, -EINTR, -ECONNRESET, ...).
+ */
 int lite_cluster_ping(struct lite_node *node, u16 id, unsigned long deadline,
 		      u64 *rtt_ns)
 {

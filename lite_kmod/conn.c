@@ -54,17 +54,36 @@ static void lite_conn_release(struct kref *ref)
 	lite_node_put(node);
 }
 
+/**
+ * lite_conn_get - take another reference on a connection
+ * @conn: the connection; the caller already holds a reference
+ */
 void lite_conn_get(struct lite_conn *conn)
 {
 	kref_get(&conn->ref);
 }
 
-/* Never called with node->lock held: the last put takes it. */
+/**
+ * lite_conn_put - drop a reference on a connection
+ * @conn: the connection
+ *
+ * The last put (only ever after the connection reached
+ * LITE_CONN_CLOSING) runs the LITE_HOOK_RELEASE hooks, frees it and drops
+ * its node reference. Never called with node->lock held: the last put
+ * takes it, and may sleep.
+ */
 void lite_conn_put(struct lite_conn *conn)
 {
 	kref_put(&conn->ref, lite_conn_release);
 }
 
+/**
+ * lite_conn_state - a connection's state, read without its lock
+ * @conn: the connection
+ *
+ * Return: the &enum lite_conn_state it was in; it may change at any time
+ * after, except that LITE_CONN_CLOSING is final.
+ */
 enum lite_conn_state lite_conn_state(struct lite_conn *conn)
 {
 	return READ_ONCE(conn->state);
@@ -77,8 +96,13 @@ static void lite_conn_set_state(struct lite_conn *conn,
 	WRITE_ONCE(conn->state, state);
 }
 
-/*
- * Publish an authenticated connection to member @peer_id.
+/**
+ * lite_conn_set_ready - publish an authenticated connection
+ * @conn: the connection, in the handshake
+ * @peer_id: the member it leads to; its messages must carry this id
+ *
+ * Takes @conn->lock.
+ *
  * Return: 0, or -ECONNRESET if it is already closing.
  */
 int lite_conn_set_ready(struct lite_conn *conn, u16 peer_id)
@@ -247,7 +271,14 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	queue_work(conn->node->cq_wq, &conn->defer_work);
 }
 
-/* Give a processed receive buffer back to the QP and return its credit. */
+/**
+ * lite_conn_repost - give a processed receive buffer back to the QP
+ * @rx: the buffer; its message must no longer be used
+ *
+ * Returns its credit to the peer, in an explicit CREDIT message when
+ * enough piled up. On a closing connection the buffer stays unposted; if
+ * posting fails, the connection is closed. Any context.
+ */
 void lite_conn_repost(struct lite_rx *rx)
 {
 	struct lite_conn *conn = rx->conn;
@@ -483,9 +514,19 @@ static void lite_conn_established(struct lite_conn *conn,
 	complete_all(&conn->cm_done);
 }
 
-/*
- * rdma_cm events of a connection (never the listener). Always returns 0:
- * ids are destroyed by close_work, never by rdma_cm on our behalf.
+/**
+ * lite_conn_cm_event - handle an rdma_cm event of a connection
+ * @conn: the connection (never the listener)
+ * @id: its cm_id
+ * @ev: the event
+ *
+ * Drives an active connect (resolve route, create the QP, connect) and
+ * fails the connection on errors and disconnects; events of a closing
+ * connection are ignored. Context: the rdma_cm handler (its handler_mutex
+ * held).
+ *
+ * Return: 0, always: ids are destroyed by close_work, never by rdma_cm on
+ * our behalf.
  */
 int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
 		       struct rdma_cm_event *ev)
@@ -552,12 +593,21 @@ static int lite_conn_do_accept(struct lite_conn *conn, struct rdma_cm_id *id,
 	return rdma_accept(id, &param);	/* rejects by itself on failure */
 }
 
-/*
+/**
  * lite_conn_accept - take a connect request from the listener
+ * @node: the node whose listener got the request
+ * @id: the request's new cm_id
+ * @ev: the CONNECT_REQUEST event, with the requester's private data
  *
- * Return: non-zero only if no connection was created: rdma_cm then rejects
- * the request and destroys @id. Once a connection exists it owns @id, and
- * a failure rejects the request and closes the connection instead.
+ * A request without a valid ticket for our listen address is rejected
+ * before anything is allocated for it. Context: the listener's rdma_cm
+ * handler; may sleep.
+ *
+ * Return: non-zero only if no connection was created (-EPROTO,
+ * -EKEYREJECTED, -ENOMEM, -ESHUTDOWN while the node leaves, -EBUSY with
+ * too many connections in the handshake): rdma_cm then rejects the request
+ * and destroys @id. Once a connection exists it owns @id, and a failure
+ * rejects the request and closes the connection instead.
  */
 int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		     struct rdma_cm_event *ev)
@@ -603,11 +653,19 @@ close:
 	return 0;
 }
 
-/*
+/**
  * lite_conn_connect - connect to the node listening on @dst by @deadline
+ * @node: our node; the connection leaves from its address
+ * @dst: the listen address to connect to
+ * @deadline: in jiffies
+ *
+ * Sleeps until rdma_cm established the connection or gave up; a fatal
+ * signal ends the wait.
  *
  * Return: a connection in LITE_CONN_HANDSHAKE state holding a reference
- * for the caller, or an ERR_PTR.
+ * for the caller, or an ERR_PTR: -ENOMEM, -ESHUTDOWN if @node is leaving,
+ * -EINTR, -ETIMEDOUT, or why rdma_cm or the peer refused (-EHOSTUNREACH,
+ * -ENETUNREACH, -ECONNREFUSED, -EKEYREJECTED, -EPROTO, ...).
  */
 struct lite_conn *lite_conn_connect(struct lite_node *node,
 				    const struct lite_naddr *dst,
@@ -759,7 +817,17 @@ static void lite_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	lite_conn_put(conn);
 }
 
-/* Credits returned by the peer. Return: 0 or -EPROTO (too many). */
+/**
+ * lite_conn_grant - credits returned by the peer
+ * @conn: the connection
+ * @n: how many
+ *
+ * Posts what of the backlog the credits now allow and wakes writers that
+ * wait for credits. Takes @conn->lock; any context.
+ *
+ * Return: 0; -EPROTO if the peer returned too many, or the error of
+ * posting the backlog: the connection is then closed.
+ */
 int lite_conn_grant(struct lite_conn *conn, u16 n)
 {
 	int ret;
@@ -800,12 +868,25 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
 	return tx;
 }
 
-/*
- * lite_conn_send - send one message, now or when credits and send queue
- * slots allow. Messages leave in the order they were sent. A CREDIT message
- * goes out only if there are credits to return and a credit to spend, and
- * may pass the backlog (it carries no content).
- * Return: 0 if posted or queued, -ENOTCONN if the connection is closing.
+/**
+ * lite_conn_send - send one message, now or when credits and slots allow
+ * @conn: the connection
+ * @type: message type
+ * @reply: it is a reply
+ * @req_id: request id; 0 for one-way messages
+ * @status: 0 or a negative errno (replies only)
+ * @payload: @len bytes, copied
+ * @len: payload length
+ *
+ * Messages leave in the order they were sent. A CREDIT message goes out
+ * only if there are credits to return and a credit to spend, and may pass
+ * the backlog (it carries no content). CREDIT messages and ATOMIC replies
+ * may be sent from completion handlers; other messages may sleep. Takes
+ * @conn->lock.
+ *
+ * Return: 0 if posted or queued; -ENOTCONN if the connection is closing
+ * or not yet connected; -EMSGSIZE if @len does not fit in a message;
+ * -ENOMEM; or the error of posting, after which the connection is closed.
  */
 int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 		   int status, const void *payload, u32 len)
@@ -857,7 +938,16 @@ static bool lite_conn_sent(struct lite_conn *conn)
 	return done;
 }
 
-/* Wait until everything sent so far was acknowledged by the peer's HCA. */
+/**
+ * lite_conn_wait_sent - wait until everything sent so far was acknowledged
+ * @conn: the connection
+ * @deadline: in jiffies
+ *
+ * Acknowledged by the peer's HCA: nothing is in flight or in the backlog
+ * (or the connection is closing). Sleeps.
+ *
+ * Return: 0, or -ETIMEDOUT.
+ */
 int lite_conn_wait_sent(struct lite_conn *conn, unsigned long deadline)
 {
 	long left = (long)(deadline - jiffies);
@@ -868,7 +958,13 @@ int lite_conn_wait_sent(struct lite_conn *conn, unsigned long deadline)
 	return 0;
 }
 
-/* Close once what was sent so far has left (a final reply, say). */
+/**
+ * lite_conn_close_when_sent - close once what was sent so far has left
+ * @conn: the connection (after a final reply, say)
+ *
+ * Closes it now if nothing is in flight or in the backlog, else the
+ * completion of the last send does. Takes @conn->lock.
+ */
 void lite_conn_close_when_sent(struct lite_conn *conn)
 {
 	bool now;
@@ -881,11 +977,14 @@ void lite_conn_close_when_sent(struct lite_conn *conn)
 		lite_conn_close(conn);
 }
 
-/*
+/**
  * lite_conn_close - start tearing a connection down; idempotent
+ * @conn: the connection
  *
- * Fails its pending requests at once; close_work does the rest. Never takes
- * node->lock, so it may be called with it held.
+ * Fails its pending requests at once (the LITE_HOOK_FAILED hooks); queued
+ * sends are dropped and close_work, on the node's close_wq, does the rest
+ * with the existence reference. Any context. Never takes node->lock, so it
+ * may be called with it held.
  */
 void lite_conn_close(struct lite_conn *conn)
 {

@@ -259,6 +259,10 @@ static const lite_conn_hook_fn lite_conn_hooks[][LITE_HOOK_MAX] = {
  * lite_conn_hooks_run - tell every concern what happened to @conn
  * @conn: the connection
  * @ev: what happened (enum lite_conn_hook)
+ *
+ * Runs the hooks of @ev in list order, in the context the list above
+ * lite_conn_hooks[] gives for @ev: LITE_HOOK_READY with node->lock held,
+ * and must not sleep then.
  */
 void lite_conn_hooks_run(struct lite_conn *conn, enum lite_conn_hook ev)
 {

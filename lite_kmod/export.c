@@ -262,6 +262,10 @@ static void lite_alloc_job_work(struct work_struct *work)
  * lite_export_handle_alloc - LMR_ALLOC: register a job, run it on alloc_wq
  * @conn: the requester's connection
  * @msg: the request, handled in order on node->wq
+ *
+ * A size over LITE_LMR_MAX is refused with -EINVAL. The job holds a
+ * reference on @conn; it allocates the memory, publishes it and replies
+ * with the first chunks, or with why not (also when it was cancelled).
  */
 void lite_export_handle_alloc(struct lite_conn *conn,
 			      const struct lite_msg *msg)
@@ -292,6 +296,16 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	queue_work(node->alloc_wq, &job->work);
 }
 
+/**
+ * lite_export_handle_chunks - LMR_CHUNKS: send part of an LMR's chunk list
+ * @conn: the requester's connection
+ * @msg: the request: the LMR's wire id and the first chunk wanted
+ *
+ * Replies with as many chunks from there on as fit, or -ENOENT for an LMR
+ * we do not hold, -ERANGE for a start past the last chunk, -ENOMEM. The
+ * requester is noted as a mapper, to be invalidated before the memory
+ * goes. Runs in order on node->wq; takes node->lock.
+ */
 void lite_export_handle_chunks(struct lite_conn *conn,
 			       const struct lite_msg *msg)
 {
@@ -384,6 +398,17 @@ static void lite_export_retire(struct lite_node *node, struct lite_export *ex)
 		lite_export_orphan(node, ex);
 }
 
+/**
+ * lite_export_handle_free - LMR_FREE: the owner frees an LMR
+ * @conn: the requester's connection
+ * @msg: the request: the LMR's wire id
+ *
+ * Only the node that allocated it may free it. Every mapper is told to
+ * drop its mappings first, waiting a bounded time; the pages are freed
+ * then, or once the mappers that did not confirm are gone (reap_work).
+ * Replies 0, -ENOENT for an LMR we do not hold, or -EPERM. Runs in order
+ * on node->wq; sleeps.
+ */
 void lite_export_handle_free(struct lite_conn *conn,
 			     const struct lite_msg *msg)
 {
@@ -443,11 +468,15 @@ static struct lite_export *lite_export_take_alloc(struct lite_node *node,
 	return NULL;
 }
 
-/*
- * LMR_CANCEL: the sender no longer waits for its LMR_ALLOC. Stop the job,
- * or free the LMR it made: the sender ignores (or has lost) the reply, so
- * nobody else knows it. Either may have happened already (a FREE after a
- * late reply, say): then there is nothing to do.
+/**
+ * lite_export_handle_cancel - LMR_CANCEL: the sender gave up an LMR_ALLOC
+ * @conn: the sender's connection
+ * @msg: the one-way message: the request id of its LMR_ALLOC
+ *
+ * Stop the job, or free the LMR it made: the sender ignores (or has lost)
+ * the reply, so nobody else knows it. Either may have happened already (a
+ * FREE after a late reply, say): then there is nothing to do. Runs in
+ * order on node->wq, after the LMR_ALLOC; may sleep.
  */
 void lite_export_handle_cancel(struct lite_conn *conn,
 			       const struct lite_msg *msg)
@@ -482,9 +511,17 @@ static struct lite_export_chunk *lite_export_at(struct lite_export *ex,
 	return &ex->chunks[lo];
 }
 
-/*
- * The 8-byte word at @off of the export wire id @mr_id names, for locks and
- * barriers (sync.c); node->lock held. Return: the word, or NULL with *@err.
+/**
+ * lite_export_word - an 8-byte word of an LMR this node holds
+ * @node: our node; node->lock held
+ * @mr_id: the export's wire id
+ * @off: the word's offset in the LMR
+ * @err: set on failure
+ *
+ * For locks and barriers (sync.c).
+ *
+ * Return: the word, valid while node->lock is held, or NULL with *@err
+ * set to -EKEYREVOKED (no such LMR, or freed) or -ERANGE.
  */
 atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 			     int *err)
@@ -506,11 +543,16 @@ atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 	return page_address(c->page) + off;
 }
 
-/*
- * ATOMIC: run on this node's CPU against its own memory, in CQ context
- * (softirq included: never sleeps). The requester checked rights and
- * bounds; we check the LMR and the range again. The exports' xarray lock
- * keeps the export alive: it is freed only after it was erased.
+/**
+ * lite_export_atomic - ATOMIC: fetch-and-add or compare-and-swap a word
+ * @conn: the requester's connection
+ * @msg: the request: LMR wire id, offset, operation and operands
+ *
+ * Runs on this node's CPU against its own memory, in CQ context (softirq
+ * included: never sleeps). The requester checked rights and bounds; we
+ * check the LMR and the range again. The exports' xarray lock keeps the
+ * export alive: it is freed only after it was erased. Replies with the
+ * old value, or -ENOENT or -ERANGE.
  */
 void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 {
@@ -545,9 +587,13 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
 }
 
-/*
- * The node that allocated these is gone: reap what it held here, after its
- * mappers dropped their mappings (reap_work). node->lock held.
+/**
+ * lite_exports_drop_owner - the node that allocated these is gone
+ * @node: our node; node->lock held
+ * @owner: the node that left or was lost
+ *
+ * Its allocations in progress end freed, never published; what it held
+ * here is reaped after its mappers dropped their mappings (reap_work).
  */
 void lite_exports_drop_owner(struct lite_node *node, u16 owner)
 {
@@ -581,10 +627,14 @@ static bool lite_node_qp_to(struct lite_node *node, u16 id)
 	return false;
 }
 
-/*
- * Free orphaned exports, each once its owner freed it or its owner's QP to
- * us is destroyed (its in-flight writes can no longer land), and every
- * mapper dropped it. One pass over what is ready now; the rest waits.
+/**
+ * lite_exports_reap - free orphaned exports
+ * @work: node->reap_work, on node->close_wq
+ *
+ * Each is freed once its owner freed it or its owner's QP to us is
+ * destroyed (its in-flight writes can no longer land), and every mapper
+ * dropped it. One pass over what is ready now; the rest waits and the
+ * work is queued again.
  */
 void lite_exports_reap(struct work_struct *work)
 {
@@ -646,7 +696,10 @@ void lite_exports_conn_ready(struct lite_conn *conn)
 		mod_delayed_work(node->close_wq, &node->reap_work, 0);
 }
 
-/* The node goes down (no connections left): free everything it holds. */
+/**
+ * lite_exports_free_all - free everything a node going down holds
+ * @node: the node; no connection is left
+ */
 void lite_exports_free_all(struct lite_node *node)
 {
 	struct lite_export *ex, *tmp;

@@ -54,6 +54,8 @@ bool lite_fault_drop_rx(struct lite_node *node, const struct lite_msg *msg)
 /**
  * lite_fault_delay_rx - hold a control message (delay_rx_ms)
  * @node: the receiving node; process context
+ *
+ * Sleeps delay_rx_ms, at most 10 s; returns at once when it is 0.
  */
 void lite_fault_delay_rx(struct lite_node *node)
 {
@@ -117,7 +119,12 @@ void lite_fault_node_exit(struct lite_node *node)
 	node->debugfs = NULL;
 }
 
-/** lite_fault_init - create /sys/kernel/debug/lite */
+/**
+ * lite_fault_init - create /sys/kernel/debug/lite
+ *
+ * Called at module load. If debugfs fails, nodes get no fault injection
+ * files and every fault stays off.
+ */
 void lite_fault_init(void)
 {
 	struct dentry *d = debugfs_create_dir("lite", NULL);
@@ -125,7 +132,11 @@ void lite_fault_init(void)
 	lite_debugfs_root = IS_ERR(d) ? NULL : d;
 }
 
-/** lite_fault_exit - remove /sys/kernel/debug/lite */
+/**
+ * lite_fault_exit - remove /sys/kernel/debug/lite
+ *
+ * Called at module unload (or when loading fails), once no node is left.
+ */
 void lite_fault_exit(void)
 {
 	debugfs_remove(lite_debugfs_root);

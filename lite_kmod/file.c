@@ -26,6 +26,16 @@ static bool lite_name_ok(const char *name)
 	       lite_zero(name + n, LITE_NAME_MAX - n);
 }
 
+/**
+ * lite_file_open - set up an open /dev/lite
+ * @ctx: the module's instance list
+ * @file: the file; its private_data becomes the &struct lite_file
+ *
+ * The file is not attached to a node yet; its allocations will be charged
+ * to the opener's euid.
+ *
+ * Return: 0, or -ENOMEM.
+ */
 int lite_file_open(struct lite_ctx *ctx, struct file *file)
 {
 	struct lite_file *lf;
@@ -44,7 +54,15 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file)
 	return 0;
 }
 
-/* The attached node, referenced; -EBADFD if the file is not attached. */
+/**
+ * lite_file_node - the node a file is attached to, with a reference
+ * @lf: the file
+ *
+ * Takes @lf->lock: may sleep.
+ *
+ * Return: the attached node, referenced (drop it with lite_node_put()),
+ * or ERR_PTR(-EBADFD) if the file is not attached.
+ */
 struct lite_node *lite_file_node(struct lite_file *lf)
 {
 	struct lite_node *node;
@@ -272,9 +290,21 @@ static long lite_ioc_lmr_free(struct lite_file *lf, void __user *argp)
 	return 0;
 }
 
-/*
- * A read or write (ioctl or io_uring): check its arguments, then the
- * access. Return: 0 with a reference on *@lmr, or the error.
+/**
+ * lite_file_rw_access - check a read or write (ioctl or io_uring)
+ * @lf: the file
+ * @rw: the command's arguments, copied from user space
+ * @write: it is a write
+ * @lmr: set to the LMR on success
+ *
+ * Checks its arguments, then the access: the handle is this file's, the
+ * LMR is usable, the permission is held and the range is inside it.
+ *
+ * Return: 0 with a reference on *@lmr, or the error: -EINVAL for bad
+ * flags or reserved fields, -EFAULT for a bad user buffer, -EBADF or
+ * -EBADFD for a handle the file does not hold, -EHOSTDOWN if the LMR's
+ * memory node is gone, -EKEYREVOKED if it was revoked, or what
+ * lite_lmr_check() returns.
  */
 int lite_file_rw_access(struct lite_file *lf, const struct lite_rw *rw,
 			bool write, struct lite_lmr **lmr)
@@ -306,7 +336,18 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 	return ret;
 }
 
-/* An atomic (ioctl or io_uring): its arguments, then the access. */
+/**
+ * lite_file_atomic_access - check an atomic (ioctl or io_uring)
+ * @lf: the file
+ * @at: the command's arguments, copied from user space
+ * @cmp_swap: compare-and-swap; else fetch-and-add, which has no swap value
+ * @lmr: set to the LMR on success
+ *
+ * Checks its arguments, then the access to the 8-byte word.
+ *
+ * Return: 0 with a reference on *@lmr, or the error: -EINVAL for bad
+ * arguments (or an unaligned word), else as lite_file_rw_access().
+ */
 int lite_file_atomic_access(struct lite_file *lf, const struct lite_atomic *at,
 			    bool cmp_swap, struct lite_lmr **lmr)
 {
@@ -515,6 +556,14 @@ static long lite_ioc_rpc_port(struct lite_file *lf, void __user *argp,
 	return ret;
 }
 
+/**
+ * lite_rpc_call_check - check the arguments of an RPC call
+ * @rc: the arguments, copied from user space (ioctl or io_uring)
+ *
+ * Return: 0; -EINVAL for a zero port, flags, outputs or reserved fields
+ * set, a node id or timeout out of range; -EMSGSIZE if the request or the
+ * reply capacity exceeds LITE_RPC_MAX.
+ */
 int lite_rpc_call_check(const struct lite_rpc_call *rc)
 {
 	if (!rc->port || rc->flags || rc->reply_len ||
@@ -664,6 +713,18 @@ static long lite_ioc_barrier(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
+/**
+ * lite_file_ioctl - run a data command of an open /dev/lite
+ * @lf: the file
+ * @cmd: the ioctl command
+ * @argp: its user-space argument
+ *
+ * The node commands are handled in chardev.c; the rest come here, one
+ * handler each. Process context; may sleep.
+ *
+ * Return: the command's result (0 or a negative errno), or -ENOTTY for
+ * an unknown command.
+ */
 long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		     void __user *argp)
 {
@@ -714,7 +775,15 @@ long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 	return -ENOTTY;
 }
 
-/* Close: withdraw names, free owned LMRs everywhere, drop mappings. */
+/**
+ * lite_file_release - close an open /dev/lite
+ * @lf: the file; freed
+ *
+ * Drops its RPC ports and the calls it took, releases the locks it holds,
+ * withdraws the names it published, frees the LMRs it allocated (on
+ * whichever node holds them), drops its mappings and its node reference.
+ * Sleeps.
+ */
 void lite_file_release(struct lite_file *lf)
 {
 	struct lite_handle *h;

@@ -277,6 +277,8 @@ void lite_health_conn_lost(struct lite_node *node, u16 id)
  * @id: the member (our own id: the loopback connection)
  * @deadline: jiffies; the wait ends earlier on a fatal signal
  *
+ * Sleeps; takes node->lock to re-check membership while it waits.
+ *
  * Return: the connection with a reference, or NULL if @id is no member or
  * stayed unreachable until @deadline.
  */
@@ -322,6 +324,8 @@ void lite_health_init(struct lite_node *node)
 /**
  * lite_health_start - start heartbeats and reconnects of a node that is up
  * @node: the node, a manager or joined
+ *
+ * Every member counts as heard from now. Takes node->lock.
  */
 void lite_health_start(struct lite_node *node)
 {
@@ -340,6 +344,9 @@ void lite_health_start(struct lite_node *node)
 /**
  * lite_health_stop - stop heartbeats and reconnects
  * @node: the node, already marked dying so neither comes back
+ *
+ * Takes node->lock; sleeps until a heartbeat or reconnect that runs now
+ * is done.
  */
 void lite_health_stop(struct lite_node *node)
 {

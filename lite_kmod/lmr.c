@@ -16,7 +16,17 @@
 
 #include "internal.h"
 
-/* A connection to node @id (the loopback one for ourselves), referenced. */
+/**
+ * lite_node_conn - a connection to node @id, with a reference
+ * @node: our node
+ * @id: the node; our own id gives the loopback connection
+ *
+ * Takes only node->peers_lock and never sleeps: the data path calls it.
+ * The connection may be closing.
+ *
+ * Return: the connection, referenced, or NULL if there is none (or @id is
+ * out of range).
+ */
 struct lite_conn *lite_node_conn(struct lite_node *node, u16 id)
 {
 	struct lite_conn *conn;
@@ -32,9 +42,14 @@ struct lite_conn *lite_node_conn(struct lite_node *node, u16 id)
 	return conn;
 }
 
-/*
- * Whether a connection to node @id that is not closing exists now; any
- * context but hard irq.
+/**
+ * lite_node_has_conn - whether a usable connection to node @id exists now
+ * @node: our node
+ * @id: the node; our own id means the loopback connection
+ *
+ * Any context but hard irq; takes node->peers_lock.
+ *
+ * Return: true if there is a connection to @id that is not closing.
  */
 bool lite_node_has_conn(struct lite_node *node, u16 id)
 {
@@ -51,7 +66,15 @@ bool lite_node_has_conn(struct lite_node *node, u16 id)
 	return has;
 }
 
-/* Set the connection to node @id (0: the loopback one); node->lock held. */
+/**
+ * lite_node_set_conn - set the connection to node @id
+ * @node: our node; node->lock held
+ * @id: the member (0: the loopback connection)
+ * @conn: the connection, or NULL to clear it
+ *
+ * Takes node->peers_lock too. Setting a connection wakes
+ * lite_node_conn_wait() callers.
+ */
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
 {
 	lockdep_assert_held(&node->lock);
@@ -65,7 +88,15 @@ void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
 		wake_up_all(&node->peers_wq);	/* lite_node_conn_wait() */
 }
 
-/* A connection to the manager (the registry), referenced; or NULL. */
+/**
+ * lite_manager_conn - a connection to the manager (the registry)
+ * @node: our node
+ *
+ * Takes node->lock: may sleep.
+ *
+ * Return: the connection, referenced, or NULL if there is no manager or
+ * no connection to it.
+ */
 struct lite_conn *lite_manager_conn(struct lite_node *node)
 {
 	u16 mgr;
@@ -76,6 +107,10 @@ struct lite_conn *lite_manager_conn(struct lite_node *node)
 	return lite_node_conn(node, mgr);
 }
 
+/**
+ * lite_lmr_get - take another reference on an LMR
+ * @lmr: the LMR; the caller already holds a reference
+ */
 void lite_lmr_get(struct lite_lmr *lmr)
 {
 	kref_get(&lmr->ref);
@@ -90,14 +125,27 @@ static void lite_lmr_free(struct kref *ref)
 	kfree(lmr);
 }
 
+/**
+ * lite_lmr_put - drop a reference on an LMR
+ * @lmr: the LMR
+ *
+ * The last put frees its chunk array and drops its node reference; it
+ * must be off node->lmrs by then (lite_lmr_release()).
+ */
 void lite_lmr_put(struct lite_lmr *lmr)
 {
 	kref_put(&lmr->ref, lite_lmr_free);
 }
 
-/*
- * Start one transfer step. Return: 0, -EHOSTDOWN once its memory node is
- * gone, or -EKEYREVOKED once revoked.
+/**
+ * lite_lmr_begin - start one transfer step of an access
+ * @lmr: the LMR
+ *
+ * A step that started holds off revocation until lite_lmr_end(). Takes
+ * @lmr->lock; does not sleep.
+ *
+ * Return: 0 (end the step with lite_lmr_end()), -EHOSTDOWN once its memory
+ * node is gone, or -EKEYREVOKED once revoked.
  */
 int lite_lmr_begin(struct lite_lmr *lmr)
 {
@@ -114,6 +162,13 @@ int lite_lmr_begin(struct lite_lmr *lmr)
 	return ret;
 }
 
+/**
+ * lite_lmr_end - end a transfer step lite_lmr_begin() started
+ * @lmr: the LMR
+ *
+ * The last step to end wakes whoever waits to revoke @lmr. Takes
+ * @lmr->lock; does not sleep.
+ */
 void lite_lmr_end(struct lite_lmr *lmr)
 {
 	bool idle;
@@ -547,9 +602,22 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 	return 0;
 }
 
-/*
- * lite_lmr_map - map the LMR published as @name with *@perms (0: all that
- * was granted; on return, what the mapping holds).
+/**
+ * lite_lmr_map - map the LMR published as @name
+ * @node: our node
+ * @name: the name, NUL-terminated
+ * @perms: the permissions wanted (0: all that was granted); on return,
+ *	what the mapping holds
+ * @out: the mapping, on success
+ *
+ * Looks @name up in the manager's registry, then fetches the chunk list
+ * from the memory node. Sleeps.
+ *
+ * Return: 0 with *@out holding a reference for the caller; -EHOSTUNREACH
+ * without a connection to the manager or the memory node; -EACCES if
+ * @perms asks for more than was granted; -EKEYREVOKED if it was revoked
+ * meanwhile; or the error of the lookup (-ENOENT for an unknown name) or
+ * of the fetch.
  */
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out)
@@ -605,10 +673,17 @@ fail:
 	return ret;
 }
 
-/*
- * Drop a handle's LMR. No step of an access through it may be in progress
- * or start afterwards. The owner's drop frees the memory: the memory node
+/**
+ * lite_lmr_release - drop a handle's LMR
+ * @lmr: the LMR; the caller's reference is dropped
+ * @owner: the handle allocated it: free its memory
+ *
+ * No step of an access through it may be in progress or start afterwards:
+ * it is revoked first, waiting for a step in progress. The owner's drop
+ * frees the memory (unless its memory node is gone): the memory node
  * invalidates every node that fetched the chunks before it frees them.
+ * Returns the quota charge. Sleeps, waiting for a reconnect to the memory
+ * node if needed.
  */
 void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 {
@@ -659,9 +734,14 @@ static struct lite_lmr *lite_lmr_busy(struct lite_node *node, u64 share_id,
 	return busy;
 }
 
-/*
- * INVALIDATE from the manager or a memory node: revoke matching LMRs, and
- * return only when no step of an access to them is in progress.
+/**
+ * lite_lmr_invalidate - INVALIDATE from the manager or a memory node
+ * @node: our node
+ * @msg: the message; its payload is a &struct lite_wire_invalidate naming
+ *	a share (share_id), or else an LMR (mem_node and mr_id)
+ *
+ * Revokes the matching LMRs, and returns only when no step of an access
+ * to them is in progress. Takes node->lock; sleeps.
  */
 void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg)
 {
@@ -688,10 +768,14 @@ void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg)
 	}
 }
 
-/*
- * Node @mem_node left: its memory is gone, and its id may come back as a
- * different node. Nothing may reach, or free, through old LMRs. node->lock
- * held; steps in flight fail with the connection.
+/**
+ * lite_lmrs_mem_gone - node @mem_node left: its memory is gone
+ * @node: our node; node->lock held
+ * @mem_node: the node that left
+ *
+ * Its id may come back as a different node. Nothing may reach, or free,
+ * through old LMRs: they are revoked and marked gone. Steps in flight
+ * fail with the connection.
  */
 void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node)
 {
@@ -708,16 +792,21 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node)
 	}
 }
 
-/*
+/**
  * lite_invalidate_on - have node @id drop the mappings @inv names
+ * @node: our node
+ * @id: the node that may map them
+ * @inv: what to invalidate
+ * @deadline: in jiffies
  *
  * Our own are dropped here directly (the request would queue behind the
  * caller). If @id does not confirm by @deadline, our connection to it is
  * closed and we wait until its QP is destroyed: it cannot reach our memory
  * through that QP any more, but it may reconnect, so the caller must try
- * again before the memory goes. Return: 0 once @id confirmed, -ENOTCONN
- * if it has no connection now (it is reconnecting, or gone), or the error
- * that forced the close.
+ * again before the memory goes. Sleeps.
+ *
+ * Return: 0 once @id confirmed, -ENOTCONN if it has no connection now (it
+ * is reconnecting, or gone), or the error that forced the close.
  */
 int lite_invalidate_on(struct lite_node *node, u16 id,
 		       const struct lite_wire_invalidate *inv,

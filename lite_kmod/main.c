@@ -11,6 +11,15 @@
 /* The module's only mutable global: its instance list. */
 static struct lite_ctx lite_ctx;
 
+/**
+ * lite_find_ibdev - look up an RDMA device lite is bound to, by name
+ * @ctx: the module's instance list
+ * @name: the device name, as dev_name() gives it
+ *
+ * Context: @ctx->lock held.
+ *
+ * Return: the device, valid while @ctx->lock is held, or NULL.
+ */
 struct lite_ibdev *lite_find_ibdev(struct lite_ctx *ctx, const char *name)
 {
 	struct lite_ibdev *ibdev;

@@ -87,10 +87,21 @@ static int lite_call_send(struct lite_conn *conn, struct lite_call *call,
 	return ret;
 }
 
-/*
+/**
  * lite_call_start - send a request; its reply lands in @reply
+ * @conn: the connection to send it on
+ * @call: the call, usually on the caller's stack; set up here
+ * @type: the request's message type
+ * @payload: the request payload, copied
+ * @len: its length
+ * @reply: where the reply payload goes
+ * @reply_cap: room in @reply
  *
  * The caller holds a reference on @conn until lite_call_wait() returns.
+ * May sleep.
+ *
+ * Return: 0 (wait for the reply with lite_call_wait()), or the error of
+ * allocating a request id or of lite_conn_send(); the call is then over.
  */
 int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 		    const void *payload, u32 len, void *reply, u32 reply_cap)
@@ -99,11 +110,22 @@ int lite_call_start(struct lite_conn *conn, struct lite_call *call, u8 type,
 			      reply_cap);
 }
 
-/*
- * lite_call_start_async - send a request; @done_fn runs once its reply
- * landed in @reply or the call failed (call->status), in any context. The
- * caller keeps @call and a reference on @conn until then, and ends a call
- * that must not wait longer with lite_call_expire().
+/**
+ * lite_call_start_async - send a request without waiting for its reply
+ * @conn: the connection to send it on
+ * @call: the call; set up here
+ * @done_fn: runs once its reply landed in @reply or the call failed
+ *	(call->status), in any context; it may free @call
+ * @type: the request's message type
+ * @payload: the request payload, copied
+ * @len: its length
+ * @reply: where the reply payload goes
+ * @reply_cap: room in @reply
+ *
+ * The caller keeps @call and a reference on @conn until @done_fn runs,
+ * and ends a call that must not wait longer with lite_call_expire().
+ * May sleep.
+ *
  * Return: 0 (@done_fn will run), or an error (it will not).
  */
 int lite_call_start_async(struct lite_conn *conn, struct lite_call *call,
@@ -115,7 +137,14 @@ int lite_call_start_async(struct lite_conn *conn, struct lite_call *call,
 			      reply_cap);
 }
 
-/* Time an asynchronous call out unless its reply or failure came. */
+/**
+ * lite_call_expire - time an asynchronous call out
+ * @call: a call started with lite_call_start_async()
+ *
+ * Unless its reply or failure came first, the call fails with -ETIMEDOUT
+ * (counted in the node's timeouts) and its done_fn runs here, in the
+ * caller's context; else it does nothing.
+ */
 void lite_call_expire(struct lite_call *call)
 {
 	struct lite_node *node = call->conn->node;
@@ -127,10 +156,18 @@ void lite_call_expire(struct lite_call *call)
 	call->done_fn(call);
 }
 
-/*
- * Wait for the reply until @deadline (jiffies).
- * Return: the reply's status, -ETIMEDOUT, -EINTR if the caller was killed,
- * or -ECONNRESET if the connection closed first.
+/**
+ * lite_call_wait - wait for the reply of a call
+ * @call: a call started with lite_call_start()
+ * @deadline: in jiffies
+ *
+ * Waits as the node's completion mode says; a fatal signal ends the wait.
+ * Once this returns the call is over and @call may go. Sleeps.
+ *
+ * Return: the reply's status (0 with the reply in call->reply and its
+ * length in call->reply_len; -EMSGSIZE if it did not fit), -ETIMEDOUT,
+ * -EINTR if the caller was killed, or -ECONNRESET if the connection closed
+ * first.
  */
 int lite_call_wait(struct lite_call *call, unsigned long deadline)
 {
@@ -152,6 +189,22 @@ int lite_call_wait(struct lite_call *call, unsigned long deadline)
 	return call->status;
 }
 
+/**
+ * lite_call - send a request and wait for its reply
+ * @conn: the connection; the caller holds a reference on it
+ * @type: the request's message type
+ * @payload: the request payload, copied
+ * @len: its length
+ * @reply: where the reply payload goes
+ * @reply_cap: room in @reply
+ * @reply_len: optional: set to the reply's length on success
+ * @deadline: in jiffies
+ *
+ * lite_call_start() and lite_call_wait() with a call on the stack. Sleeps.
+ *
+ * Return: 0 or a negative errno, as lite_call_start() or lite_call_wait()
+ * return it.
+ */
 int lite_call(struct lite_conn *conn, u8 type, const void *payload, u32 len,
 	      void *reply, u32 reply_cap, u32 *reply_len,
 	      unsigned long deadline)
@@ -190,15 +243,26 @@ static void lite_calls_fail(struct lite_node *node, struct lite_conn *conn,
 /**
  * lite_calls_conn_closed - fail the calls waiting on a closed connection
  * @conn: the connection, from its close_work (after the drain delivered
- * the replies that had arrived)
+ *	the replies that had arrived)
+ *
+ * They fail with -ECONNRESET (LITE_HOOK_CLOSED).
  */
 void lite_calls_conn_closed(struct lite_conn *conn)
 {
 	lite_calls_fail(conn->node, conn, -ECONNRESET);
 }
 
-/* Answer request @req on @conn: a reply carries the request's type and id;
- * a failed one carries no payload.
+/**
+ * lite_reply - answer a request
+ * @conn: the connection it came on
+ * @req: the request; the reply carries its type and id
+ * @status: 0, or a negative errno: a failed reply carries no payload
+ * @payload: the reply payload, copied (ignored if @status)
+ * @len: its length
+ *
+ * A reply that cannot be sent is dropped (the connection closes or is
+ * closing). As lite_conn_send(), only ATOMIC replies may be sent from a
+ * completion handler.
  */
 void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
 		int status, const void *payload, u32 len)

@@ -10,6 +10,13 @@
 
 #include "internal.h"
 
+/**
+ * lite_sockaddr_to_naddr - convert a socket address to lite's form
+ * @sa: an IPv4 or IPv6 socket address
+ * @a: the address and port, zeroed first
+ *
+ * Return: 0, or -EAFNOSUPPORT for another family.
+ */
 int lite_sockaddr_to_naddr(const struct sockaddr_storage *sa,
 			   struct lite_naddr *a)
 {
@@ -32,6 +39,11 @@ int lite_sockaddr_to_naddr(const struct sockaddr_storage *sa,
 	return -EAFNOSUPPORT;
 }
 
+/**
+ * lite_naddr_to_sockaddr - convert lite's address form to a socket address
+ * @a: the address; anything not IPv4 is taken as IPv6
+ * @sa: the socket address, zeroed first
+ */
 void lite_naddr_to_sockaddr(const struct lite_naddr *a,
 			    struct sockaddr_storage *sa)
 {
@@ -66,17 +78,37 @@ static void lite_node_release(struct kref *ref)
 	kfree(node);
 }
 
+/**
+ * lite_node_get - take another reference on a node
+ * @node: the node; the caller already holds a reference
+ */
 void lite_node_get(struct lite_node *node)
 {
 	kref_get(&node->ref);
 }
 
+/**
+ * lite_node_put - drop a reference on a node
+ * @node: the node
+ *
+ * The last put frees it (and wipes its secret); by then
+ * lite_node_destroy() has torn everything else down.
+ */
 void lite_node_put(struct lite_node *node)
 {
 	kref_put(&node->ref, lite_node_release);
 }
 
-/* Return: a READY connection to member @id with a reference, or NULL. */
+/**
+ * lite_node_peer - the connection to a member, with a reference
+ * @node: the node
+ * @id: the member's id
+ *
+ * Takes @node->lock: may sleep.
+ *
+ * Return: a READY connection to member @id with a reference, or NULL if
+ * there is none (or @id is out of range).
+ */
 struct lite_conn *lite_node_peer(struct lite_node *node, u16 id)
 {
 	struct lite_conn *conn = NULL;
@@ -105,7 +137,18 @@ static int lite_listen_event(struct lite_node *node, struct rdma_cm_id *id,
 	return 0;
 }
 
-/* One rdma_cm handler for listeners and connections. */
+/**
+ * lite_cm_handler - one rdma_cm handler for listeners and connections
+ * @id: the cm_id; its context says whether it is a node's listener or a
+ *	connection's
+ * @ev: the event
+ *
+ * A listener only acts on connect requests (lite_conn_accept()); the rest
+ * goes to lite_conn_cm_event(). Context: rdma_cm's handler_mutex of @id.
+ *
+ * Return: non-zero only when a connect request made no connection:
+ * rdma_cm then rejects it and destroys @id. Otherwise 0.
+ */
 int lite_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	enum lite_cm_kind *kind = id->context;
@@ -189,13 +232,25 @@ err_wq:
 	return -ENOMEM;
 }
 
-/*
+/**
  * lite_node_create - create a node instance listening on @listen
+ * @ctx: the module's instance list
+ * @ibdev: the device the node lives on
+ * @port_num: its port; @listen must be an address of it
+ * @listen: the address to listen on
+ * @secret: the cluster's shared secret, copied
+ * @secret_len: its length
+ * @cq_mode: how completions are delivered (LITE_CQ_*, never DEFAULT)
  *
- * Called with ctx->lock held. The node has an instance number but is not
- * visible to lookups and has no cluster role yet; the caller makes it a
- * manager or joins it, then publishes it.
- * Return: the node or an ERR_PTR.
+ * Called with @ctx->lock held; sleeps. The node has an instance number
+ * but is not visible to lookups and has no cluster role yet; the caller
+ * makes it a manager or joins it, then publishes it
+ * (lite_node_publish()).
+ *
+ * Return: the node, holding one reference for the caller, or an ERR_PTR:
+ * -ENOMEM, -EAFNOSUPPORT, -EADDRNOTAVAIL if @listen is not an address of
+ * @ibdev's port @port_num, or the error of the verbs or rdma_cm call that
+ * failed.
  */
 struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   struct lite_ibdev *ibdev, u32 port_num,
@@ -300,7 +355,13 @@ err_free:
 	return ERR_PTR(ret);
 }
 
-/* Make a node that is up (manager, or joined) visible to lookups. */
+/**
+ * lite_node_publish - make a node that is up visible to lookups
+ * @ctx: the module's instance list
+ * @node: the node, a manager or joined
+ *
+ * Also starts its heartbeats and reconnects. Called with @ctx->lock held.
+ */
 void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node)
 {
 	lockdep_assert_held(&ctx->lock);
@@ -321,10 +382,14 @@ static void lite_node_close_conns(struct lite_node *node)
 	wait_event(node->conns_wq, !atomic_read(&node->n_conns));
 }
 
-/*
+/**
  * lite_node_destroy - leave the cluster and free everything
+ * @ctx: the module's instance list
+ * @node: the node
  *
- * Called with ctx->lock held, from NODE_DOWN, device removal or rmmod.
+ * Called with @ctx->lock held, from NODE_DOWN, device removal or rmmod.
+ * Sleeps until every connection is released and every work item is done;
+ * drops the reference lite_node_create() gave.
  */
 void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 {

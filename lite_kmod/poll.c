@@ -16,6 +16,13 @@
 
 #include "internal.h"
 
+/**
+ * lite_cq_poll_ctx - how a node's CQs are polled
+ * @node: the node
+ *
+ * Return: IB_POLL_DIRECT in busy mode (the node's poller thread polls),
+ * IB_POLL_WORKQUEUE in workqueue mode, else IB_POLL_SOFTIRQ.
+ */
 enum ib_poll_context lite_cq_poll_ctx(const struct lite_node *node)
 {
 	switch (node->cq_mode) {
@@ -46,6 +53,14 @@ static int lite_poller(void *arg)
 	return 0;
 }
 
+/**
+ * lite_poller_start - start the busy poller of a node in busy mode
+ * @node: the node being created
+ *
+ * Does nothing in the other modes. May sleep.
+ *
+ * Return: 0, or the error of creating the thread.
+ */
 int lite_poller_start(struct lite_node *node)
 {
 	struct task_struct *t;
@@ -59,6 +74,12 @@ int lite_poller_start(struct lite_node *node)
 	return 0;
 }
 
+/**
+ * lite_poller_stop - stop a node's busy poller, if it has one
+ * @node: the node
+ *
+ * Returns once the thread exited. May sleep.
+ */
 void lite_poller_stop(struct lite_node *node)
 {
 	if (node->poller)
@@ -66,7 +87,12 @@ void lite_poller_stop(struct lite_node *node)
 	node->poller = NULL;
 }
 
-/* Let the poller see @conn's CQ (busy mode only). */
+/**
+ * lite_poll_add - let the poller see @conn's CQ (busy mode only)
+ * @conn: the connection whose CQ was just created
+ *
+ * Takes the node's poll_lock.
+ */
 void lite_poll_add(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
@@ -78,7 +104,14 @@ void lite_poll_add(struct lite_conn *conn)
 	spin_unlock(&node->poll_lock);
 }
 
-/* Take @conn's CQ from the poller; after this only the caller polls it. */
+/**
+ * lite_poll_del - take @conn's CQ from the poller
+ * @conn: the connection
+ *
+ * After this only the caller polls the CQ. Does nothing outside busy mode
+ * or if the CQ is not polled. Takes the node's poll_lock and waits for an
+ * RCU grace period: may sleep.
+ */
 void lite_poll_del(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
@@ -92,12 +125,18 @@ void lite_poll_del(struct lite_conn *conn)
 	INIT_LIST_HEAD(&conn->poll_entry);
 }
 
-/*
+/**
  * lite_spin - spin until @cond(@arg) holds, as the node's mode allows
+ * @node: the node whose mode decides
+ * @cond: the condition
+ * @arg: its argument
+ * @deadline: in jiffies; spinning never goes past it
  *
- * Busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when asked),
- * adaptive mode for LITE_CQ_SPIN_US, the others not at all; then the
- * caller sleeps until @deadline.
+ * Busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when asked,
+ * stopping on a signal), adaptive mode for LITE_CQ_SPIN_US (stopping early
+ * when the CPU is needed), the others not at all; then the caller sleeps
+ * until @deadline.
+ *
  * Return: whether @cond held.
  */
 bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
@@ -134,10 +173,18 @@ static bool lite_completion_done(void *c)
 	return completion_done(c);
 }
 
-/*
- * lite_wait_done - wait for @c as the node's mode says, up to @timeout
- * jiffies; if @killable, a fatal signal ends the wait too.
- * Return: like wait_for_completion_killable_timeout().
+/**
+ * lite_wait_done - wait for a completion as the node's mode says
+ * @node: the node whose mode decides (lite_spin(), then sleep)
+ * @c: the completion
+ * @timeout: in jiffies
+ * @killable: a fatal signal ends the wait too
+ *
+ * May sleep.
+ *
+ * Return: like wait_for_completion_killable_timeout(): the jiffies left
+ * (at least 1) if @c completed, 0 on timeout, -ERESTARTSYS on a fatal
+ * signal (only if @killable).
  */
 long lite_wait_done(const struct lite_node *node, struct completion *c,
 		    long timeout, bool killable)

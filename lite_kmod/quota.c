@@ -54,6 +54,8 @@ void lite_quota_init(struct lite_node *node)
  * @uid: the user it is charged to
  * @bytes: the LMR's size
  *
+ * Takes @node->quota_lock. May sleep (allocates @uid's entry).
+ *
  * Return: 0, -EDQUOT if that would take @uid above quota_mb, or -ENOMEM.
  */
 int lite_quota_charge(struct lite_node *node, kuid_t uid, u64 bytes)
@@ -90,7 +92,9 @@ int lite_quota_charge(struct lite_node *node, kuid_t uid, u64 bytes)
  * lite_quota_uncharge - return @bytes of @uid's usage on @node
  * @node: the node the allocation was made from
  * @uid: the user it was charged to
- * @bytes: what lite_quota_charge() took for it
+ * @bytes: what lite_quota_charge() took for it (0: nothing to do)
+ *
+ * Takes @node->quota_lock; frees @uid's entry when its usage drops to 0.
  */
 void lite_quota_uncharge(struct lite_node *node, kuid_t uid, u64 bytes)
 {

@@ -77,7 +77,13 @@ static void lite_rdma_fail(struct list_head *failed)
 	}
 }
 
-/* Kick @conn's queue in process context (see lite_rdma_done()). */
+/**
+ * lite_rdma_aop_work - post a connection's queued asynchronous operations
+ * @work: conn->aop_work, on node->cq_wq
+ *
+ * Kicks @conn's queue in process context (see lite_rdma_done()); the
+ * operations whose WR failed to post are failed.
+ */
 void lite_rdma_aop_work(struct work_struct *work)
 {
 	struct lite_conn *conn = container_of(work, struct lite_conn,
@@ -132,12 +138,18 @@ static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 }
 
-/*
- * Start an operation on @conn. With @done_fn it is asynchronous: the
- * function runs once every posted WR completed (in completion context), or
- * once the rest can never be posted (wherever that is found: submission,
- * a completion, lite_conn_close()), at the latest in
- * lite_rdma_op_release(); else lite_rdma_op_wait() waits for them.
+/**
+ * lite_rdma_op_init - start an operation on @conn
+ * @op: the operation
+ * @conn: the connection its WRs go on; the caller keeps a reference until
+ *	the operation is over
+ * @done_fn: for an asynchronous operation, else NULL
+ *
+ * With @done_fn it is asynchronous: the function runs once every posted
+ * WR completed (in completion context), or once the rest can never be
+ * posted (wherever that is found: submission, a completion,
+ * lite_conn_close()), at the latest in lite_rdma_op_release(); else
+ * lite_rdma_op_wait() waits for them.
  */
 void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 		       void (*done_fn)(struct lite_rdma_op *op))
@@ -154,14 +166,17 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 	op->n_posted = 0;
 }
 
-/*
+/**
  * lite_rdma_submit - post the @n prepared WRs of asynchronous @op
+ * @op: the operation, with a done_fn
+ * @wrs: the WRs; completion fields are filled in here
+ * @n: how many
  *
  * Never waits: what finds no free data slot is queued on the connection
  * and posted, in submission order, as earlier work requests complete. A
  * failure (the connection closing, a post error) lands in op->status; the
  * op's done_fn runs in every case once the caller released the op and the
- * posted WRs completed. @wrs must live until then.
+ * posted WRs completed. @wrs must live until then. Takes conn->lock.
  */
 void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs, u32 n)
 {
@@ -190,7 +205,13 @@ void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs, u32 n)
 	lite_rdma_fail(&failed);
 }
 
-/* @conn is closing: fail the asynchronous operations not yet posted. */
+/**
+ * lite_rdma_conn_closed - fail the asynchronous operations not yet posted
+ * @conn: the connection, which is closing (LITE_HOOK_FAILED)
+ *
+ * They fail with -ECONNRESET; the done_fn of those with nothing left in
+ * flight runs here. Any context.
+ */
 void lite_rdma_conn_closed(struct lite_conn *conn)
 {
 	struct lite_rdma_op *op;
@@ -204,7 +225,13 @@ void lite_rdma_conn_closed(struct lite_conn *conn)
 	lite_rdma_fail(&failed);
 }
 
-/* An asynchronous operation is fully posted (or failed to be). */
+/**
+ * lite_rdma_op_release - an asynchronous operation is fully submitted
+ * @op: the operation; posted (or failed to be)
+ *
+ * Drops the submitter's hold on @op: its done_fn runs here if every WR
+ * already completed, else with the last completion.
+ */
 void lite_rdma_op_release(struct lite_rdma_op *op)
 {
 	if (atomic_dec_and_test(&op->pending))
@@ -262,7 +289,19 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 	return ret;
 }
 
-/* Stop posting and wait for what was posted. */
+/**
+ * lite_rdma_op_wait - stop posting and wait for what was posted
+ * @op: a synchronous operation (no done_fn)
+ * @post_err: how posting ended: 0, or the error that stopped it
+ *
+ * Waits as the node's completion mode says, up to LITE_DATA_TIMEOUT_MS;
+ * if the peer stopped answering, the connection is closed and the drain
+ * flushes what is in flight before this returns. Sleeps.
+ *
+ * Return: -ETIMEDOUT if what was posted did not complete in time; else
+ * @post_err if set; else 0 or the first failure of a WR (-ECONNRESET if
+ * flushed, -EIO).
+ */
 int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
 {
 	long left = 1;
@@ -281,10 +320,25 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
 	return post_err ?: op->status;
 }
 
-/*
- * Move @len bytes between the kernel buffer at DMA address @dma and
- * @off of the remote layout @l, in as many work requests as the access has
- * segments. With @imm the last one is a write with that immediate.
+/**
+ * lite_rdma_post_layout - post the WRs of one transfer to a remote layout
+ * @op: the operation they belong to
+ * @l: the remote layout
+ * @rkey: its rkey
+ * @off: where in @l the transfer starts
+ * @len: bytes
+ * @dma: the kernel buffer's DMA address
+ * @write: RDMA WRITE to @l, else RDMA READ from it
+ * @imm: if not NULL, the last WR is a write with this immediate (which
+ *	takes a credit: it consumes a receive buffer of the peer's)
+ *
+ * Moves @len bytes between the kernel buffer at @dma and @off of @l, in
+ * as many work requests as the access has segments, waiting for free data
+ * slots as needed (sleeps). End with lite_rdma_op_wait().
+ *
+ * Return: 0 once all are posted; -ETIMEDOUT if no slot came free in
+ * LITE_DATA_TIMEOUT_MS, -ECONNRESET if the connection is closing, or the
+ * error of a post.
  */
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			  u32 rkey, u64 off, u32 len, u64 dma, bool write,
@@ -335,10 +389,20 @@ static int lite_rdma_xfer_layout(struct lite_conn *conn,
 							     imm));
 }
 
-/*
- * lite_rdma_write_imm - write @len bytes (@len > 0) from kernel DMA address
- * @dma to @off of layout @l on @conn's peer; the last work request carries
- * @imm (if given). Return: 0 once the peer's HCA has them, or an error.
+/**
+ * lite_rdma_write_imm - RDMA WRITE to a peer's layout, with an immediate
+ * @conn: the connection to the peer
+ * @l: the peer's layout
+ * @rkey: its rkey
+ * @off: where in @l to write
+ * @len: bytes, more than 0
+ * @dma: the kernel buffer's DMA address
+ * @imm: if not NULL, the immediate the last work request carries
+ *
+ * Sleeps until all of it completed.
+ *
+ * Return: 0 once the peer's HCA has the bytes, or an error (as
+ * lite_rdma_post_layout() and lite_rdma_op_wait() return it).
  */
 int lite_rdma_write_imm(struct lite_conn *conn,
 			const struct lite_layout *l, u32 rkey, u64 off,
@@ -589,6 +653,8 @@ out:
  * @write: to the LMR (else from it)
  * @flags: LITE_RW_*: force the copy or the zero-copy path
  *
+ * Sleeps.
+ *
  * Return: 0; -EINTR if the caller was killed (it stops between steps);
  * -EFAULT, -ENOTCONN, -EKEYREVOKED, -ETIMEDOUT or the error of a step.
  */
@@ -614,10 +680,23 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 	return ret;
 }
 
-/*
+/**
+ * lite_rdma_atomic - fetch-and-add or compare-and-swap an LMR's word
+ * @lmr: the LMR; the access was checked (one aligned 8-byte word)
+ * @off: the word's offset in it
+ * @cmp_swap: compare-and-swap, else fetch-and-add
+ * @operand: what to add, or the value to compare with
+ * @swap: the new value of a compare-and-swap
+ * @result: set to the word's old value on success
+ *
  * Atomics run on the memory node's CPU (see struct lite_wire_atomic): the
  * global rkey carries no remote-atomic right. Every atomic on an LMR goes
- * this way, so they are atomic with respect to each other.
+ * this way, so they are atomic with respect to each other. Sleeps.
+ *
+ * Return: 0; -ENOTCONN without a connection to the memory node;
+ * -EHOSTDOWN or -EKEYREVOKED (lite_lmr_begin()); or the error of the
+ * ATOMIC request (-ETIMEDOUT, -EINTR, -ECONNRESET, or the memory node's
+ * -ENOENT or -ERANGE).
  */
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 		     u64 operand, u64 swap, u64 *result)
@@ -655,8 +734,11 @@ int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
  * @len: bytes
  * @value: the byte
  *
- * Return: 0; -EINTR if the caller was killed (it stops between steps); or
- * the error of a step.
+ * Sleeps.
+ *
+ * Return: 0; -EINTR if the caller was killed (it stops between steps);
+ * -ENOTCONN without a connection to the memory node; -ENOMEM; or the
+ * error of a step.
  */
 int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 {
@@ -702,9 +784,11 @@ static bool lite_lmr_same(const struct lite_lmr *a, const struct lite_lmr *b)
  * @len: bytes
  *
  * READ from @src's node, WRITE to @dst's; overlapping ranges of the same
- * memory copy like memmove.
- * Return: 0; -EINTR if the caller was killed (it stops between steps); or
- * the error of a step.
+ * memory copy like memmove. Sleeps.
+ *
+ * Return: 0; -EINTR if the caller was killed (it stops between steps);
+ * -ENOTCONN without a connection to a memory node; -ENOMEM; or the error
+ * of a step.
  */
 int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 		     u64 soff, u64 len)

@@ -74,7 +74,15 @@ static struct lite_ring_rx *lite_ring_alloc(struct lite_node *node)
 	return ring;
 }
 
-/* RING request (node->wq): the ring for this peer, made on first use. */
+/**
+ * lite_rpc_handle_ring - RING: where the sender's ring on this node is
+ * @conn: the sender's connection
+ * @msg: the request
+ *
+ * The ring for this peer is made on first use and kept for the
+ * connection. Replies with its size, rkey and chunks, or -ENOMEM. Runs in
+ * order on node->wq.
+ */
 void lite_rpc_handle_ring(struct lite_conn *conn,
 			  const struct lite_msg *msg)
 {
@@ -328,6 +336,17 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 		complete(&call->done);
 }
 
+/**
+ * lite_rpc_arrived - an RDMA write with immediate landed
+ * @conn: the connection it came on
+ * @imm: with LITE_IMM_REPLY, the call whose reply landed in its buffer;
+ *	else the ring position, in LITE_RPC_ALIGN units, of a new entry
+ *
+ * A new entry is checked and queued on its port (a request for a port
+ * nobody serves is answered -ENOENT); a reply completes its call, or frees
+ * an abandoned one. A malformed entry, or a reply to no call, closes the
+ * connection. CQ context: never sleeps.
+ */
 void lite_rpc_arrived(struct lite_conn *conn, u32 imm)
 {
 	if (imm & LITE_IMM_REPLY)
@@ -730,7 +749,13 @@ static void lite_rpc_send_ack(struct lite_conn *conn)
 	spin_unlock_bh(&ring->lock);
 }
 
-/* Error replies and ring acks of @conn, in process context. */
+/**
+ * lite_rpc_work - error replies and ring acks of a connection
+ * @work: conn->rpc_work, on node->cq_wq
+ *
+ * Runs in process context what completion handlers queued; drops the
+ * connection reference taken when it was queued.
+ */
 void lite_rpc_work(struct work_struct *work)
 {
 	struct lite_conn *conn = container_of(work, struct lite_conn,
@@ -758,7 +783,14 @@ void lite_rpc_work(struct work_struct *work)
 	lite_conn_put(conn);	/* the kick's */
 }
 
-/* RING_ACK from the peer: room in its ring (CQ or process context). */
+/**
+ * lite_rpc_ack - RING_ACK from the peer: room in its ring
+ * @conn: the connection it came on
+ * @msg: the one-way message: the peer's new ring tail
+ *
+ * Wakes writers waiting for room. A tail that goes back, or past what was
+ * written, closes the connection. CQ or process context.
+ */
 void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg)
 {
 	const struct lite_wire_ring_ack *ack = msg->payload;
@@ -782,7 +814,13 @@ void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg)
 
 /* Teardown */
 
-/* @conn is closing (any context): its calls fail now. */
+/**
+ * lite_rpc_conn_failed - a connection is closing: its calls fail now
+ * @conn: the connection (LITE_HOOK_FAILED)
+ *
+ * Calls still waiting for a reply on it complete with -ECONNRESET; their
+ * buffers stay until the QP is gone. Any context.
+ */
 void lite_rpc_conn_failed(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
@@ -801,7 +839,14 @@ void lite_rpc_conn_failed(struct lite_conn *conn)
 	xa_unlock_bh(&node->rpc_calls);
 }
 
-/* @conn's QP is gone (close_work): nothing can write our buffers now. */
+/**
+ * lite_rpc_conn_closed - a connection's QP is gone
+ * @conn: the connection, from its close_work (LITE_HOOK_CLOSED)
+ *
+ * Nothing can write our buffers through it now: abandoned calls on it are
+ * freed, and requests from its peer that nobody took yet, which cannot be
+ * answered, are dropped.
+ */
 void lite_rpc_conn_closed(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
@@ -838,7 +883,10 @@ void lite_rpc_conn_closed(struct lite_conn *conn)
 	}
 }
 
-/* The last reference to @conn is gone: free what the rings hold. */
+/**
+ * lite_rpc_conn_release - free what a connection's rings hold
+ * @conn: the connection; its last reference is gone (LITE_HOOK_RELEASE)
+ */
 void lite_rpc_conn_release(struct lite_conn *conn)
 {
 	if (conn->ring)
@@ -884,6 +932,16 @@ static void lite_service_kill(struct lite_node *node, struct lite_service *svc,
 	}
 }
 
+/**
+ * lite_rpc_register - register @port on @node for file @lf
+ * @lf: the file that will receive the port's requests
+ * @node: the node it is attached to
+ * @port: the port, not 0
+ *
+ * Takes @lf->lock; may sleep.
+ *
+ * Return: 0, -EADDRINUSE if the port is registered already, or -ENOMEM.
+ */
 int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port)
 {
 	struct lite_service *svc;
@@ -933,6 +991,16 @@ static struct lite_service *lite_file_service(struct lite_file *lf, u32 port,
 	return NULL;
 }
 
+/**
+ * lite_rpc_unregister - close a port @lf registered
+ * @lf: the file
+ * @port: the port
+ *
+ * Calls waiting in its queue are answered -ECONNRESET, messages dropped;
+ * receivers waiting on it return -ENOENT. Takes @lf->lock; may sleep.
+ *
+ * Return: 0, or -ENOENT if @lf did not register @port.
+ */
 int lite_rpc_unregister(struct lite_file *lf, u32 port)
 {
 	struct lite_service *svc = lite_file_service(lf, port, true);
@@ -1015,6 +1083,23 @@ static void lite_service_untake(struct lite_service *svc,
 		wake_up(&svc->wq);
 }
 
+/**
+ * lite_rpc_recv - take the next request or message of a port
+ * @lf: the file that registered the port
+ * @node: the node it is attached to
+ * @r: the command's arguments: port, buffer, capacity and timeout in;
+ *	length, source node and token out
+ *
+ * Waits up to @r->timeout_ms (0: for ever), interruptibly, then copies
+ * the payload to the user buffer. A call is held for @lf under the token
+ * it gets, until lite_rpc_reply() (or the file's release) answers it; a
+ * message gets token 0. Sleeps.
+ *
+ * Return: 0; -ENOENT if @lf did not register the port, or it went away;
+ * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
+ * (the request stays queued); -EFAULT (it is put back); or -ESHUTDOWN if
+ * the node goes down (the call is answered -ECONNRESET).
+ */
 int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 		  struct lite_rpc_recv *r)
 {
@@ -1077,6 +1162,19 @@ static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
 	return in;
 }
 
+/**
+ * lite_rpc_reply - answer a call this file took
+ * @lf: the file that took it with lite_rpc_recv()
+ * @node: the node it is attached to
+ * @r: the command's arguments: token, buffer and length
+ *
+ * The token is used up in every case; a reply that cannot be copied from
+ * user memory is answered -EREMOTEIO. Sleeps.
+ *
+ * Return: 0; -ENOENT if @lf holds no call under the token; -EMSGSIZE if
+ * the reply is longer than the caller can take (the caller learns the
+ * size); -EFAULT; or -ECONNRESET if it could not be sent.
+ */
 int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 		   const struct lite_rpc_reply *r)
 {
@@ -1166,6 +1264,23 @@ static bool lite_rcall_leave(struct lite_node *node, struct lite_rcall *call,
 	return true;
 }
 
+/**
+ * lite_rpc_call - call a port on a node and wait for the reply
+ * @node: our node
+ * @a: the command's arguments (checked by lite_rpc_call_check()): node
+ *	(0: ourselves), port, request, reply buffer and timeout in; reply
+ *	length out
+ *
+ * Writes the request into the peer's ring, then waits (killably) for the
+ * reply in a buffer made for this call; a caller that gives up leaves the
+ * buffer until nothing can write it any more. Sleeps.
+ *
+ * Return: 0 with the reply copied out and @a->reply_len set; -EMSGSIZE
+ * with @a->reply_len the size the reply needed; -ENOTCONN without a
+ * connection; -ETIMEDOUT; -EINTR; -ECONNRESET; -EFAULT; -ENOMEM;
+ * -EBADMSG for a malformed reply; or the server side's status (-ENOENT if
+ * nobody serves the port, -EREMOTEIO, ...).
+ */
 int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 {
 	unsigned long deadline = jiffies +
@@ -1226,6 +1341,18 @@ free:
 	return ret;
 }
 
+/**
+ * lite_rpc_send_msg - send a one-way message to a port on a node
+ * @node: our node
+ * @m: the command's arguments: node (0: ourselves), port, buffer and
+ *	timeout
+ *
+ * Nobody confirms that a server took it. Sleeps.
+ *
+ * Return: 0 once it is in the peer's ring; -ENOTCONN without a
+ * connection; -ETIMEDOUT if the ring had no room in time; -EINTR; -EFAULT;
+ * -ENOMEM; -ECONNRESET; or another transport error.
+ */
 int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 {
 	unsigned long deadline = jiffies +
@@ -1270,7 +1397,13 @@ static struct lite_rpc_in *lite_rpc_take_any(struct lite_node *node,
 	return found;
 }
 
-/* Closing @lf: its ports close, the calls it took fail. */
+/**
+ * lite_rpc_file_release - closing a file: its ports close
+ * @lf: the file
+ *
+ * Calls queued on its ports and the calls it took but did not answer are
+ * answered -ECONNRESET; queued messages are dropped.
+ */
 void lite_rpc_file_release(struct lite_file *lf)
 {
 	struct lite_node *node = lf->node;
@@ -1288,7 +1421,14 @@ void lite_rpc_file_release(struct lite_file *lf)
 		lite_rpc_fail_in(in, -ECONNRESET);
 }
 
-/* The node goes down: no more tokens; what was queued or taken goes. */
+/**
+ * lite_rpc_node_down - the node goes down
+ * @node: the node
+ *
+ * No more tokens are given out; what was queued or taken is dropped and
+ * every port closes. Called before its connections are closed: what it
+ * holds keeps them alive.
+ */
 void lite_rpc_node_down(struct lite_node *node)
 {
 	struct lite_service *svc;

@@ -26,6 +26,15 @@ static bool lite_is_manager(struct lite_node *node)
 	return node->mb.self && node->mb.self == node->mb.manager;
 }
 
+/**
+ * lite_share_handle_share - SHARE: register a name (manager)
+ * @conn: the publisher's connection
+ * @msg: the request: the name and what it stands for
+ *
+ * Replies with the new share id, or -EOPNOTSUPP if we are not the
+ * manager, -EEXIST if the name is taken, -ENOMEM. Runs in order on
+ * node->wq; takes node->lock.
+ */
 void lite_share_handle_share(struct lite_conn *conn,
 			     const struct lite_msg *msg)
 {
@@ -63,6 +72,16 @@ void lite_share_handle_share(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
 }
 
+/**
+ * lite_share_handle_lookup - LOOKUP: what a name stands for (manager)
+ * @conn: the requester's connection
+ * @msg: the request: the name
+ *
+ * Replies with the registry entry, noting the requester as a mapper to
+ * invalidate when the name is withdrawn; or -EOPNOTSUPP if we are not the
+ * manager, -ENOENT for an unknown name. Runs in order on node->wq; takes
+ * node->lock.
+ */
 void lite_share_handle_lookup(struct lite_conn *conn,
 			      const struct lite_msg *msg)
 {
@@ -110,6 +129,16 @@ static void lite_share_invalidate(struct lite_node *node,
 			lite_invalidate_on(node, id, &inv, deadline);
 }
 
+/**
+ * lite_share_handle_unshare - UNSHARE: withdraw a name (manager)
+ * @conn: the publisher's connection
+ * @msg: the request: the name
+ *
+ * Only the publishing node withdraws. Every node that looked the name up
+ * is invalidated before the reply; one that does not confirm in time is
+ * disconnected. Replies 0, -EOPNOTSUPP if we are not the manager, -ENOENT
+ * for an unknown name, or -EPERM. Runs in order on node->wq; sleeps.
+ */
 void lite_share_handle_unshare(struct lite_conn *conn,
 			       const struct lite_msg *msg)
 {
@@ -137,7 +166,16 @@ void lite_share_handle_unshare(struct lite_conn *conn,
 }
 
 /* Registry requests (manager) and INVALIDATE (any node). */
-/* INVALIDATE from the manager or a memory node: drop the mappings. */
+/**
+ * lite_share_handle_invalidate - INVALIDATE: drop the mappings
+ * @conn: the connection of the manager or memory node that sent it
+ * @msg: the request: a share, or an LMR
+ *
+ * Revokes the matching LMRs and waits until no access to them is in
+ * progress (lite_lmr_invalidate()), then replies, unless the sender does
+ * not wait (request id 0). Runs on node->close_wq, so that it neither
+ * queues behind nor holds up the ordered queue; sleeps.
+ */
 void lite_share_handle_invalidate(struct lite_conn *conn,
 				  const struct lite_msg *msg)
 {
@@ -146,9 +184,13 @@ void lite_share_handle_invalidate(struct lite_conn *conn,
 		lite_reply(conn, msg, 0, NULL, 0);
 }
 
-/*
- * The publisher is gone: withdraw its names. node->lock held; the
- * mappers are told without waiting (their acknowledgements are dropped).
+/**
+ * lite_shares_drop_publisher - the publisher is gone: withdraw its names
+ * @node: our node, the manager; node->lock held
+ * @publisher: the node that left or was lost
+ *
+ * The mappers are told without waiting (their acknowledgements are
+ * dropped).
  */
 void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
 {
@@ -174,7 +216,19 @@ void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
 	}
 }
 
-/* Publisher side: ask the manager to register @name for @lmr. */
+/**
+ * lite_share_publish - ask the manager to register @name for @lmr
+ * @node: our node, the publisher
+ * @lmr: the LMR the name stands for
+ * @name: the name, NUL-terminated
+ * @perms: the permissions it grants
+ *
+ * Sleeps.
+ *
+ * Return: 0; -EHOSTUNREACH without a connection to the manager; or the
+ * error of the SHARE request (-EEXIST if the name is taken, -ETIMEDOUT,
+ * ...).
+ */
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 		       const char *name, u32 perms)
 {
@@ -200,7 +254,16 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* Publisher side: withdraw @name; returns once every mapping is void. */
+/**
+ * lite_share_withdraw - withdraw @name
+ * @node: our node, the publisher
+ * @name: the name, NUL-terminated
+ *
+ * Returns once every mapping made through it is void. Sleeps.
+ *
+ * Return: 0; -EHOSTUNREACH without a connection to the manager; or the
+ * error of the UNSHARE request (-ENOENT, -EPERM, -ETIMEDOUT, ...).
+ */
 int lite_share_withdraw(struct lite_node *node, const char *name)
 {
 	struct lite_wire_name req;
@@ -219,7 +282,10 @@ int lite_share_withdraw(struct lite_node *node, const char *name)
 	return ret;
 }
 
-/* The node goes down: forget its registry. */
+/**
+ * lite_shares_free_all - the node goes down: forget its registry
+ * @node: the node
+ */
 void lite_shares_free_all(struct lite_node *node)
 {
 	struct lite_share_ent *e, *tmp;

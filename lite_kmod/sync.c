@@ -267,7 +267,19 @@ static void lite_sync_cancel_op(struct lite_conn *conn, u64 mr_id, u64 off,
 	}
 }
 
-/* SYNC request on this node's memory; process context. */
+/**
+ * lite_sync_handle - SYNC: a lock or barrier operation on our memory
+ * @conn: the requester's connection
+ * @msg: the request: LMR, offset and operation
+ *
+ * Runs on the receive path in process context, under node->lock; never
+ * waits for the network. A request that must wait (a lock ticket not yet
+ * served, a barrier not yet complete) is parked and answered later.
+ * Replies with the ticket and owner token (locks) or generation
+ * (barriers), or with -EKEYREVOKED or -ERANGE for a word that is not
+ * ours, -EAGAIN for a busy TRYLOCK, -EPERM for an UNLOCK by a non-holder,
+ * -EINVAL for barrier participants that disagree on the count, -ENOMEM.
+ */
 void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)
 {
 	const struct lite_wire_sync *req = msg->payload;
@@ -318,14 +330,14 @@ static bool lite_sync_keeps(struct lite_node *node, u16 peer)
 	return !node->dying && peer && lite_mbr_present(&node->mb, peer);
 }
 
-/*
+/**
  * lite_sync_conn_closed - @conn's QP is gone (close_work)
  * @conn: the connection
  *
  * Its parked requests are abandoned (the requesters got ECONNRESET) and
  * its barrier arrivals withdrawn. A lock held through it stays held while
  * its node is a member (the holder unlocks over the next connection);
- * otherwise it is released.
+ * otherwise it is released. Takes node->lock.
  */
 void lite_sync_conn_closed(struct lite_conn *conn)
 {
@@ -395,7 +407,14 @@ void lite_sync_drop_peer(struct lite_node *node, u16 peer)
 	}
 }
 
-/* Export @mr_id is being freed: its waiters fail, its records go. */
+/**
+ * lite_sync_drop_export - export @mr_id is being freed
+ * @node: our node, the memory node
+ * @mr_id: the export's wire id
+ *
+ * Its parked waiters fail with -EKEYREVOKED; its records go. Takes
+ * node->lock.
+ */
 void lite_sync_drop_export(struct lite_node *node, u64 mr_id)
 {
 	struct lite_sync_wait *w, *tmp;
@@ -511,6 +530,23 @@ static struct lite_held_lock *lite_held_find(struct lite_file *lf,
 	return NULL;
 }
 
+/**
+ * lite_sync_lock - take a lock on an LMR word for file @lf
+ * @lf: the file that will hold it
+ * @lmr: the LMR; the access was checked (an aligned word, atomic right)
+ * @off: the word's offset
+ * @try: fail at once if the lock is taken
+ * @timeout_ms: longest wait (0: LITE_RPC_TIMEOUT_MS)
+ *
+ * Locks are fair (FIFO). The lock stays held, with a reference on @lmr,
+ * until lite_sync_unlock() or the file's release. A wait that ends
+ * withdraws the request. Sleeps.
+ *
+ * Return: 0; -EDEADLK if @lf holds this lock already; -EAGAIN if @try and
+ * the lock is taken; -ETIMEDOUT; -EINTR; -EKEYREVOKED; -ENOTCONN without
+ * a connection to the memory node; -ENOMEM; -EPROTO for a grant without
+ * an owner token; or another error of the request.
+ */
 int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 		   bool try, u32 timeout_ms)
 {
@@ -554,6 +590,17 @@ static int lite_held_release(struct lite_held_lock *h)
 	return ret;
 }
 
+/**
+ * lite_sync_unlock - release a lock file @lf holds
+ * @lf: the file
+ * @lmr: the LMR (it may be revoked: a release is no access)
+ * @off: the word's offset
+ *
+ * The lock is forgotten here whatever the memory node answers. Sleeps.
+ *
+ * Return: 0; -EPERM if @lf does not hold it; or the error of the UNLOCK
+ * request.
+ */
 int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off)
 {
 	struct lite_held_lock *h;
@@ -568,6 +615,20 @@ int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off)
 	return lite_held_release(h);
 }
 
+/**
+ * lite_sync_barrier - wait at a barrier on an LMR word
+ * @lmr: the LMR; the access was checked (an aligned word, atomic right)
+ * @off: the word's offset
+ * @count: participants, the same for each of them
+ * @timeout_ms: longest wait (0: LITE_RPC_TIMEOUT_MS)
+ *
+ * Returns when the last of @count participants arrived; a wait that ends
+ * otherwise withdraws the arrival. Sleeps.
+ *
+ * Return: 0; -EINVAL if participants disagree on @count; -ETIMEDOUT;
+ * -EINTR; -EKEYREVOKED; -ENOTCONN without a connection to the memory
+ * node; or another error of the request.
+ */
 int lite_sync_barrier(struct lite_lmr *lmr, u64 off, u32 count,
 		      u32 timeout_ms)
 {
@@ -575,7 +636,12 @@ int lite_sync_barrier(struct lite_lmr *lmr, u64 off, u32 count,
 			      timeout_ms, NULL);
 }
 
-/* Closing the file: release its locks. */
+/**
+ * lite_sync_file_release - closing the file: release its locks
+ * @lf: the file
+ *
+ * Sleeps.
+ */
 void lite_sync_file_release(struct lite_file *lf)
 {
 	struct lite_held_lock *h, *tmp;

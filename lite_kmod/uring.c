@@ -388,6 +388,21 @@ static int lite_uring_rpc_call(struct lite_file *lf, struct io_uring_cmd *cmd,
 	return -EIOCBQUEUED;
 }
 
+/**
+ * lite_uring_cmd - issue an io_uring command on an open /dev/lite
+ * @cmd: the command; its 128-byte SQE carries the ioctl's structure
+ * @issue_flags: IO_URING_F_*: SQE128 is required, CQE32 for atomics
+ *
+ * Reads, writes and atomics that fit the asynchronous path start here and
+ * complete later through io_uring task work; longer or zero-copy transfers
+ * and RPC calls return -EAGAIN when issued with IO_URING_F_NONBLOCK, and
+ * run synchronously when io_uring issues them again from a worker thread.
+ *
+ * Return: -EIOCBQUEUED once the command was started (or was completed
+ * with io_uring_cmd_done()); 0 or a negative errno for one that finished
+ * at once; -EAGAIN (see above); -EINVAL without a 128-byte SQE, or for an
+ * atomic without a 32-byte CQE; -ENOTTY for an unknown command.
+ */
 int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct lite_file *lf = cmd->file->private_data;

@@ -7,6 +7,18 @@
 
 #include "auth.h"
 
+/**
+ * lite_hmac_sha256 - HMAC-SHA256 (RFC 2104) of a message
+ * @key: the key
+ * @key_len: its length in bytes; keys longer than a SHA-256 block are
+ *	hashed first
+ * @msg: the message
+ * @msg_len: its length in bytes
+ * @out: the LITE_HMAC_LEN-byte MAC
+ *
+ * Built on the kernel's SHA-256 library; the padded key and the inner
+ * hash are wiped from the stack before returning. Any context.
+ */
 void lite_hmac_sha256(const u8 *key, size_t key_len, const u8 *msg,
 		      size_t msg_len, u8 out[LITE_HMAC_LEN])
 {
@@ -49,9 +61,17 @@ static u8 *lite_auth_put_addr(u8 *p, const struct lite_naddr *a)
 	return p + sizeof(a->addr);
 }
 
-/*
- * MAC input: label, role, purpose, node id (LE), active nonce, passive
- * nonce, active listen address, passive listen address.
+/**
+ * lite_auth_mac - the MAC one side of a handshake proves the secret with
+ * @secret: the cluster's shared secret
+ * @secret_len: its length
+ * @ctx: what the handshake binds: purpose, claimed node id, both nonces
+ *	and both listen addresses
+ * @role: the side that sends the MAC (&enum lite_auth_role)
+ * @out: the LITE_MAC_LEN-byte MAC
+ *
+ * The MAC input is: label, role, purpose, node id (LE), active nonce,
+ * passive nonce, active listen address, passive listen address.
  */
 void lite_auth_mac(const u8 *secret, size_t secret_len,
 		   const struct lite_auth_ctx *ctx, u8 role,
@@ -85,6 +105,18 @@ static bool lite_auth_matches(u8 *want, const u8 *got, size_t len)
 	return ok;
 }
 
+/**
+ * lite_auth_verify - check the MAC the other side of a handshake sent
+ * @secret: the cluster's shared secret
+ * @secret_len: its length
+ * @ctx: what the handshake binds (as for lite_auth_mac())
+ * @role: the side that sent @mac
+ * @mac: the MAC that came
+ *
+ * Compares in constant time and wipes the MAC it computed.
+ *
+ * Return: true if @mac is lite_auth_mac() of @ctx and @role with @secret.
+ */
 bool lite_auth_verify(const u8 *secret, size_t secret_len,
 		      const struct lite_auth_ctx *ctx, u8 role,
 		      const u8 mac[LITE_MAC_LEN])

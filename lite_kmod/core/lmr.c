@@ -6,9 +6,15 @@
 
 #include "lmr.h"
 
-/*
+/**
+ * lite_layout_check - check a layout that arrived
+ * @l: the layout
+ *
  * A layout is valid if its chunks are non-empty, contiguous from offset 0
- * and cover exactly @size bytes. Checked once when a layout arrives.
+ * and cover exactly @l->size bytes, and no chunk's DMA range wraps.
+ * Checked once when a layout arrives.
+ *
+ * Return: 0 if @l is valid, else -EINVAL.
  */
 int lite_layout_check(const struct lite_layout *l)
 {
@@ -28,17 +34,19 @@ int lite_layout_check(const struct lite_layout *l)
 	return next == l->size ? 0 : -EINVAL;
 }
 
-/*
+/**
  * lite_lmr_check - may this access go ahead?
  * @size: LMR size
  * @held: permissions the handle holds
  * @need: permissions the access needs
- * @off, @len: the byte range
+ * @off: the first byte of the range
+ * @len: the length of the range
+ *
+ * An empty access is valid (and does nothing).
  *
  * Return: 0; -EACCES without the permission; -EOVERFLOW if @off + @len
  * wraps; -ERANGE if the range leaves the LMR; -EINVAL for an atomic that
- * is not one aligned 8-byte word. An empty access is valid (and does
- * nothing).
+ * is not one aligned 8-byte word.
  */
 int lite_lmr_check(u64 size, u32 held, u32 need, u64 off, u64 len)
 {
@@ -55,7 +63,13 @@ int lite_lmr_check(u64 size, u32 held, u32 need, u64 off, u64 len)
 	return 0;
 }
 
-/* The chunk holding byte @off (which must be < size): binary search. */
+/**
+ * lite_lmr_chunk_index - the chunk holding a byte, by binary search
+ * @l: a checked layout (lite_layout_check())
+ * @off: the byte's offset in the LMR; must be below @l->size
+ *
+ * Return: the index in @l->chunks of the chunk that holds byte @off.
+ */
 u32 lite_lmr_chunk_index(const struct lite_layout *l, u64 off)
 {
 	u32 lo = 0, hi = l->n_chunks - 1, mid;
@@ -70,11 +84,13 @@ u32 lite_lmr_chunk_index(const struct lite_layout *l, u64 off)
 	return lo;
 }
 
-/*
+/**
  * lite_lmr_segments - split a checked access into per-chunk segments
  * @l: layout
- * @off, @len: the access (already passed lite_lmr_check())
+ * @off: the start of the access (already passed lite_lmr_check())
+ * @len: its length
  * @segs: output, up to @max_segs entries
+ * @max_segs: room in @segs
  * @done: bytes of the access the returned segments cover
  *
  * Return: the number of segments written. If the access needs more than

@@ -10,12 +10,27 @@
 
 #include "membership.h"
 
+/**
+ * lite_mbr_init - empty a membership table
+ * @mb: the table
+ *
+ * No members, no self or manager id, epoch 0. The caller provides
+ * locking, as for every lite_mbr_*() function.
+ */
 void lite_mbr_init(struct lite_membership *mb)
 {
 	memset(mb, 0, sizeof(*mb));
 }
 
-/* Start a new cluster with this node as its manager, id 1. */
+/**
+ * lite_mbr_init_manager - start a new cluster with this node as manager
+ * @mb: the table, emptied first
+ * @self_addr: where this node listens
+ *
+ * This node becomes member 1, the manager.
+ *
+ * Return: 0 (the result of adding member 1 to the empty table).
+ */
 int lite_mbr_init_manager(struct lite_membership *mb,
 			  const struct lite_naddr *self_addr)
 {
@@ -25,7 +40,12 @@ int lite_mbr_init_manager(struct lite_membership *mb,
 	return lite_mbr_add(mb, 1, self_addr);
 }
 
-/* Return: the lowest free id, or -ENOSPC when the cluster is full. */
+/**
+ * lite_mbr_alloc_id - pick an id for a joining node
+ * @mb: the table
+ *
+ * Return: the lowest free id, or -ENOSPC when the cluster is full.
+ */
 int lite_mbr_alloc_id(const struct lite_membership *mb)
 {
 	int id;
@@ -36,11 +56,29 @@ int lite_mbr_alloc_id(const struct lite_membership *mb)
 	return -ENOSPC;
 }
 
+/**
+ * lite_mbr_present - whether a node id is a member
+ * @mb: the table
+ * @id: the id; 0 and ids above LITE_MBR_MAX are never members
+ *
+ * Return: true if @id is in the table.
+ */
 bool lite_mbr_present(const struct lite_membership *mb, u16 id)
 {
 	return id && id <= LITE_MBR_MAX && mb->present[id];
 }
 
+/**
+ * lite_mbr_add - add a member
+ * @mb: the table
+ * @id: its id
+ * @addr: where it listens
+ *
+ * Counts it and bumps the epoch.
+ *
+ * Return: 0; -EINVAL if @id is 0 or above LITE_MBR_MAX; -EEXIST if @id is
+ * already a member; -EADDRINUSE if another member listens on @addr.
+ */
 int lite_mbr_add(struct lite_membership *mb, u16 id,
 		 const struct lite_naddr *addr)
 {
@@ -57,6 +95,15 @@ int lite_mbr_add(struct lite_membership *mb, u16 id,
 	return 0;
 }
 
+/**
+ * lite_mbr_remove - remove a member
+ * @mb: the table
+ * @id: its id
+ *
+ * Bumps the epoch; if @id was the manager, the table has none any more.
+ *
+ * Return: 0, or -ENOENT if @id is not a member.
+ */
 int lite_mbr_remove(struct lite_membership *mb, u16 id)
 {
 	if (!lite_mbr_present(mb, id))
@@ -70,7 +117,13 @@ int lite_mbr_remove(struct lite_membership *mb, u16 id)
 	return 0;
 }
 
-/* Return: the id of the member listening on @addr, or -ENOENT. */
+/**
+ * lite_mbr_find_addr - the member that listens on an address
+ * @mb: the table
+ * @addr: the listen address
+ *
+ * Return: the id of the member listening on @addr, or -ENOENT.
+ */
 int lite_mbr_find_addr(const struct lite_membership *mb,
 		       const struct lite_naddr *addr)
 {
@@ -82,14 +135,26 @@ int lite_mbr_find_addr(const struct lite_membership *mb,
 	return -ENOENT;
 }
 
+/**
+ * lite_mbr_accept_size - the size of a JOIN accept payload for the table
+ * @mb: the table
+ *
+ * Return: bytes lite_mbr_encode_accept() needs: the accept header and
+ * one entry per member.
+ */
 size_t lite_mbr_accept_size(const struct lite_membership *mb)
 {
 	return sizeof(struct lite_wire_accept) +
 	       (size_t)mb->count * sizeof(struct lite_wire_member);
 }
 
-/*
+/**
  * lite_mbr_encode_accept - write the JOIN accept payload for @your_id
+ * @mb: the table, every member of which is listed
+ * @your_id: the id given to the joining node
+ * @buf: where to write
+ * @cap: room in @buf
+ *
  * Return: bytes written, or 0 if @cap is too small.
  */
 size_t lite_mbr_encode_accept(const struct lite_membership *mb, u16 your_id,
@@ -116,9 +181,16 @@ size_t lite_mbr_encode_accept(const struct lite_membership *mb, u16 your_id,
 	return size;
 }
 
-/*
+/**
  * lite_mbr_apply_accept - replace the table with a checked JOIN accept
- * (lite_wire_parse() validated ids, addresses and length).
+ * @mb: the table
+ * @payload: the accept payload (lite_wire_parse() validated ids, addresses
+ *	and length)
+ * @len: its length
+ *
+ * Return: 0, or -EBADMSG if the payload is short, its length does not
+ * match its member count, a member cannot be added, or our id or the
+ * manager's is not among the members; the table is then left empty.
  */
 int lite_mbr_apply_accept(struct lite_membership *mb, const void *payload,
 			  u32 len)

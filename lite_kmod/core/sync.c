@@ -4,11 +4,25 @@
 
 #include "sync.h"
 
+/**
+ * lite_word_high - the high half of a lock or barrier word
+ * @v: the word
+ *
+ * Return: the next ticket of a lock word, the generation of a barrier
+ * word.
+ */
 u32 lite_word_high(u64 v)
 {
 	return (u32)(v >> 32);
 }
 
+/**
+ * lite_word_low - the low half of a lock or barrier word
+ * @v: the word
+ *
+ * Return: the ticket being served of a lock word, the arrivals of a
+ * barrier word.
+ */
 u32 lite_word_low(u64 v)
 {
 	return (u32)v;
@@ -19,15 +33,24 @@ static u64 lite_word(u32 high, u32 low)
 	return (u64)high << 32 | low;
 }
 
-/* Whether nobody holds the lock (the ticket served is the next one). */
+/**
+ * lite_lock_free - whether nobody holds the lock
+ * @v: the lock word
+ *
+ * Return: true if the ticket served is the next one.
+ */
 bool lite_lock_free(u64 v)
 {
 	return lite_word_high(v) == lite_word_low(v);
 }
 
-/*
- * Take the next ticket. Return: the new word; *@ticket is ours, *@granted
- * whether it is served at once.
+/**
+ * lite_lock_take - take the next ticket
+ * @v: the lock word
+ * @ticket: set to the ticket that is ours
+ * @granted: set to whether it is served at once
+ *
+ * Return: the new word.
  */
 u64 lite_lock_take(u64 v, u32 *ticket, bool *granted)
 {
@@ -36,9 +59,14 @@ u64 lite_lock_take(u64 v, u32 *ticket, bool *granted)
 	return lite_word(*ticket + 1, lite_word_low(v));
 }
 
-/*
- * The holder is done: serve the next ticket. Return: the new word, zero
- * if nobody waits (*@idle); else *@served is the ticket now served.
+/**
+ * lite_lock_serve_next - the holder is done: serve the next ticket
+ * @v: the lock word
+ * @served: set to the ticket now served
+ * @idle: set to whether nobody waits
+ *
+ * Return: the new word, zero if nobody waits (*@idle); else *@served is
+ * the ticket now served.
  */
 u64 lite_lock_serve_next(u64 v, u32 *served, bool *idle)
 {
@@ -47,10 +75,15 @@ u64 lite_lock_serve_next(u64 v, u32 *served, bool *idle)
 	return *idle ? 0 : lite_word(lite_word_high(v), *served);
 }
 
-/*
- * One participant of @count arrives. Return: the new word; *@gen is the
- * generation it arrived in, *@release whether it was the last one (the
- * word then starts the next generation with no arrivals).
+/**
+ * lite_barrier_arrive - one participant of @count arrives
+ * @v: the barrier word
+ * @count: participants the barrier waits for
+ * @gen: set to the generation it arrived in
+ * @release: set to whether it was the last one
+ *
+ * Return: the new word; when *@release, it starts the next generation
+ * with no arrivals.
  */
 u64 lite_barrier_arrive(u64 v, u16 count, u32 *gen, bool *release)
 {
@@ -62,7 +95,12 @@ u64 lite_barrier_arrive(u64 v, u16 count, u32 *gen, bool *release)
 	return lite_word(*gen, lite_word_low(v) + 1);
 }
 
-/* A parked participant gives up: one arrival fewer. */
+/**
+ * lite_barrier_withdraw - a parked participant gives up
+ * @v: the barrier word
+ *
+ * Return: the new word, with one arrival fewer.
+ */
 u64 lite_barrier_withdraw(u64 v)
 {
 	return lite_word(lite_word_high(v), lite_word_low(v) - 1);

@@ -46,6 +46,15 @@ static bool all_zero(const void *p, size_t n)
 	return true;
 }
 
+/**
+ * lite_wire_get_addr - decode and check an address from the wire
+ * @w: the wire address
+ * @a: the decoded address on success
+ *
+ * Return: 0, or -EBADMSG if a reserved field is set, the family is
+ * neither IPv4 nor IPv6, an IPv4 address has bytes past its fourth, or
+ * the port is 0.
+ */
 int lite_wire_get_addr(const struct lite_wire_addr *w, struct lite_naddr *a)
 {
 	if (w->reserved0 || w->reserved)
@@ -65,6 +74,11 @@ int lite_wire_get_addr(const struct lite_wire_addr *w, struct lite_naddr *a)
 	return 0;
 }
 
+/**
+ * lite_wire_put_addr - encode an address for the wire
+ * @w: the wire address, zeroed first
+ * @a: the address (IPv4 or IPv6)
+ */
 void lite_wire_put_addr(struct lite_wire_addr *w, const struct lite_naddr *a)
 {
 	memset(w, 0, sizeof(*w));
@@ -73,6 +87,14 @@ void lite_wire_put_addr(struct lite_wire_addr *w, const struct lite_naddr *a)
 	memcpy(w->addr, a->addr, a->family == LITE_WIRE_AF_INET ? 4 : 16);
 }
 
+/**
+ * lite_naddr_equal - whether two addresses are the same
+ * @a: one address
+ * @b: the other
+ *
+ * Return: true if family, port and address (4 bytes for IPv4, else 16)
+ * are equal.
+ */
 bool lite_naddr_equal(const struct lite_naddr *a, const struct lite_naddr *b)
 {
 	size_t n = a->family == LITE_WIRE_AF_INET ? 4 : 16;
@@ -209,7 +231,14 @@ static int check_rpc_payload(const struct lite_msg *m)
 	return -EBADMSG;
 }
 
-/* Bytes a ring entry takes: header, segments, payload, aligned. */
+/**
+ * lite_rpc_entry_size - bytes a ring entry takes
+ * @n_segs: reply buffer segments it lists
+ * @len: payload bytes
+ *
+ * Return: the size of header, segments and payload, rounded up to
+ * LITE_RPC_ALIGN.
+ */
 u32 lite_rpc_entry_size(u32 n_segs, u32 len)
 {
 	u64 n = sizeof(struct lite_wire_rpc) +
@@ -262,7 +291,19 @@ int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 	return e->size <= room ? 0 : -EBADMSG;
 }
 
-/* A reply header the caller found in its buffer. */
+/**
+ * lite_rpc_reply_parse - check a reply header the caller found in its buffer
+ * @w: the reply header
+ * @call_id: the call it must answer
+ * @cap: payload bytes the caller can take
+ * @status: the reply's status (0 or a negative errno) on success
+ * @len: the reply's payload length on success; with -EMSGSIZE, the size
+ *	that did not fit
+ *
+ * Return: 0, or -EBADMSG if the magic, call id or reserved fields are
+ * wrong, the status is not 0 or an errno, a failed reply has a payload or
+ * a successful one is longer than @cap.
+ */
 int lite_rpc_reply_parse(const struct lite_wire_rpc_reply *w, u32 call_id,
 			 u64 cap, int *status, u32 *len)
 {
@@ -503,8 +544,17 @@ int lite_wire_parse(const void *buf, size_t n, struct lite_msg *msg)
 	return check_payload(msg);
 }
 
-/*
+/**
  * lite_wire_put_hdr - write a message header
+ * @buf: where to write it
+ * @type: message type
+ * @reply: it is a reply
+ * @src: the sender's node id
+ * @credits: credits returned to the receiver
+ * @req_id: request id (0 for one-way messages)
+ * @status: 0 or a negative errno (replies only)
+ * @len: payload length
+ *
  * Return: the header size; the payload of @len bytes follows it.
  */
 size_t lite_wire_put_hdr(void *buf, u8 type, bool reply, u16 src,
