@@ -31,8 +31,8 @@ struct lite_handshake {
 };
 
 /*
- * Install @conn as the READY connection to member @id; node->lock held.
- * Return: 0, or -ECONNRESET if @conn is already closing.
+ * Install the READY @conn as the connection to member @id and run the
+ * READY hooks; node->lock held.
  */
 static void lite_node_install_peer(struct lite_node *node, u16 id,
 				   struct lite_conn *conn)

@@ -165,7 +165,6 @@ void lite_share_handle_unshare(struct lite_conn *conn,
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
-/* Registry requests (manager) and INVALIDATE (any node). */
 /**
  * lite_share_handle_invalidate - INVALIDATE: drop the mappings
  * @conn: the connection of the manager or memory node that sent it
