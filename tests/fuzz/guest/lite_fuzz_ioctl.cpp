@@ -73,6 +73,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -547,6 +548,13 @@ bool is_control(int c)
     return c == C_NODE_UP || c == C_NODE_DOWN;
 }
 
+// Whether a command may change LMR contents.
+bool modifies(int c)
+{
+    return c == C_WRITE || c == C_FETCH_ADD || c == C_CMP_SWAP || c == C_MEMSET || c == C_MEMCPY || c == C_LOCK ||
+           c == C_UNLOCK || c == C_BARRIER;
+}
+
 // ---------------------------------------------------------------------------
 // State shared between the parent and the workers (MAP_SHARED memory).
 
@@ -703,9 +711,12 @@ struct Shadow {
         std::fill_n(known.begin() + static_cast<ptrdiff_t>(off), len, 1);
         unknow_volatile();
     }
+    // Whether [off, off + n) lies inside (offsets come from mutated calls:
+    // off + n may wrap).
+    [[nodiscard]] bool inside(uint64_t off, uint64_t n) const { return off <= data.size() && data.size() - off >= n; }
     void make_volatile(uint64_t off)
     {
-        if (off + 8 > data.size())
+        if (!inside(off, 8))
             return;
         volatile_words.insert(off);
         forget(off, 8);
@@ -717,7 +728,7 @@ struct Shadow {
     }
     [[nodiscard]] bool word_known(uint64_t off) const
     {
-        if (off + 8 > data.size())
+        if (!inside(off, 8))
             return false;
         return std::all_of(known.begin() + static_cast<ptrdiff_t>(off), known.begin() + static_cast<ptrdiff_t>(off + 8),
                            [](uint8_t k) { return k != 0; });
@@ -760,8 +771,10 @@ struct Call {
     bool mutated = false;
     std::string how; // the mutations
     alignas(8) std::array<uint8_t, kArgMax> arg{};
-    uint8_t* argp = nullptr; // where the argument went (nullptr: a bad pointer)
+    uint8_t* argp = nullptr; // where the argument and the outputs are (nullptr: out of reach)
     uint64_t argv = 0;       // the pointer passed
+    bool arg_seen = true;    // the kernel could read the argument, and it is arg
+    bool arg_other = false;  // the kernel read something else (mutated pointer)
     int fd = -1;
     bool side_fd = false; // the second, unattached file
     int expect = 0;       // an errno a valid sequence must get (0: none)
@@ -914,6 +927,7 @@ private:
     std::vector<uint32_t> ports_;
     std::vector<uint64_t> tokens_;
     std::vector<uint64_t> used_tokens_;
+    std::unordered_map<uint64_t, std::string> token_hist_; // what happened to each token
     std::vector<HeldLock> locks_;
     uint32_t share_seq_ = 0;
     uint64_t seq_ = 0;
@@ -993,6 +1007,7 @@ void Worker::open_main()
     ports_.clear();
     tokens_.clear();
     used_tokens_.clear();
+    token_hist_.clear();
     locks_.clear();
     hidden_ = 0;
 }
@@ -1949,6 +1964,7 @@ long Worker::do_ioctl(Call& c)
         switch (rng_.below(5)) {
         case 0: { // the struct runs into a PROT_NONE page
             c.argp = argpage_ + kPage - rng_.range(1, std::max<size_t>(c.size, 2) - 1);
+            c.arg_seen = false;
             break;
         }
         case 1: // read-only: the kernel cannot write the outputs back
@@ -1968,6 +1984,14 @@ long Worker::do_ioctl(Call& c)
         default:
             c.argv = bad_ptr(addr(argpage_), c.size);
             c.argp = nullptr;
+            if (in_scratch(c.argv, c.size)) {
+                c.argp = ptr(c.argv); // the argument goes there
+            } else if (readable(c.argv, c.size)) {
+                c.arg_seen = false; // the kernel reads other bytes
+                c.arg_other = true;
+            } else {
+                c.arg_seen = false;
+            }
             break;
         }
     } else if (rng_.one_in(8)) {
@@ -2050,9 +2074,14 @@ void Worker::check(const Call& c, bool uring, long res)
                          : "a control command succeeded for an unprivileged user");
         return;
     }
-    if (c.expect != 0 && !c.mutated && !c.side_fd && err == 0 && c.argp != nullptr) {
+    if (c.expect != 0 && !c.mutated && !c.side_fd && err == 0 && c.arg_seen) {
+        std::string hist;
+        if (c.cmd == C_RPC_REPLY) {
+            const auto it = token_hist_.find(c.get<lite_rpc_reply>().token);
+            hist = "; the token's history:" + (it != token_hist_.end() ? it->second : std::string(" none"));
+        }
         finding(c, uring,
-                std::string("succeeded where it must fail with ") + ename(c.expect) + " (" + c.expect_why + ")");
+                std::string("succeeded where it must fail with ") + ename(c.expect) + " (" + c.expect_why + ")" + hist);
         return;
     }
     if (err != 0) {
@@ -2116,6 +2145,15 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
             side_attached_ = true;
         if (side_attached_ && rng_.one_in(4))
             open_side(); // a fresh unattached file for later calls
+        return;
+    }
+    if (!c.arg_seen) {
+        // The kernel could not read the argument (nothing happened) or read
+        // bytes that are not it: zeros, which no command here acts on.
+        if (c.arg_other && err == 0 && modifies(c.cmd)) {
+            for (auto& l : lmrs_)
+                l.shadow.reset();
+        }
         return;
     }
     const bool good = err == 0;
@@ -2230,7 +2268,7 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
         if (good && uring)
             at.result = c.get<lite_atomic>().result; // filled in by the caller
         touch(at.handle, at.offset, 8, [&](Shadow& s) {
-            if (at.offset + 8 > s.data.size())
+            if (!s.inside(at.offset, 8))
                 return;
             if (s.word_known(at.offset) && s.word(at.offset) != at.result) {
                 finding(c, uring,
@@ -2269,7 +2307,7 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
                 return;
             }
             s.set(mc.dst_offset, bytes.data(), mc.len);
-            for (uint64_t i = 0; i < mc.len && mc.dst_offset + i < s.data.size(); i++) {
+            for (uint64_t i = 0; i < mc.len && s.inside(mc.dst_offset, i + 1); i++) {
                 if (known[i] == 0)
                     s.known[mc.dst_offset + i] = 0;
             }
@@ -2357,6 +2395,9 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
         if (rv.src_node < 1 || rv.src_node > kNodes)
             finding(c, uring, "RPC_RECV: src_node " + std::to_string(rv.src_node) + " is no member");
         if (rv.token != 0) {
+            if (token_hist_.size() > 4096)
+                token_hist_.clear();
+            token_hist_[rv.token] += " recv@" + std::to_string(done_) + (c.mutated ? "(mutated)" : "");
             tokens_.push_back(rv.token);
             if (tokens_.size() > kMaxTokens)
                 tokens_.erase(tokens_.begin());
@@ -2374,7 +2415,11 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
     }
     case C_RPC_REPLY: {
         const auto ry = c.get<lite_rpc_reply>();
-        const bool used = good || err == EMSGSIZE || err == ENOENT || (err == EFAULT && c.argp != nullptr);
+        const bool used = good || err == EMSGSIZE || err == ENOENT || err == EFAULT; // the kernel read it
+        if (auto it = token_hist_.find(ry.token); it != token_hist_.end()) {
+            it->second += " reply@" + std::to_string(done_) + (good ? ":ok" : ":" + ename(err)) +
+                          (c.mutated ? "(mutated)" : "") + (c.argp == nullptr ? "(arg out of reach)" : "");
+        }
         if (used && std::find(tokens_.begin(), tokens_.end(), ry.token) != tokens_.end()) {
             std::erase(tokens_, ry.token);
             used_tokens_.push_back(ry.token);
