@@ -7,7 +7,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
 .PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
-	debug-kernel debug-kmod check-debug fuzz fuzz-host install-udev soak
+	debug-kernel debug-kmod check-debug fuzz fuzz-host fuzz-guest install-udev soak
 
 all: kmod user
 
@@ -54,7 +54,21 @@ FUZZ_RUNS ?= 10000000
 fuzz-host: deps
 	@FUZZ_RUNS=$(FUZZ_RUNS) tools/fuzz-host.sh run $(FUZZ_TARGETS)
 
-fuzz: fuzz-host
+# fuzz-guest: the ioctl and io_uring fuzzer (tests/fuzz/guest,
+# lite-fuzz-ioctl) in one guest: three nodes, four workers as nobody in
+# group lite, FUZZ_CALLS calls in all (the default takes about half an hour
+# under TCG), seeded by FUZZ_SEED (default: the time, printed). Results in
+# build/fuzz-guest: fuzz-ioctl.json, fuzz-ioctl.log, and the console with the
+# guest's kernel log in guest-0.log. A finding or a kernel warning fails it.
+FUZZ_CALLS ?= 1000000
+FUZZ_GUEST_TIMEOUT ?= 10800
+fuzz-guest: deps kmod user
+	@rm -rf build/fuzz-guest
+	tools/vm/lite-vm --quiet --timeout $(FUZZ_GUEST_TIMEOUT) --out build/fuzz-guest -- \
+		env BUILD=$(BUILD) tools/vm/guest-fuzz.sh --calls $(FUZZ_CALLS) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+	@tail -n 1 build/fuzz-guest/fuzz-ioctl.log
+
+fuzz: fuzz-host fuzz-guest
 
 demo: deps kmod user
 	@tools/demo.sh

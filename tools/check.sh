@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0
 # make check: build everything, lint the C++ user space (tools/lint.sh), run
 # the host tests, a short libFuzzer campaign on the kernel core
-# (tools/fuzz-host.sh short: every target FUZZ_SECONDS, default 7) and the
-# guest tests, and print how many ran, passed, failed and were skipped. Exit 0
-# only if every step passed, nothing was skipped, the fuzzers found nothing,
-# and no guest kernel log showed trouble.
+# (tools/fuzz-host.sh short: every target FUZZ_SECONDS, default 7), the
+# guest tests and, in the one-guest boot, a short campaign of the ioctl and
+# io_uring fuzzer (tools/vm/guest-fuzz.sh: FUZZ_GUEST_SECONDS, default 60),
+# and print how many ran, passed, failed and were skipped. Exit 0 only if
+# every step passed, nothing was skipped, the fuzzers found nothing, and no
+# guest kernel log showed trouble.
 #   tools/check.sh [all|host|fuzz|guest]
 # Guest runs take extra lite-vm options from LITE_VM_OPTS (e.g. "--kernel
 # BZIMAGE --module PATH --unload", as make check-debug does), results go to
 # CHECK_OUT (default build/check), per-guest limits GUEST1_TIMEOUT (one guest,
-# default 900 s) and GUEST2_TIMEOUT (several guests, default 600 s); the
+# default 1020 s: the guest tests and the guest fuzzing) and GUEST2_TIMEOUT (several guests, default 600 s); the
 # MultiGuest* tests run in MULTI_GUESTS guests (default 3, at least 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -101,15 +103,39 @@ PY
 	[ "$rc" -eq 0 ] || failed=1
 }
 
+# guest_fuzz_line DIR RC: the summary line of the guest fuzzing campaign
+# (DIR/fuzz-ioctl.json); fail on rc, findings or no results.
+guest_fuzz_line() {
+	local line
+	line=$(python3 - "$1/fuzz-ioctl.json" <<'PY' 2>/dev/null || echo "no results"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+print(f"{doc['calls']} calls, {doc['findings']} findings")
+PY
+	)
+	summary+=("$(printf '%-34s %s%s' "guest fuzzing (ioctl, io_uring)" "$line" "$([ "$2" -eq 0 ] || echo ", exit $2")")")
+	if [ "$2" -ne 0 ] || [ "$line" = "no results" ]; then
+		failed=1
+	fi
+}
+
 guest_tests() {
-	step "guest tests: one guest, nodes on rxe0 (lite-vm)"
+	step "guest tests and guest fuzzing (ioctl, io_uring): one guest, nodes on rxe0 (lite-vm)"
 	rm -rf "$out/guest1" "$out/guest2" "$out/guest3"
 	mkdir -p "$out/guest1" "$out/guest2" "$out/guest3"
-	local rc=0
-	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-900}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
+	local rc=0 trc frc
+	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
+		env BUILD="$build" tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
-	record "guest tests (1 guest)" "$rc" "$out/guest1/guest.json"
+	# Each part's own status; trouble of the guest as a whole (its kernel
+	# log, its time limit) fails both.
+	trc=$(cat "$out/guest1/before.rc" 2>/dev/null || echo "$rc")
+	frc=$(cat "$out/guest1/fuzz-ioctl.rc" 2>/dev/null || echo 1)
+	[ "$trc" -ne 0 ] || trc=$rc
+	[ "$frc" -ne 0 ] || frc=$rc
+	record "guest tests (1 guest)" "$trc" "$out/guest1/guest.json"
+	guest_fuzz_line "$out/guest1" "$frc"
 
 	local n=${MULTI_GUESTS:-3}
 	step "guest tests: $n guests on a virtual network, one node each; 5% loss on one link for 30 s"
