@@ -22,6 +22,9 @@
 
 #include "internal.h"
 
+/* How long a joiner waits before asking a member that did not know it. */
+#define LITE_JOIN_RETRY	msecs_to_jiffies(20)
+
 #define LITE_ANNOUNCE_MS	LITE_CALL_TIMEOUT_MS
 
 struct lite_handshake {
@@ -227,6 +230,28 @@ static int lite_connect_auth(struct lite_node *node,
 	return ret;
 }
 
+/*
+ * The PEER handshake of a joiner with member @id at @addr. The manager's
+ * MEMBER_ADD about us and its accept to us race: a member that has not
+ * heard of us yet refuses us with ENOENT, so ask again, every 20 ms,
+ * until @deadline or a fatal signal.
+ */
+static int lite_join_peer(struct lite_node *node,
+			  const struct lite_naddr *addr, u16 id,
+			  struct lite_wire_auth *proof, unsigned long deadline)
+{
+	int ret;
+
+	for (;;) {
+		ret = lite_connect_auth(node, addr, LITE_PURPOSE_PEER, id,
+					proof, sizeof(*proof), deadline);
+		if (ret != -ENOENT || fatal_signal_pending(current) ||
+		    time_after(jiffies + LITE_JOIN_RETRY, deadline))
+			return ret;
+		schedule_timeout_killable(LITE_JOIN_RETRY);
+	}
+}
+
 /* Snapshot the members we must connect to after joining. */
 static int lite_join_targets(struct lite_node *node, struct lite_naddr *addrs,
 			     u16 *ids)
@@ -287,9 +312,8 @@ int lite_cluster_join(struct lite_node *node, const struct lite_naddr *mgr,
 
 	n = lite_join_targets(node, addrs, ids);
 	for (i = 0; i < n; i++) {
-		ret = lite_connect_auth(node, &addrs[i], LITE_PURPOSE_PEER,
-					ids[i], &proof, sizeof(proof),
-					deadline);
+		ret = lite_join_peer(node, &addrs[i], ids[i], &proof,
+				     deadline);
 		if (ret) {
 			pr_info("lite%u: cannot reach member %u: %d\n",
 				node->instance, ids[i], ret);

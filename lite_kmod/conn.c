@@ -10,10 +10,21 @@
  * LITE_CONN_CLOSING, and close_work is the only place that destroys its
  * cm_id: once a lite_conn exists, the rdma_cm handler always returns 0.
  */
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/random.h>
 
 #include "internal.h"
+
+static unsigned int ack_timeout = LITE_ACK_TIMEOUT;
+module_param(ack_timeout, uint, 0644);
+MODULE_PARM_DESC(ack_timeout, "RC local ACK timeout exponent of new connections: 4.096 us * 2^N, 7 retries (default 15: 134 ms; 12..18)");
+
+/* The ACK timeout for a new connection, kept inside the data step timeout. */
+static u8 lite_ack_timeout(void)
+{
+	return clamp_val(READ_ONCE(ack_timeout), 12, 18);
+}
 
 static_assert(LITE_RX_DEPTH >= LITE_CREDITS_MIN_DEPTH &&
 	      LITE_RX_DEPTH <= U16_MAX);
@@ -632,7 +643,7 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		return PTR_ERR(conn);
 	conn->cm_id = id;
 	id->context = &conn->cm_kind;
-	rdma_set_ack_timeout(id, LITE_ACK_TIMEOUT);	/* RC: cannot fail */
+	rdma_set_ack_timeout(id, lite_ack_timeout());	/* RC: cannot fail */
 	lite_sockaddr_to_naddr(&id->route.addr.dst_addr, &conn->remote);
 	/* Armed before anything can close it; close_work cancels it. */
 	queue_delayed_work(node->close_wq, &conn->handshake_timer,
@@ -690,7 +701,7 @@ struct lite_conn *lite_conn_connect(struct lite_node *node,
 	}
 	conn->cm_id = id;
 	conn->dst = *dst;
-	rdma_set_ack_timeout(id, LITE_ACK_TIMEOUT);	/* RC: cannot fail */
+	rdma_set_ack_timeout(id, lite_ack_timeout());	/* RC: cannot fail */
 
 	/* Leave from our own address so the route uses our device. */
 	if (src.ss_family == AF_INET)

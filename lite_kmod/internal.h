@@ -61,7 +61,8 @@
  * peer that stops acknowledging errors the QP after about 1.1 s (rxe's
  * default, from the path record, retransmits only every 2.1 s). RNR NAKs
  * cannot happen while credits are honoured; 6 RNR retries bound a peer that
- * stopped reposting receives.
+ * stopped reposting receives. Module parameter ack_timeout (12..18: up to
+ * 1.07 s, 8.6 s for all retries, still inside LITE_DATA_TIMEOUT_MS).
  */
 #define LITE_ACK_TIMEOUT	15
 #define LITE_RETRY_COUNT	7

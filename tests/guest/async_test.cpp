@@ -608,13 +608,17 @@ TEST_F(Async, SyncOperationsBesideAnAsyncFlood)
         std::this_thread::sleep_for(500ms);
         Bytes w = pattern(64, 2), r(64);
         auto slowest = std::chrono::steady_clock::duration::zero();
-        for (int k = 0; k < 20; k++) {
-            auto t = std::chrono::steady_clock::now();
-            const uint64_t off = 60 * kMiB + 64 * static_cast<uint64_t>(k);
-            l.write(off, std::span<const std::byte>(w));
-            l.read(off, std::span<std::byte>(r));
-            slowest = std::max(slowest, std::chrono::steady_clock::now() - t);
-            EXPECT_EQ(r, w);
+        try { // the flood thread is joined whatever happens here
+            for (int k = 0; k < 20; k++) {
+                auto t = std::chrono::steady_clock::now();
+                const uint64_t off = 60 * kMiB + 64 * static_cast<uint64_t>(k);
+                l.write(off, std::span<const std::byte>(w));
+                l.read(off, std::span<std::byte>(r));
+                slowest = std::max(slowest, std::chrono::steady_clock::now() - t);
+                EXPECT_EQ(r, w);
+            }
+        } catch (const lite::Error& e) {
+            ADD_FAILURE() << "a synchronous operation beside the flood failed: " << e.what();
         }
         stop = true;
         flood.join();

@@ -293,7 +293,7 @@ protected:
     static void ensure_loaded()
     {
         if (access("/dev/lite", F_OK) != 0) {
-            auto r = run("insmod " + module());
+            auto r = run("insmod " + module() + " " + env("LITE_MODULE_ARGS", ""));
             ASSERT_EQ(r.status, 0) << r.output;
         }
     }

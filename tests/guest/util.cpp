@@ -192,6 +192,18 @@ void reset_this_guest(const std::string& why)
         ::pause(); // the reset takes the process with it
 }
 
+unsigned module_param(const std::string& name, unsigned fallback)
+{
+    std::ifstream in("/sys/module/lite/parameters/" + name);
+    unsigned v = 0;
+    return in >> v ? v : fallback;
+}
+
+double detect_bound_s(double slack)
+{
+    return (module_param("dead_ms", 1500) + module_param("heartbeat_ms", 200)) / 1000.0 + slack;
+}
+
 int lite_gid()
 {
     const group* g = getgrnam("lite");

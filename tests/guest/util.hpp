@@ -79,6 +79,15 @@ std::string guest_addr(int index);
 // deliberate end of this guest, not a failure. Root only; never returns.
 [[noreturn]] void reset_this_guest(const std::string& why);
 
+// A parameter of the loaded lite module (/sys/module/lite/parameters/NAME),
+// or @fallback if it cannot be read.
+unsigned module_param(const std::string& name, unsigned fallback);
+
+// The bound, in seconds, within which a silent member is declared dead with
+// the loaded module's heartbeat_ms and dead_ms (the default: 1.7 s), plus
+// @slack seconds.
+double detect_bound_s(double slack);
+
 // Path of the litectl built next to this test binary.
 std::string litectl();
 

@@ -170,12 +170,13 @@ fi
 # --- The module under test -------------------------------------------------
 if [ "$LITE_NO_MODULE" -eq 0 ]; then
 	[ -r "$LITE_MODULE" ] || fail "module $LITE_MODULE not found"
-	insmod "$LITE_MODULE" || fail "insmod $LITE_MODULE failed"
+	# shellcheck disable=SC2086 # PARAM=VALUE words
+	insmod "$LITE_MODULE" ${LITE_MODULE_ARGS:-} || fail "insmod $LITE_MODULE ${LITE_MODULE_ARGS:-} failed"
 	! command -v udevadm >/dev/null || udevadm settle --timeout=10 || true
 fi
 
 export LITE_GUEST_INDEX=$idx LITE_GUESTS LITE_ADDR=$addr LITE_PEERS=$peers LITE_NETDEV=$netdev
-export LITE_RXE=rxe0 LITE_REPO LITE_OUT=/run/lite-out LITE_MODULE LITE_RUN_ID
+export LITE_RXE=rxe0 LITE_REPO LITE_OUT=/run/lite-out LITE_MODULE LITE_RUN_ID LITE_MODULE_ARGS
 trap - ERR
 cd "$LITE_REPO"
 

@@ -28,7 +28,8 @@ settle() {
 start=$(date +%s.%N)
 before=
 for ((i = 1; i <= cycles; i++)); do
-	insmod "$LITE_MODULE"
+	# shellcheck disable=SC2086 # PARAM=VALUE words
+	insmod "$LITE_MODULE" ${LITE_MODULE_ARGS:-}
 	"$litectl" up --dev "$LITE_RXE" --listen "$LITE_ADDR:18900" --secret-file "$secret" >/dev/null
 	"$litectl" up --dev "$LITE_RXE" --listen "$LITE_ADDR:18901" --secret-file "$secret" \
 		--join "$LITE_ADDR:18900" >/dev/null
