@@ -660,6 +660,7 @@ struct Options {
     uint32_t hang_seconds = 120;
     uint16_t port_base = 18960;
     bool verbose = false;
+    unsigned uring_permille = 240; // steps that are io_uring batches
 };
 
 void on_alarm(int /*sig*/) {}
@@ -815,6 +816,19 @@ struct UOp {
     int res = 0;
     uint64_t big = 0;
     bool done = false;
+    std::array<uint8_t, 128> sqe{}; // as submitted
+};
+
+// A command of an earlier io_uring batch.
+struct PastOp {
+    int cmd = 0;
+    unsigned long nr = 0;
+    int fd = -1;
+    uint8_t sqe_flags = 0;
+    bool mutated = false;
+    int res = 0;
+    unsigned ring_flags = 0;
+    std::array<uint8_t, 80> arg{};
 };
 
 class Worker
@@ -887,6 +901,8 @@ private:
             slot_.busy_since_ms.store(0);
     }
     void report_hang(const std::vector<UOp>& ops, const Ring& ring, int64_t since_ms);
+    void remember_batch(const std::vector<UOp>& ops, const Ring& ring);
+    void stray_cqe(const io_uring_cqe& cqe, const std::vector<UOp>& ops);
     void count(bool uring, int n = 1);
     void serve(int rounds, uint32_t max_wait_ms = 3);
     void checked_rw();
@@ -934,8 +950,10 @@ private:
     uint64_t done_ = 0;
     uint64_t budget_ = 0;
     std::set<std::pair<int, int>> noted_;
-    bool poisoned_ = false; // a call hung: stop
-    bool in_batch_ = false; // an io_uring batch is in flight (it owns busy_since_ms)
+    bool poisoned_ = false;  // a call hung: stop
+    bool in_batch_ = false;  // an io_uring batch is in flight (it owns busy_since_ms)
+    uint64_t batch_seq_ = 0; // user_data = batch_seq_ << 8 | index in the batch
+    std::deque<std::pair<uint64_t, std::vector<PastOp>>> recent_batches_; // what they were
 };
 
 // --- setup -------------------------------------------------------------------
@@ -2640,12 +2658,14 @@ void Worker::prep_sqe(Ring& ring, io_uring_sqe* sqe, UOp& op, uint64_t user_data
                 {IOSQE_FIXED_FILE, IOSQE_BUFFER_SELECT, 1U << 7U, IOSQE_IO_DRAIN, IOSQE_IO_LINK, IOSQE_IO_HARDLINK}));
             break;
         default:
-            sqe->fd = rng_.pick<int>({-1, 1000, side_fd_, ring.r.ring_fd, 0});
+            // Not 0: /dev/null answers every uring_cmd with 0 (uring_cmd_null).
+            sqe->fd = rng_.pick<int>({-1, 1000, side_fd_, ring.r.ring_fd});
             op.c.fd = sqe->fd;
             break;
         }
         op.sqe_flags = sqe->flags;
     }
+    std::memcpy(op.sqe.data(), sqe, ring.sqe128 ? 128 : 64);
 }
 
 // What an io_uring batch that does not complete is waiting for.
@@ -2675,6 +2695,53 @@ void Worker::report_hang(const std::vector<UOp>& ops, const Ring& ring, int64_t 
     say(s);
 }
 
+// Keep what the last batches were, to name the command behind a completion
+// that comes late or twice.
+void Worker::remember_batch(const std::vector<UOp>& ops, const Ring& ring)
+{
+    std::vector<PastOp> past(ops.size());
+    for (size_t i = 0; i < ops.size(); i++) {
+        PastOp& p = past[i];
+        p.cmd = ops[i].c.cmd;
+        p.nr = ops[i].c.nr;
+        p.fd = ops[i].c.fd;
+        p.sqe_flags = ops[i].sqe_flags;
+        p.mutated = ops[i].c.mutated || ops[i].sqe_mutated;
+        p.res = ops[i].res;
+        p.ring_flags = ring.flags;
+        std::memcpy(p.arg.data(), ops[i].c.arg.data(), p.arg.size());
+    }
+    recent_batches_.emplace_back(batch_seq_, std::move(past));
+    if (recent_batches_.size() > 64)
+        recent_batches_.pop_front();
+}
+
+// A completion that is not one of the batch in flight: a command completed
+// twice, or late, or one nobody submitted.
+void Worker::stray_cqe(const io_uring_cqe& cqe, const std::vector<UOp>& ops)
+{
+    const uint64_t seq = cqe.user_data >> 8U;
+    const uint64_t i = cqe.user_data & 0xffU;
+    std::string what = "a completion (res " + std::to_string(cqe.res) + ", flags " + hex(cqe.flags) + ") for ";
+    if (seq == batch_seq_) {
+        what += "command " + std::to_string(i) + " of the batch in flight, which " +
+                (i < ops.size() ? "completed already with " + std::to_string(ops[i].res) : std::string("is not in it"));
+    } else {
+        what += "command " + std::to_string(i) + " of batch " + std::to_string(seq) + ", " +
+                std::to_string(batch_seq_ - seq) + " batches ago";
+        for (const auto& [s, d] : recent_batches_) {
+            if (s == seq && i < d.size()) {
+                const PastOp& p = d[i];
+                what += ", which completed already with " + std::to_string(p.res) + ": " +
+                        cmds()[static_cast<size_t>(p.cmd)].name + " cmd_op " + hex(p.nr) + " fd " +
+                        std::to_string(p.fd) + " sqe flags " + hex(p.sqe_flags) + (p.mutated ? " mutated" : " valid") +
+                        ", ring flags " + hex(p.ring_flags) + "\n" + hexdump(p.arg.data(), p.arg.size());
+            }
+        }
+    }
+    finding(ops[0].c, true, what);
+}
+
 // A batch of io_uring commands on one ring: submitted together, completed
 // in any order. @abandon: close the ring with them in flight. @self_calls:
 // include RPC calls to this file's own ports and serve them meanwhile.
@@ -2697,6 +2764,7 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
     }
     const auto n = static_cast<size_t>(rng_.range(1, 8));
     std::vector<UOp> ops(n);
+    batch_seq_++;
     bool any_self = false;
     for (size_t i = 0; i < n; i++) {
         UOp& op = ops[i];
@@ -2719,8 +2787,13 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
             // Buffers of calls nobody waits for: in a zone never used again;
             // the LMRs they name may change at any time from now on.
             remap_pointers(op.c);
-            if (Lmr* l = live(op.c.get<lite_rw>().handle); l != nullptr)
+            const uint64_t h = op.c.get<lite_rw>().handle; // the first field of each
+            if (Lmr* l = live(h); l != nullptr)
                 l->shadow.reset();
+            for (auto& lk : locks_) {
+                if (lk.handle == h)
+                    lk.clean = false;
+            }
         }
         if (cmd == C_RPC_CALL && (self_calls || rng_.one_in(3)) && !ports_.empty() && abandon_zone_ == nullptr) {
             auto rc = op.c.get<lite_rpc_call>();
@@ -2769,7 +2842,7 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
                 std::to_string(*ring->r.sq.ktail) + " flags " + hex(ring->flags));
             break;
         }
-        prep_sqe(*ring, sqe, ops[i], i);
+        prep_sqe(*ring, sqe, ops[i], (batch_seq_ << 8U) | i);
     }
     busy(ops[0].c, true);
     int submitted = 0;
@@ -2828,21 +2901,20 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
             idle();
             return false;
         }
-        const uint64_t i = cqe->user_data;
-        if (i < n && !ops[i].done) {
+        const uint64_t i = cqe->user_data & 0xffU;
+        if (cqe->user_data >> 8U == batch_seq_ && i < n && !ops[i].done) {
             ops[i].res = cqe->res;
             ops[i].big = ring->cqe32 ? cqe->big_cqe[0] : 0;
             ops[i].done = true;
             pending--;
         } else {
-            finding(ops[0].c, true,
-                    "a completion nobody submitted: user_data " + hex(i) + " res " + std::to_string(cqe->res) +
-                        " flags " + hex(cqe->flags) + " (a batch of " + std::to_string(n) + ")");
+            stray_cqe(*cqe, ops);
         }
         io_uring_cqe_seen(&ring->r, cqe);
     }
     in_batch_ = false;
     idle();
+    remember_batch(ops, *ring);
     if (reported) {
         say("lite-fuzz-ioctl: worker " + std::to_string(idx_) + ": the late io_uring batch completed after " +
             std::to_string((now_ms() - t0) / 1000) + " s");
@@ -2860,6 +2932,14 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
         named.push_back(h);
     }
     for (auto& op : ops) {
+        const auto nr = static_cast<uint32_t>(op.c.nr);
+        if (op.res >= 0 && (op.c.fd == fd_ || op.c.fd == side_fd_) && nr != LITE_IOC_READ && nr != LITE_IOC_WRITE &&
+            nr != LITE_IOC_FETCH_ADD && nr != LITE_IOC_CMP_SWAP && nr != LITE_IOC_RPC_CALL) {
+            finding(op.c, true,
+                    "cmd_op " + hex(nr) + " is no io_uring command, yet it completed with " + std::to_string(op.res) +
+                        "; the SQE:\n" + hexdump(op.sqe.data(), 128));
+            continue;
+        }
         check(op.c, true, op.res);
         const int err = op.res < 0 ? -op.res : 0;
         const bool real_cmd = op.c.nr == cmds()[static_cast<size_t>(op.c.cmd)].nr;
@@ -2934,7 +3014,7 @@ void Worker::trim_pool()
 void Worker::step()
 {
     const auto r = rng_.below(1000);
-    if (r < 660) {
+    if (r < 900 - opt_.uring_permille) {
         ioctl_step();
     } else if (r < 900) {
         uring_batch(false, false);
@@ -2977,14 +3057,26 @@ int Worker::run(uint64_t calls, Clock::time_point deadline)
 
 void usage()
 {
-    std::printf("usage: lite-fuzz-ioctl [--calls N | --seconds S] [--workers W] [--seed S] [--quota-mb Q]\n"
-                "                       [--wait-ms MS] [--hang-seconds S] [--port-base P] [--verbose]\n"
-                "Run as root inside a lite-vm guest; the workers run as nobody in group lite.\n");
+    std::printf("usage: lite-fuzz-ioctl [OPTION...]\n"
+                "Fuzzes the ioctls and io_uring commands of /dev/lite (docs/architecture.md, Fuzzing). Start it as\n"
+                "root in a lite-vm guest: it brings three nodes up, then its workers run as nobody in group lite.\n"
+                "  --calls N         calls in all, over the workers (default 100000 without --seconds)\n"
+                "  --seconds S       stop after S seconds (with --calls: whichever comes first)\n"
+                "  --workers W       worker processes (default 4, at most 16)\n"
+                "  --seed S          seed of the random choices (default: from the clock; printed)\n"
+                "  --quota-mb Q      quota_mb while fuzzing (default 64; 0 leaves it alone)\n"
+                "  --wait-ms MS      the longest timeout a waiting call gets (default 5)\n"
+                "  --hang-seconds S  a call stuck this long is a finding (default 120)\n"
+                "  --port-base P     the nodes listen on ports P..P+2 (default 18960)\n"
+                "  --verbose         progress every 10 s\n"
+                "  --uring-permille N  steps out of 1000 that are io_uring batches (default 240, at most 900)\n"
+                "Prints one line of results, and writes $LITE_OUT/fuzz-ioctl.json if LITE_OUT is set.\n"
+                "Exit status 0 only without findings.\n");
 }
 
 bool parse(int argc, char** argv, Options& o)
 {
-    static const std::array<option, 11> longopts = {{
+    static const std::array<option, 12> longopts = {{
         {"calls", required_argument, nullptr, 'c'},
         {"seconds", required_argument, nullptr, 's'},
         {"workers", required_argument, nullptr, 'w'},
@@ -2994,6 +3086,7 @@ bool parse(int argc, char** argv, Options& o)
         {"hang-seconds", required_argument, nullptr, 'H'},
         {"port-base", required_argument, nullptr, 'p'},
         {"verbose", no_argument, nullptr, 'v'},
+        {"uring-permille", required_argument, nullptr, 'u'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
     }};
@@ -3005,7 +3098,7 @@ bool parse(int argc, char** argv, Options& o)
         out = std::strtoull(s, &end, 0);
         return errno == 0 && end != s && *end == 0;
     };
-    while ((ch = getopt_long(argc, argv, "c:s:w:S:q:t:H:p:vh", longopts.data(), nullptr)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:s:w:S:q:t:H:p:vu:h", longopts.data(), nullptr)) != -1) {
         uint64_t v = 0;
         switch (ch) {
         case 'c':
@@ -3052,6 +3145,14 @@ bool parse(int argc, char** argv, Options& o)
         case 'v':
             o.verbose = true;
             break;
+        case 'u':
+            if (!num(optarg, v) || v > 900)
+                return false;
+            o.uring_permille = static_cast<unsigned>(v);
+            break;
+        case 'h':
+            usage();
+            std::exit(0);
         default:
             return false;
         }
