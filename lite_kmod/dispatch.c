@@ -166,7 +166,13 @@ void lite_msg_received(struct lite_rx *rx)
 	}
 	atomic64_inc(&conn->rx_msgs);
 	atomic64_add(rx->byte_len, &conn->rx_bytes);
-	lite_cluster_heard(conn);
+	/*
+	 * A sign of life, except a credit return: the receive path sends
+	 * those on its own (one per half ring of our heartbeats), also from a
+	 * node whose heartbeats stopped.
+	 */
+	if (msg->type != LITE_MSG_CREDIT)
+		lite_cluster_heard(conn);
 
 	/* Once authenticated, a peer must keep using its own id. */
 	spin_lock_bh(&conn->lock);
