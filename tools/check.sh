@@ -128,12 +128,13 @@ guest_tests() {
 		env BUILD="$build" tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
-	# Each part's own status; trouble of the guest as a whole (its kernel
-	# log, its time limit) fails both.
-	trc=$(cat "$out/guest1/before.rc" 2>/dev/null || echo "$rc")
+	# Each part's own status (a part that did not finish failed); trouble
+	# of the guest as a whole (its kernel log) fails both.
+	trc=$(cat "$out/guest1/before.rc" 2>/dev/null || echo 1)
 	frc=$(cat "$out/guest1/fuzz-ioctl.rc" 2>/dev/null || echo 1)
-	[ "$trc" -ne 0 ] || trc=$rc
-	[ "$frc" -ne 0 ] || frc=$rc
+	if [ "$trc" -eq 0 ] && [ "$frc" -eq 0 ] && [ "$rc" -ne 0 ]; then
+		trc=$rc frc=$rc
+	fi
 	record "guest tests (1 guest)" "$trc" "$out/guest1/guest.json"
 	guest_fuzz_line "$out/guest1" "$frc"
 
