@@ -205,6 +205,14 @@ void check_request(const lite_msg& m)
         }
         break;
     }
+    case LITE_MSG_HEARTBEAT:
+        FUZZ_CHECK(m.len == sizeof(lite_wire_heartbeat) && m.req_id == 0);
+        break;
+    case LITE_MSG_LMR_CANCEL: {
+        const auto* c = as<lite_wire_lmr_cancel>(m);
+        FUZZ_CHECK(m.len == sizeof(*c) && m.req_id == 0 && c->req_id != 0 && c->reserved == 0);
+        break;
+    }
     default:
         FUZZ_CHECK(!"a type the parser should have refused");
     }
