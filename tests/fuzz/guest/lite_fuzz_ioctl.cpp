@@ -580,6 +580,7 @@ struct Slot {
     uint64_t cur_argv = 0;
     size_t cur_size = 0;
     std::array<uint8_t, kArgMax> cur_arg{};
+    std::array<char, 96> cur_label{}; // instead of a call: what else it is doing
     // [command][0 ioctl, 1 io_uring][errno, 0 = success]
     std::array<std::array<std::array<uint32_t, kErrMax>, 2>, C_COUNT> results{};
 };
@@ -598,6 +599,8 @@ std::string hex(uint64_t v);
 // What a worker is doing (for the parent, when it is stuck or died).
 std::string current(const Slot& s)
 {
+    if (s.cur_label[0] != 0)
+        return {s.cur_label.data(), strnlen(s.cur_label.data(), s.cur_label.size())};
     return std::string(s.cur_uring ? "io_uring " : "ioctl ") + cmds()[static_cast<size_t>(s.cur_cmd)].name + " nr " +
            hex(s.cur_nr) + (s.cur_mutated ? " (mutated)" : " (valid)") + " arg at " + hex(s.cur_argv) + "\n" +
            hexdump(s.cur_arg.data(), std::min(s.cur_size, kArgMax));
@@ -846,6 +849,7 @@ private:
     // --- setup
     bool setup();
     void open_main();
+    void close_main();
     void open_side();
     void make_rings();
     void close_rings();
@@ -899,6 +903,16 @@ private:
     {
         if (!in_batch_)
             slot_.busy_since_ms.store(0);
+    }
+    // Busy with something that is no call (it may block in the kernel too).
+    void busy_label(const char* what)
+    {
+        if (in_batch_)
+            return;
+        const size_t n = std::min(std::strlen(what), slot_.cur_label.size() - 1);
+        std::memcpy(slot_.cur_label.data(), what, n);
+        slot_.cur_label[n] = 0;
+        slot_.busy_since_ms.store(now_ms());
     }
     void report_hang(const std::vector<UOp>& ops, const Ring& ring, int64_t since_ms);
     void remember_batch(const std::vector<UOp>& ops, const Ring& ring);
@@ -1004,7 +1018,9 @@ bool Worker::setup()
 
 void Worker::open_main()
 {
+    busy_label("open(/dev/lite) and ATTACH");
     fd_ = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+    idle();
     if (fd_ < 0) {
         say("lite-fuzz-ioctl: worker " + std::to_string(idx_) + ": open " + LITE_DEVICE_PATH + ": " +
             std::strerror(errno));
@@ -1032,8 +1048,11 @@ void Worker::open_main()
 
 void Worker::open_side()
 {
-    if (side_fd_ >= 0)
+    if (side_fd_ >= 0) {
+        busy_label("close() of the second file (unattached, or attached by a call)");
         ::close(side_fd_);
+        idle();
+    }
     side_fd_ = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
     side_attached_ = false;
 }
@@ -1074,11 +1093,13 @@ void Worker::make_rings()
 
 void Worker::close_rings()
 {
+    busy_label("io_uring_queue_exit() of the rings");
     for (Ring* ring : {&main_, &alt_, &small_}) {
         if (ring->live)
             io_uring_queue_exit(&ring->r);
         ring->live = false;
     }
+    idle();
 }
 
 // Close the file with everything it holds (the kernel frees the LMRs,
@@ -1089,7 +1110,9 @@ void Worker::reopen()
     close_rings();
     for (auto& l : lmrs_)
         stale_.push_back(l.handle);
+    busy_label("close(/dev/lite) to start on a new file");
     ::close(fd_);
+    idle();
     open_main();
     if (fd_ < 0) {
         poisoned_ = true;
@@ -1957,6 +1980,7 @@ void Worker::busy(const Call& c, bool uring)
 {
     if (in_batch_)
         return;
+    slot_.cur_label[0] = 0;
     slot_.cur_cmd = c.cmd;
     slot_.cur_uring = uring;
     slot_.cur_mutated = c.mutated;
@@ -3046,9 +3070,11 @@ int Worker::run(uint64_t calls, Clock::time_point deadline)
     if (poisoned_)
         _exit(1); // calls may be in flight on our buffers: do not unmap them
     close_rings();
+    busy_label("close() of the files at the end");
     ::close(fd_);
     if (side_fd_ >= 0)
         ::close(side_fd_);
+    idle();
     return slot_.findings.load() != 0 ? 1 : 0;
 }
 
@@ -3384,6 +3410,8 @@ int parent(const Options& opt)
     int failed = 0;
     std::vector<bool> reaped(pids.size(), false);
     std::vector<bool> killed(pids.size(), false); // by the watchdog
+    std::vector<uint64_t> last_calls(pids.size(), 0);
+    std::vector<int64_t> last_change(pids.size(), now_ms());
     size_t left = pids.size();
     int64_t last_report = now_ms();
     while (left > 0) {
@@ -3409,12 +3437,22 @@ int parent(const Options& opt)
         }
         const int64_t now = now_ms();
         for (size_t w = 0; w < pids.size(); w++) {
+            const uint64_t calls = sh->slot[w].calls.load();
+            if (calls != last_calls[w]) {
+                last_calls[w] = calls;
+                last_change[w] = now;
+            }
             const int64_t since = sh->slot[w].busy_since_ms.load();
-            if (reaped[w] || since == 0 || now - since < int64_t{opt.hang_seconds} * 1000)
+            const int64_t limit = int64_t{opt.hang_seconds} * 1000;
+            const bool stuck = since != 0 && now - since >= limit;
+            const bool stalled = now - last_change[w] >= limit; // also outside a call
+            if (reaped[w] || killed[w] || (!stuck && !stalled))
                 continue;
             findings++;
-            say("lite-fuzz-ioctl: FINDING: worker " + std::to_string(w) + " is stuck in one call for " +
-                std::to_string((now - since) / 1000) + " s:\n" + current(sh->slot[w]));
+            say("lite-fuzz-ioctl: FINDING: worker " + std::to_string(w) + " made no call for " +
+                std::to_string((now - last_change[w]) / 1000) + " s" +
+                (since != 0 ? ", busy for " + std::to_string((now - since) / 1000) + " s with: " : ", last: ") +
+                current(sh->slot[w]));
             dump_stacks(pids[w]);
             sh->slot[w].busy_since_ms.store(0);
             killed[w] = true;
