@@ -337,6 +337,14 @@ static void lite_status_fill(struct lite_node *node,
 	st->async_inflight = atomic_read(&node->aops);
 	st->async_peak = atomic_read(&node->aops_peak);
 	st->reconnects = (u32)atomic64_read(&node->stats.reconnects);
+	st->dsm.regions = atomic64_read(&node->dsm_stats.regions);
+	st->dsm.pages = atomic64_read(&node->dsm_stats.pages);
+	st->dsm.read_faults = atomic64_read(&node->dsm_stats.read_faults);
+	st->dsm.write_faults = atomic64_read(&node->dsm_stats.write_faults);
+	st->dsm.fetches = atomic64_read(&node->dsm_stats.fetches);
+	st->dsm.invalidations = atomic64_read(&node->dsm_stats.invalidations);
+	st->dsm.home_txns = atomic64_read(&node->dsm_stats.home_txns);
+	st->dsm.sigbus = atomic64_read(&node->dsm_stats.sigbus);
 }
 
 static long lite_ioc_node_status(struct lite_ctx *ctx, void __user *argp)

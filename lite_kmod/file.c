@@ -9,6 +9,7 @@
 #include <linux/uaccess.h>
 #include <linux/slab.h>
 #include <linux/cred.h>
+#include <linux/file.h>
 
 #include "internal.h"
 
@@ -713,6 +714,26 @@ static long lite_ioc_barrier(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
+static long lite_ioc_dsm_open(struct lite_file *lf, void __user *argp)
+{
+	struct lite_dsm_open o;
+	struct file *file;
+	long ret;
+
+	if (copy_from_user(&o, argp, sizeof(o)))
+		return -EFAULT;
+	ret = lite_dsm_open(lf, &o, &file);
+	if (ret)
+		return ret;
+	if (copy_to_user(argp, &o, sizeof(o))) {
+		fput(file);
+		put_unused_fd(o.fd);
+		return -EFAULT;
+	}
+	fd_install(o.fd, file);
+	return 0;
+}
+
 /**
  * lite_file_ioctl - run a data command of an open /dev/lite
  * @lf: the file
@@ -771,6 +792,8 @@ long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		return lite_ioc_lock(lf, argp, false);
 	case LITE_IOC_BARRIER:
 		return lite_ioc_barrier(lf, argp);
+	case LITE_IOC_DSM_OPEN:
+		return lite_ioc_dsm_open(lf, argp);
 	}
 	return -ENOTTY;
 }

@@ -36,6 +36,7 @@
 #include "core/credits.h"
 #include "core/auth.h"
 #include "core/lmr.h"
+#include "core/dsm.h"
 
 #define LITE_RX_DEPTH		32	/* receive buffers per connection */
 #define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)	/* control sends */
@@ -89,6 +90,12 @@
 #define LITE_AOP_SEGS		8	/* remote segments of an async access */
 #define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* kernel memory of a file's
 						 * async operations */
+/* DSM (dsm.c, dsm_home.c). */
+#define LITE_DSM_FAULT_MS	10000	/* a fault waits this long at most */
+#define LITE_DSM_ANSWER_MS	3000	/* a home waits for an INVAL answer */
+#define LITE_DSM_DONE_MS	30000	/* ... and for a DONE: far beyond a
+					 * member's death being declared */
+#define LITE_DSM_CLOSE_MS	120000	/* a node hands its pages back */
 
 /*
  * rdma_cm private data of a connect request and its accept (at most 56
@@ -147,6 +154,17 @@ struct lite_faults {
 	u32 drop_rx_permille;		/* READ_ONCE: drop received messages */
 	u32 delay_rx_ms;		/* READ_ONCE: delay control messages */
 	bool hb_stop;			/* READ_ONCE: send no heartbeats */
+};
+
+struct lite_dsm_stats {
+	atomic64_t regions;
+	atomic64_t pages;
+	atomic64_t read_faults;
+	atomic64_t write_faults;
+	atomic64_t fetches;
+	atomic64_t invalidations;
+	atomic64_t home_txns;
+	atomic64_t sigbus;
 };
 
 struct lite_node {
@@ -244,6 +262,18 @@ struct lite_node {
 	bool expelled;			/* node lock: the manager dropped us */
 	unsigned long hb_last;		/* node lock: last failure check */
 	wait_queue_head_t peers_wq;	/* woken when a connection is installed */
+
+	/* DSM (dsm.c, dsm_home.c). */
+	struct xarray dsm;		/* region id -> lite_dsm_region (holds a
+					 * reference); xa lock; RCU lookups */
+	struct mutex dsm_lock;		/* serialises opening, closing and
+					 * removing regions */
+	u32 next_dsm;			/* node lock: low half of region ids */
+	spinlock_t dsm_all_lock;	/* protects @dsm_all */
+	struct list_head dsm_all;	/* every lite_dsm_region of the node */
+	struct workqueue_struct *dsm_wq;	/* fetches, asks, the timer */
+	struct delayed_work dsm_timer;	/* on dsm_wq: the homes' deadlines */
+	struct lite_dsm_stats dsm_stats;	/* atomics */
 
 	/* Fault injection (fault.c). */
 	struct lite_faults faults;
@@ -368,6 +398,7 @@ struct lite_share_ent {
 	u64 size;
 	u32 perms;
 	u32 rkey;
+	u8 kind;			/* enum lite_share_kind */
 	bool mappers[LITE_MAX_NODES + 1];
 };
 
@@ -563,6 +594,66 @@ struct lite_call {
 	u32 reply_len;
 };
 
+/*
+ * DSM. A region as one node sees it: the frames of the pages it holds, the
+ * inode whose mapping every process on the node maps, and at the home the
+ * directory (dsm_home.c). Frames keep their bytes when unmapped.
+ */
+enum lite_dsm_local {
+	LITE_DSM_L_INVALID = 0,	/* not mapped; the bytes may be old */
+	LITE_DSM_L_SHARED = 1,	/* a read copy: mapped read-only */
+	LITE_DSM_L_EXCL = 2,	/* the writable copy */
+};
+
+struct lite_dsm_fetch;
+
+struct lite_dsm_frame {
+	struct page *page;		/* immutable */
+	u64 dma;			/* immutable: its DMA address */
+	/* region->lock: */
+	u8 state;			/* enum lite_dsm_local */
+	bool intact;			/* holds the bytes of its last grant */
+	u32 seq;			/* requests made for the page */
+	struct lite_dsm_fetch *fetch;	/* the request in flight, or NULL */
+	int err;			/* how the last request ended */
+	u32 gen;			/* bumped when a request ends */
+};
+
+struct lite_dsm_home;
+
+struct lite_dsm_region {
+	struct kref ref;		/* atomic; freed after an RCU grace */
+	struct lite_node *node;		/* immutable; holds a node reference */
+	u64 id;				/* immutable: key in node->dsm */
+	u16 home;			/* immutable: the directory's node */
+	u64 size;			/* immutable: bytes */
+	u64 n_pages;			/* immutable */
+	char name[LITE_NAME_MAX];	/* immutable */
+	struct inode *inode;		/* immutable: mapped by every process */
+	struct lite_dsm_home *dir;	/* immutable: at the home, else NULL */
+
+	struct rw_semaphore zap_sem;	/* write: unmapping a page; read:
+					 * installing one, so that a fault never
+					 * maps a copy an invalidation dropped */
+	spinlock_t lock;		/* protects the fields below and the
+					 * frames' state (bh: grants complete in
+					 * CQ context) */
+	struct xarray frames;		/* page index -> lite_dsm_frame */
+	u32 files;			/* open region files on this node */
+	bool creator_open;		/* the creating file is open */
+	bool dead;			/* destroyed, or its home is gone */
+	bool no_frames;			/* frames freed: none is allocated */
+	wait_queue_head_t wq;		/* faults waiting for a frame */
+	struct list_head all_entry;	/* node->dsm_all; its dsm_all_lock */
+	struct rcu_head rcu;
+};
+
+/* An open region file. */
+struct lite_dsm_file {
+	struct lite_dsm_region *region;	/* holds a reference */
+	bool creator;			/* immutable: created the region */
+};
+
 /* poll.c: completion delivery */
 enum ib_poll_context lite_cq_poll_ctx(const struct lite_node *node);
 int lite_poller_start(struct lite_node *node);
@@ -605,6 +696,47 @@ void lite_cluster_handle_heartbeat(struct lite_conn *conn,
 void lite_health_conn_lost(struct lite_node *node, u16 id);
 struct lite_conn *lite_node_conn_wait(struct lite_node *node, u16 id,
 				      unsigned long deadline);
+
+/* dsm.c: regions as a node uses them; dsm_home.c: the home's directory */
+int lite_dsm_init(void);
+void lite_dsm_exit(void);
+void lite_dsm_node_init(struct lite_node *node);
+void lite_dsm_node_down(struct lite_node *node);
+void lite_dsm_member_gone(struct lite_node *node, u16 id);
+int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
+		  struct file **file);
+void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_dsm_handle_gone(struct lite_conn *conn, const struct lite_msg *msg);
+struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id);
+void lite_dsm_put(struct lite_dsm_region *r);
+void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
+			  bool *has_frame, u64 *addr);
+void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
+		      const struct lite_wire_dsm_grant *g);
+void lite_dsm_kill(struct lite_dsm_region *r);
+void lite_dsm_forget(struct lite_dsm_region *r);
+void lite_dsm_start(struct lite_node *node);
+void lite_dsm_node_free(struct lite_node *node);
+int lite_dsm_pull(struct lite_dsm_region *r, u64 index,
+		  unsigned long deadline);
+void lite_dsm_home_tick(struct lite_dsm_region *r);
+void lite_dsm_home_remove(struct lite_dsm_region *r);
+int lite_dsm_home_create(struct lite_dsm_region *r);
+void lite_dsm_home_destroy(struct lite_dsm_region *r);
+void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
+			   const struct lite_wire_dsm_req *req,
+			   struct lite_conn *conn, u32 req_id,
+			   struct lite_dsm_fetch *local);
+int lite_dsm_home_done(struct lite_dsm_region *r, u16 requester,
+		       const struct lite_wire_dsm_done *done);
+int lite_dsm_home_open(struct lite_dsm_region *r, u16 user);
+int lite_dsm_home_close(struct lite_dsm_region *r, u16 user);
+void lite_dsm_home_member_gone(struct lite_dsm_region *r, u16 id);
+bool lite_dsm_home_unused(struct lite_dsm_region *r);
+void lite_dsm_handle_open(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_dsm_handle_close(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_dsm_handle_req(struct lite_conn *conn, const struct lite_msg *msg);
+void lite_dsm_handle_done(struct lite_conn *conn, const struct lite_msg *msg);
 
 /* fault.c: fault injection through debugfs */
 void lite_fault_node_init(struct lite_node *node);
@@ -767,6 +899,10 @@ void lite_shares_free_all(struct lite_node *node);
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 		       const char *name, u32 perms);
 int lite_share_withdraw(struct lite_node *node, const char *name);
+int lite_share_publish_dsm(struct lite_node *node, const char *name,
+			   u64 region, u64 size);
+int lite_share_lookup(struct lite_node *node, const char *name,
+		      struct lite_wire_share *sh);
 
 /* rdma.c: one-sided operations */
 void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,

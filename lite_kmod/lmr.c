@@ -592,6 +592,8 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 	struct lite_lookup *lk = container_of(call, struct lite_lookup, call);
 	const struct lite_wire_share *sh = msg->payload;
 
+	if (sh->kind != LITE_SHARE_LMR)
+		return -EMEDIUMTYPE;	/* a DSM region's name */
 	lk->lmr = lite_lmr_new(call->conn->node, le16_to_cpu(sh->mem_node),
 			       le64_to_cpu(sh->mr_id), le64_to_cpu(sh->size),
 			       le32_to_cpu(sh->rkey));

@@ -84,12 +84,17 @@ static int __init lite_init(void)
 	if (ret)
 		return ret;
 	lite_fault_init();
-	ret = lite_chardev_register(&lite_ctx);
+	ret = lite_dsm_init();
 	if (ret)
 		goto err_debugfs;
+	ret = lite_chardev_register(&lite_ctx);
+	if (ret)
+		goto err_dsm;
 	pr_info("lite: loaded, ABI %u\n", LITE_ABI_VERSION);
 	return 0;
 
+err_dsm:
+	lite_dsm_exit();
 err_debugfs:
 	lite_fault_exit();
 	ib_unregister_client(&lite_ctx.client);
@@ -103,6 +108,7 @@ static void __exit lite_exit(void)
 	ib_unregister_client(&lite_ctx.client);
 	WARN_ON(!xa_empty(&lite_ctx.nodes));
 	xa_destroy(&lite_ctx.nodes);
+	lite_dsm_exit();
 	lite_fault_exit();
 	pr_info("lite: unloaded\n");
 }

@@ -219,8 +219,15 @@ static int lite_node_alloc_wqs(struct lite_node *node)
 					 node->instance);
 	if (!node->alloc_wq)
 		goto err_heal_wq;
+	/* DSM fetches and asks wait for each other: unordered. */
+	node->dsm_wq = alloc_workqueue("lite%u_dsm", WQ_UNBOUND, 0,
+				       node->instance);
+	if (!node->dsm_wq)
+		goto err_alloc_wq;
 	return 0;
 
+err_alloc_wq:
+	destroy_workqueue(node->alloc_wq);
 err_heal_wq:
 	destroy_workqueue(node->heal_wq);
 err_cq_wq:
@@ -294,6 +301,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	INIT_LIST_HEAD(&node->shares);
 	INIT_DELAYED_WORK(&node->reap_work, lite_exports_reap);
 	lite_health_init(node);
+	lite_dsm_node_init(node);
 	lite_mbr_init(&node->mb);
 	node->ibdev = ibdev;
 	strscpy(node->dev_name, dev_name(&ibdev->dev->dev),
@@ -336,6 +344,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 		goto err_poller;
 	list_add_tail(&node->dev_entry, &ibdev->nodes);
 	lite_fault_node_init(node);
+	lite_dsm_start(node);
 	return node;
 
 err_poller:
@@ -343,6 +352,7 @@ err_poller:
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
+	destroy_workqueue(node->dsm_wq);
 	destroy_workqueue(node->alloc_wq);
 	destroy_workqueue(node->heal_wq);
 	destroy_workqueue(node->cq_wq);
@@ -397,12 +407,14 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 
 	lite_cluster_leave(node);	/* sets dying, tells the peers */
 	lite_health_stop(node);
+	lite_dsm_node_down(node);
 	lite_fault_node_exit(node);
 	rdma_destroy_id(node->listen_id);
 	node->listen_id = NULL;
 	lite_rpc_node_down(node);	/* what it holds keeps conns alive */
 	lite_node_close_conns(node);
 	lite_poller_stop(node);
+	lite_dsm_node_free(node);	/* after the drain: no fetch runs */
 
 	destroy_workqueue(node->heal_wq);
 	destroy_workqueue(node->cq_wq);

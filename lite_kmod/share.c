@@ -63,6 +63,7 @@ void lite_share_handle_share(struct lite_conn *conn,
 		e->size = le64_to_cpu(req->size);
 		e->perms = le32_to_cpu(req->perms);
 		e->rkey = le32_to_cpu(req->rkey);
+		e->kind = req->kind;
 		list_add_tail(&e->entry, &node->shares);
 		rep.share_id = cpu_to_le64(e->share_id);
 		e = NULL;
@@ -106,6 +107,7 @@ void lite_share_handle_lookup(struct lite_conn *conn,
 		rep.mem_node = cpu_to_le16(e->mem_node);
 		rep.perms = cpu_to_le32(e->perms);
 		rep.rkey = cpu_to_le32(e->rkey);
+		rep.kind = e->kind;
 	}
 	mutex_unlock(&node->lock);
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
@@ -248,6 +250,73 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	req.rkey = cpu_to_le32(lmr->rkey);
 	ret = lite_call(conn, LITE_MSG_SHARE, &req, sizeof(req), &rep,
 			sizeof(rep), NULL,
+			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+	lite_conn_put(conn);
+	return ret;
+}
+
+/**
+ * lite_share_publish_dsm - ask the manager to register @name for a region
+ * @node: our node, the region's home
+ * @name: the name, NUL-terminated
+ * @region: the region's id
+ * @size: its size in bytes
+ *
+ * Sleeps.
+ *
+ * Return: 0; -EHOSTUNREACH without a connection to the manager; or the
+ * error of the SHARE request (-EEXIST if the name is taken, -ETIMEDOUT,
+ * ...).
+ */
+int lite_share_publish_dsm(struct lite_node *node, const char *name,
+			   u64 region, u64 size)
+{
+	struct lite_wire_share_id rep;
+	struct lite_wire_share req;
+	struct lite_conn *conn;
+	int ret;
+
+	conn = lite_manager_conn(node);
+	if (!conn)
+		return -EHOSTUNREACH;
+	memset(&req, 0, sizeof(req));
+	strscpy(req.name, name, sizeof(req.name));
+	req.mr_id = cpu_to_le64(region);
+	req.size = cpu_to_le64(size);
+	req.mem_node = cpu_to_le16(node->self_id);
+	req.kind = LITE_SHARE_DSM;
+	ret = lite_call(conn, LITE_MSG_SHARE, &req, sizeof(req), &rep,
+			sizeof(rep), NULL,
+			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+	lite_conn_put(conn);
+	return ret;
+}
+
+/**
+ * lite_share_lookup - what @name stands for, as the manager says
+ * @node: our node
+ * @name: the name, NUL-terminated
+ * @sh: filled with the registry entry
+ *
+ * Sleeps.
+ *
+ * Return: 0; -EHOSTUNREACH without a connection to the manager; -ENOENT
+ * for an unknown name; or the error of the LOOKUP request.
+ */
+int lite_share_lookup(struct lite_node *node, const char *name,
+		      struct lite_wire_share *sh)
+{
+	struct lite_wire_name req;
+	struct lite_conn *conn;
+	int ret;
+
+	conn = lite_manager_conn(node);
+	if (!conn)
+		return -EHOSTUNREACH;
+	memset(&req, 0, sizeof(req));
+	strscpy(req.name, name, sizeof(req.name));
+	ret = lite_call(conn, LITE_MSG_LOOKUP, &req, sizeof(req), sh,
+			sizeof(*sh), NULL,
 			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
 	lite_conn_put(conn);
 	return ret;

@@ -247,6 +247,33 @@ int LITE_revoke(lite_t* l, const char* name)
     return ret < 0 ? ret : do_ioctl(l, LITE_IOC_REVOKE, &r);
 }
 
+int LITE_dsm_open(lite_t* l, const char* name, uint64_t size, uint32_t flags, int* fd, uint64_t* size_out,
+                  uint32_t* home)
+{
+    if (fd == nullptr)
+        return -EINVAL;
+    lite_dsm_open o{};
+    o.size = size;
+    o.flags = flags;
+    int ret = put_name(o.name, name);
+    if (ret == 0)
+        ret = do_ioctl(l, LITE_IOC_DSM_OPEN, &o);
+    if (ret == 0) {
+        *fd = o.fd;
+        if (size_out != nullptr)
+            *size_out = o.size;
+        if (home != nullptr)
+            *home = o.home;
+    }
+    return ret;
+}
+
+int LITE_dsm_destroy(int region_fd)
+{
+    lite_dsm_destroy d{};
+    return ::ioctl(region_fd, LITE_IOC_DSM_DESTROY, &d) < 0 ? -errno : 0;
+}
+
 int LITE_rpc_register(lite_t* l, uint32_t port)
 {
     lite_rpc_port p{};

@@ -130,6 +130,7 @@ NodeStatus Device::status(uint32_t instance) const
     out.no_manager = (st.flags & LITE_STATUS_NO_MANAGER) != 0;
     out.listen.addr = st.listen;
     out.counters = st.counters;
+    out.dsm = st.dsm;
     for (uint32_t i = 0; i < st.n_members && i < mi.size(); i++) {
         const auto& m = mi[i];
         Member mem;

@@ -39,6 +39,7 @@
 #include <linux/types.h>
 
 #define LITE_DSM_NODE_WORDS	2	/* 128 node ids, bit id - 1 */
+#define LITE_DSM_PAGE_SIZE	4096ULL	/* == LITE_DSM_PAGE (uapi) */
 
 enum lite_dsm_state {
 	LITE_DSM_ZERO = 0,

@@ -11,6 +11,7 @@
 #include <asm/byteorder.h>
 
 #include "wire.h"
+#include "dsm.h"
 
 static_assert(sizeof(struct lite_wire_hdr) == 32);
 static_assert(sizeof(struct lite_wire_addr) == 24);
@@ -22,6 +23,13 @@ static_assert(sizeof(struct lite_wire_chunks) == 16);
 static_assert(sizeof(struct lite_wire_lmr) == 40);
 static_assert(sizeof(struct lite_wire_lmr_cancel) == 8);
 static_assert(sizeof(struct lite_wire_share) == 104);
+static_assert(sizeof(struct lite_wire_dsm_region) == 16);
+static_assert(sizeof(struct lite_wire_dsm_info) == 16);
+static_assert(sizeof(struct lite_wire_dsm_req) == 40);
+static_assert(sizeof(struct lite_wire_dsm_grant) == 24);
+static_assert(sizeof(struct lite_wire_dsm_done) == 32);
+static_assert(sizeof(struct lite_wire_dsm_inval) == 24);
+static_assert(sizeof(struct lite_wire_dsm_held) == 16);
 static_assert(sizeof(struct lite_wire_invalidate) == 24);
 static_assert(sizeof(struct lite_wire_atomic) == 40);
 static_assert(sizeof(struct lite_wire_ring) == 32);
@@ -367,7 +375,8 @@ static int check_lmr_payload(const struct lite_msg *m)
 			       0 : -EBADMSG;
 		if (m->len != sizeof(*share) || !name_ok(share->name) ||
 		    share->reserved0 || share->reserved || share->share_id ||
-		    !le64_to_cpu(share->size))
+		    !le64_to_cpu(share->size) ||
+		    share->kind > LITE_SHARE_KIND_MAX)
 			return -EBADMSG;
 		if (!le16_to_cpu(share->mem_node) ||
 		    le16_to_cpu(share->mem_node) > LITE_WIRE_MAX_NODES)
@@ -378,6 +387,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 		if (m->reply)
 			return m->len == sizeof(*share) && name_ok(share->name) &&
 			       !share->reserved0 && !share->reserved &&
+			       share->kind <= LITE_SHARE_KIND_MAX &&
 			       share->share_id && le64_to_cpu(share->size) &&
 			       !(le32_to_cpu(share->perms) & ~LITE_WIRE_PERMS) &&
 			       le16_to_cpu(share->mem_node) &&
@@ -410,6 +420,78 @@ static int check_lmr_payload(const struct lite_msg *m)
 		       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
 	}
 	return check_rpc_payload(m);
+}
+
+/* DSM payloads; 0 if well formed. */
+static int check_dsm_payload(const struct lite_msg *m)
+{
+	const struct lite_wire_dsm_region *reg = m->payload;
+	const struct lite_wire_dsm_info *info = m->payload;
+	const struct lite_wire_dsm_req *req = m->payload;
+	const struct lite_wire_dsm_grant *g = m->payload;
+	const struct lite_wire_dsm_done *done = m->payload;
+	const struct lite_wire_dsm_inval *inv = m->payload;
+	const struct lite_wire_dsm_held *held = m->payload;
+	s32 status;
+
+	switch (m->type) {
+	case LITE_MSG_DSM_OPEN:
+		if (m->reply)
+			return m->len == sizeof(*info) && !info->reserved &&
+			       le64_to_cpu(info->size) &&
+			       le64_to_cpu(info->size) / LITE_DSM_PAGE_SIZE <=
+			       LITE_WIRE_DSM_MAX_PAGES ? 0 : -EBADMSG;
+		fallthrough;
+	case LITE_MSG_DSM_CLOSE:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		fallthrough;
+	case LITE_MSG_DSM_GONE:
+		if (m->type == LITE_MSG_DSM_GONE && (m->reply || m->req_id))
+			return -EBADMSG;
+		return m->len == sizeof(*reg) && !reg->reserved &&
+		       reg->region ? 0 : -EBADMSG;
+	case LITE_MSG_DSM_REQ:
+		if (m->reply) {
+			if (m->len != sizeof(*g) || !g->txn ||
+			    !all_zero(g->reserved0, sizeof(g->reserved0)))
+				return -EBADMSG;
+			if (g->kind == LITE_DSM_DATA)
+				return le16_to_cpu(g->from) &&
+				       le16_to_cpu(g->from) <=
+				       LITE_WIRE_MAX_NODES ? 0 : -EBADMSG;
+			return (g->kind == LITE_DSM_KEEP ||
+				g->kind == LITE_DSM_FILL) && !g->from &&
+			       !g->from_addr && !g->from_rkey ? 0 : -EBADMSG;
+		}
+		return m->len == sizeof(*req) && req->region &&
+		       le64_to_cpu(req->page) < LITE_WIRE_DSM_MAX_PAGES &&
+		       (req->kind == LITE_DSM_RD || req->kind == LITE_DSM_WR) &&
+		       all_zero(req->reserved0, sizeof(req->reserved0)) ?
+		       0 : -EBADMSG;
+	case LITE_MSG_DSM_DONE:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		if (m->len != sizeof(*done))
+			return -EBADMSG;
+		status = (s32)le32_to_cpu(done->status);
+		return done->region &&
+		       le64_to_cpu(done->page) < LITE_WIRE_DSM_MAX_PAGES &&
+		       done->txn && status <= 0 && status >= -4095 ?
+		       0 : -EBADMSG;
+	case LITE_MSG_DSM_INVAL:
+		if (m->reply)
+			return m->len == sizeof(*held) && held->has_frame <= 1 &&
+			       all_zero(held->reserved0,
+					sizeof(held->reserved0)) ? 0 : -EBADMSG;
+		return m->len == sizeof(*inv) && inv->region &&
+		       le64_to_cpu(inv->page) < LITE_WIRE_DSM_MAX_PAGES &&
+		       inv->what >= LITE_DSM_INVALIDATE &&
+		       inv->what <= LITE_DSM_PROBE &&
+		       all_zero(inv->reserved0, sizeof(inv->reserved0)) ?
+		       0 : -EBADMSG;
+	}
+	return check_lmr_payload(m);
 }
 
 /* Payload rules per (type, direction); 0 if the payload is well formed. */
@@ -489,7 +571,7 @@ static int check_payload(const struct lite_msg *m)
 		/* One-way only, no payload. */
 		return m->reply || m->req_id || m->len ? -EBADMSG : 0;
 	}
-	return check_lmr_payload(m);
+	return check_dsm_payload(m);
 }
 
 /**

@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	3	/* 2: HEARTBEAT, 3: LMR_CANCEL */
+#define LITE_WIRE_VERSION	4	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -41,6 +41,12 @@ enum lite_msg_type {
 	LITE_MSG_SYNC,		/* req: lock/unlock/barrier on a word */
 	LITE_MSG_HEARTBEAT,	/* one-way: the sender is alive */
 	LITE_MSG_LMR_CANCEL,	/* one-way: the sender gave up an LMR_ALLOC */
+	LITE_MSG_DSM_OPEN,	/* req to a home: the sender uses a region */
+	LITE_MSG_DSM_CLOSE,	/* req to a home: the sender stops using it */
+	LITE_MSG_DSM_REQ,	/* req to a home: a copy of a page */
+	LITE_MSG_DSM_DONE,	/* req to a home: the copy is in place */
+	LITE_MSG_DSM_INVAL,	/* req from a home: drop/downgrade/locate */
+	LITE_MSG_DSM_GONE,	/* one-way from a home: the region is gone */
 	LITE_MSG_TYPE_END
 };
 
@@ -189,6 +195,13 @@ struct lite_wire_lmr_cancel {
 	__le32 reserved;
 };
 
+/* What a registered name stands for. */
+enum lite_share_kind {
+	LITE_SHARE_LMR = 0,	/* an LMR: mem_node, mr_id, rkey, perms */
+	LITE_SHARE_DSM = 1,	/* a DSM region: its home, id (mr_id), size */
+	LITE_SHARE_KIND_MAX = LITE_SHARE_DSM,
+};
+
 /* SHARE request (share_id 0) and LOOKUP reply. */
 struct lite_wire_share {
 	char name[LITE_WIRE_NAME_MAX];
@@ -196,7 +209,8 @@ struct lite_wire_share {
 	__le64 size;
 	__le64 share_id;
 	__le16 mem_node;
-	__le16 reserved0;
+	__u8 kind;		/* enum lite_share_kind */
+	__u8 reserved0;
 	__le32 perms;
 	__le32 rkey;
 	__le32 reserved;
@@ -354,6 +368,75 @@ int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 			 u64 room, struct lite_rpc_entry *e);
 int lite_rpc_reply_parse(const struct lite_wire_rpc_reply *w, u32 call_id,
 			 u64 cap, int *status, u32 *len);
+
+/*
+ * DSM (dsm.c, dsm_home.c; the directory in core/dsm.h). A region is named
+ * by its home's id for it; pages by their index. The kinds and grants are
+ * enum lite_dsm_kind, lite_dsm_grant_kind and lite_dsm_inval_kind.
+ */
+#define LITE_WIRE_DSM_MAX_PAGES	(1ULL << 24)	/* 64 GiB of 4 KiB pages */
+
+/* DSM_OPEN, DSM_CLOSE requests; DSM_GONE. */
+struct lite_wire_dsm_region {
+	__le64 region;
+	__le64 reserved;
+};
+
+/* DSM_OPEN reply. */
+struct lite_wire_dsm_info {
+	__le64 size;		/* bytes */
+	__le64 reserved;
+};
+
+/*
+ * DSM_REQ: a copy of page @page for @kind, into the requester's frame at
+ * @addr. @seq numbers the requester's requests for the page: a request
+ * sent again after a broken connection has the same one.
+ */
+struct lite_wire_dsm_req {
+	__le64 region;
+	__le64 page;
+	__le64 addr;
+	__le32 seq;
+	__le32 rkey;		/* the requester's key for its frames */
+	__u8 kind;		/* enum lite_dsm_kind */
+	__u8 reserved0[7];
+};
+
+/* DSM_REQ reply: the grant. */
+struct lite_wire_dsm_grant {
+	__le64 from_addr;	/* DATA: the frame to read */
+	__le32 from_rkey;	/* DATA: its node's key */
+	__le32 txn;		/* the DONE names it */
+	__le16 from;		/* DATA: the node to read from */
+	__u8 kind;		/* enum lite_dsm_grant_kind */
+	__u8 reserved0[5];
+};
+
+/* DSM_DONE: the grant of transaction @txn is carried out (or failed). */
+struct lite_wire_dsm_done {
+	__le64 region;
+	__le64 page;
+	__le64 addr;		/* the requester's frame */
+	__le32 txn;
+	__le32 status;		/* 0 or a negative errno */
+};
+
+/* DSM_INVAL: do @what with the copy of page @page. */
+struct lite_wire_dsm_inval {
+	__le64 region;
+	__le64 page;
+	__u8 what;		/* enum lite_dsm_inval_kind */
+	__u8 reserved0[7];
+};
+
+/* DSM_INVAL reply: where the frame is and whether it holds its bytes. */
+struct lite_wire_dsm_held {
+	__le64 addr;
+	__le32 rkey;		/* the answering node's key for its frames */
+	__u8 has_frame;		/* 0 or 1 */
+	__u8 reserved0[3];
+};
 
 /* Core-side view of an address (host byte order port). */
 struct lite_naddr {

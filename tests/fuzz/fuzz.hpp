@@ -10,6 +10,7 @@
 extern "C" {
 #include "core/auth.h"
 #include "core/credits.h"
+#include "core/dsm.h"
 #include "core/lmr.h"
 #include "core/membership.h"
 #include "core/sync.h"

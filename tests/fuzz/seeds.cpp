@@ -256,6 +256,61 @@ void wire_parse()
     sync.kind = LITE_SYNC_BARRIER;
     message("sync-cancel", LITE_MSG_SYNC, false, raw(sync));
     message("sync-reply", LITE_MSG_SYNC, true, raw(lite_wire_sync_result{}));
+
+    lite_wire_heartbeat hb{};
+    hb.epoch = htole32(4);
+    hb.members = htole16(3);
+    one_way("heartbeat", LITE_MSG_HEARTBEAT, raw(hb));
+    lite_wire_lmr_cancel cancel{};
+    cancel.req_id = htole32(12);
+    one_way("lmr-cancel", LITE_MSG_LMR_CANCEL, raw(cancel));
+
+    // DSM
+    lite_wire_dsm_region reg{};
+    reg.region = htole64(0x1234'0000'0001ULL);
+    message("dsm-open", LITE_MSG_DSM_OPEN, false, raw(reg));
+    lite_wire_dsm_info info{};
+    info.size = htole64(uint64_t{64} << 20);
+    message("dsm-open-reply", LITE_MSG_DSM_OPEN, true, raw(info));
+    message("dsm-close", LITE_MSG_DSM_CLOSE, false, raw(reg));
+    message("dsm-close-reply", LITE_MSG_DSM_CLOSE, true, {});
+    one_way("dsm-gone", LITE_MSG_DSM_GONE, raw(reg));
+    lite_wire_dsm_req req{};
+    req.region = reg.region;
+    req.page = htole64(77);
+    req.addr = htole64(0xffff888012345000ULL);
+    req.seq = htole32(3);
+    req.rkey = htole32(0x1122);
+    req.kind = LITE_DSM_WR;
+    message("dsm-req", LITE_MSG_DSM_REQ, false, raw(req));
+    lite_wire_dsm_grant grant{};
+    grant.kind = LITE_DSM_DATA;
+    grant.from = htole16(3);
+    grant.from_addr = htole64(0xffff888000042000ULL);
+    grant.from_rkey = htole32(0x3344);
+    grant.txn = htole32(9);
+    message("dsm-grant-data", LITE_MSG_DSM_REQ, true, raw(grant));
+    grant = {};
+    grant.kind = LITE_DSM_FILL;
+    grant.txn = htole32(10);
+    message("dsm-grant-fill", LITE_MSG_DSM_REQ, true, raw(grant));
+    lite_wire_dsm_done done{};
+    done.region = reg.region;
+    done.page = htole64(77);
+    done.addr = req.addr;
+    done.txn = htole32(9);
+    message("dsm-done", LITE_MSG_DSM_DONE, false, raw(done));
+    message("dsm-done-reply", LITE_MSG_DSM_DONE, true, {});
+    lite_wire_dsm_inval dinv{};
+    dinv.region = reg.region;
+    dinv.page = htole64(77);
+    dinv.what = LITE_DSM_DOWNGRADE;
+    message("dsm-inval", LITE_MSG_DSM_INVAL, false, raw(dinv));
+    lite_wire_dsm_held held{};
+    held.addr = req.addr;
+    held.rkey = htole32(0x1122);
+    held.has_frame = 1;
+    message("dsm-inval-reply", LITE_MSG_DSM_INVAL, true, raw(held));
 }
 
 void wire_addr()

@@ -162,6 +162,7 @@ void check_request(const lite_msg& m)
     case LITE_MSG_SHARE: {
         const auto* s = as<lite_wire_share>(m);
         FUZZ_CHECK(m.len == sizeof(*s) && s->reserved0 == 0 && s->reserved == 0);
+        FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
         check_name(s->name);
         FUZZ_CHECK(s->share_id == 0 && s->size != 0 && node_id_ok(s->mem_node));
         FUZZ_CHECK((le32toh(s->perms) & ~LITE_WIRE_PERMS) == 0);
@@ -213,6 +214,35 @@ void check_request(const lite_msg& m)
         FUZZ_CHECK(m.len == sizeof(*c) && m.req_id == 0 && c->req_id != 0 && c->reserved == 0);
         break;
     }
+    case LITE_MSG_DSM_OPEN:
+    case LITE_MSG_DSM_CLOSE:
+    case LITE_MSG_DSM_GONE: {
+        const auto* r = as<lite_wire_dsm_region>(m);
+        FUZZ_CHECK(m.len == sizeof(*r) && r->region != 0 && r->reserved == 0);
+        FUZZ_CHECK(m.type != LITE_MSG_DSM_GONE || m.req_id == 0);
+        break;
+    }
+    case LITE_MSG_DSM_REQ: {
+        const auto* q = as<lite_wire_dsm_req>(m);
+        FUZZ_CHECK(m.len == sizeof(*q) && q->region != 0 && all_zero(q->reserved0, sizeof(q->reserved0)));
+        FUZZ_CHECK(le64toh(q->page) < LITE_WIRE_DSM_MAX_PAGES);
+        FUZZ_CHECK(q->kind == LITE_DSM_RD || q->kind == LITE_DSM_WR);
+        break;
+    }
+    case LITE_MSG_DSM_DONE: {
+        const auto* d = as<lite_wire_dsm_done>(m);
+        auto status = static_cast<int32_t>(le32toh(d->status));
+        FUZZ_CHECK(m.len == sizeof(*d) && d->region != 0 && d->txn != 0);
+        FUZZ_CHECK(le64toh(d->page) < LITE_WIRE_DSM_MAX_PAGES && status <= 0 && status >= -4095);
+        break;
+    }
+    case LITE_MSG_DSM_INVAL: {
+        const auto* v = as<lite_wire_dsm_inval>(m);
+        FUZZ_CHECK(m.len == sizeof(*v) && v->region != 0 && all_zero(v->reserved0, sizeof(v->reserved0)));
+        FUZZ_CHECK(le64toh(v->page) < LITE_WIRE_DSM_MAX_PAGES);
+        FUZZ_CHECK(v->what == LITE_DSM_INVALIDATE || v->what == LITE_DSM_DOWNGRADE || v->what == LITE_DSM_PROBE);
+        break;
+    }
     default:
         FUZZ_CHECK(!"a type the parser should have refused");
     }
@@ -254,6 +284,7 @@ void check_reply(const lite_msg& m)
     case LITE_MSG_LOOKUP: {
         const auto* s = as<lite_wire_share>(m);
         FUZZ_CHECK(m.len == sizeof(*s) && s->reserved0 == 0 && s->reserved == 0);
+        FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
         check_name(s->name);
         FUZZ_CHECK(s->share_id != 0 && s->size != 0 && node_id_ok(s->mem_node));
         FUZZ_CHECK((le32toh(s->perms) & ~LITE_WIRE_PERMS) == 0);
@@ -268,6 +299,30 @@ void check_reply(const lite_msg& m)
     case LITE_MSG_SYNC:
         FUZZ_CHECK(m.len == sizeof(lite_wire_sync_result));
         break;
+    case LITE_MSG_DSM_OPEN: {
+        const auto* i = as<lite_wire_dsm_info>(m);
+        FUZZ_CHECK(m.len == sizeof(*i) && i->reserved == 0 && i->size != 0);
+        FUZZ_CHECK(le64toh(i->size) / LITE_DSM_PAGE_SIZE <= LITE_WIRE_DSM_MAX_PAGES);
+        break;
+    }
+    case LITE_MSG_DSM_REQ: {
+        const auto* g = as<lite_wire_dsm_grant>(m);
+        FUZZ_CHECK(m.len == sizeof(*g) && g->txn != 0 && all_zero(g->reserved0, sizeof(g->reserved0)));
+        if (g->kind == LITE_DSM_DATA) {
+            FUZZ_CHECK(node_id_ok(g->from));
+        } else {
+            FUZZ_CHECK(g->kind == LITE_DSM_KEEP || g->kind == LITE_DSM_FILL);
+            FUZZ_CHECK(g->from == 0 && g->from_addr == 0 && g->from_rkey == 0);
+        }
+        break;
+    }
+    case LITE_MSG_DSM_INVAL: {
+        const auto* h = as<lite_wire_dsm_held>(m);
+        FUZZ_CHECK(m.len == sizeof(*h) && h->has_frame <= 1 && all_zero(h->reserved0, sizeof(h->reserved0)));
+        break;
+    }
+    case LITE_MSG_DSM_CLOSE:
+    case LITE_MSG_DSM_DONE:
     case LITE_MSG_MEMBER_ADD:
     case LITE_MSG_LMR_FREE:
     case LITE_MSG_UNSHARE:

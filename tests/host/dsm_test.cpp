@@ -261,7 +261,7 @@ struct Model {
     static inline uint64_t downgrades = 0;
 
     int pick(int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); }
-    uint64_t addr(uint16_t id) const { return 0x1000ULL * id; }
+    [[nodiscard]] uint64_t addr(uint16_t id) const { return 0x1000ULL * id; }
 
     // What a node does with an INVAL message (dsm.c's handler).
     void handle(uint8_t what, uint16_t id, bool& has, uint64_t& a)
@@ -270,10 +270,11 @@ struct Model {
         // Its frame holds what it last held: unmapping keeps the bytes.
         has = n.has_frame;
         a = addr(id);
-        if (what == LITE_DSM_INVALIDATE)
+        if (what == LITE_DSM_INVALIDATE) {
             n.state = Local::Invalid;
-        else if (what == LITE_DSM_DOWNGRADE && n.state == Local::Excl)
+        } else if (what == LITE_DSM_DOWNGRADE && n.state == Local::Excl) {
             n.state = Local::Shared;
+        }
     }
 
     void check(const char* when)
@@ -296,7 +297,7 @@ struct Model {
             ASSERT_TRUE(lost_ok) << when << ": lost although a current copy lives\n" << trace;
         }
         if (dir.state == LITE_DSM_SHARED || dir.state == LITE_DSM_EXCL) {
-            for (uint16_t i = 1; i < node.size(); i++) {
+            for (uint16_t i = 1; i < static_cast<uint16_t>(node.size()); i++) {
                 if (lite_dsm_nodes_test(&dir.sharers, i)) {
                     ASSERT_TRUE(lite_dsm_nodes_test(&dir.holders, i)) << when << "\n" << trace;
                 }
@@ -315,9 +316,11 @@ struct Model {
     uint16_t live(uint16_t not_this = 0)
     {
         std::vector<uint16_t> ids;
-        for (uint16_t i = 1; i < node.size(); i++)
-            if (node[i].state != Local::Dead && i != not_this)
+        for (uint16_t i = 1; i < static_cast<uint16_t>(node.size()); i++) {
+            if (node[i].state != Local::Dead && i != not_this) {
                 ids.push_back(i);
+            }
+        }
         return ids.empty() ? 0 : ids[static_cast<size_t>(pick(static_cast<int>(ids.size())))];
     }
 
@@ -329,10 +332,12 @@ struct Model {
         // page may be lost only if no other frame the home knows of holds
         // the latest bytes.
         bool other = false;
-        for (uint16_t i = 1; i < node.size(); i++)
+        for (uint16_t i = 1; i < static_cast<uint16_t>(node.size()); i++) {
             if (i != id && node[i].state != Local::Dead && node[i].has_frame && node[i].frame == latest &&
-                lite_dsm_nodes_test(&dir.holders, i))
+                lite_dsm_nodes_test(&dir.holders, i)) {
                 other = true;
+            }
+        }
         if (n.state == Local::Excl || !other)
             lost_ok = true;
         n.state = Local::Dead;
@@ -355,11 +360,12 @@ struct Model {
     again:
         while (!lite_dsm_answered(&t)) {
             // Meanwhile the writer (if any) keeps writing.
-            for (uint16_t i = 1; i < node.size(); i++)
+            for (uint16_t i = 1; i < static_cast<uint16_t>(node.size()); i++) {
                 if (node[i].state == Local::Excl && pick(2) == 0) {
                     node[i].frame = latest = ++writes;
                     trace += "write " + std::to_string(i) + " v" + std::to_string(latest) + "\n";
                 }
+            }
             // Sometimes somebody dies.
             if (pick(12) == 0) {
                 uint16_t victim = live();
@@ -469,9 +475,11 @@ TEST(DsmModel, RandomSchedulesKeepOneWriterOrManyReadersOfTheLatestWrite)
             ASSERT_NO_FATAL_FAILURE(m.transaction(r, kind, step)) << "seed " << seed;
             transactions++;
             // The writer writes between faults too.
-            for (size_t i = 1; i < m.node.size(); i++)
-                if (m.node[i].state == Local::Excl)
+            for (size_t i = 1; i < m.node.size(); i++) {
+                if (m.node[i].state == Local::Excl) {
                     m.node[i].frame = m.latest = ++m.writes;
+                }
+            }
             if (m.dir.state == LITE_DSM_LOST) {
                 lost++;
                 break;

@@ -71,6 +71,17 @@ int LITE_map(lite_t *lite, const char *name, uint32_t perms,
 int LITE_revoke(lite_t *lite, const char *name);
 
 /*
+ * DSM regions: create (flags LITE_DSM_OPEN_CREATE, and _EXCL) or open a
+ * named region of @size bytes (0 to open only); *fd is the region file to
+ * mmap (MAP_SHARED), *size_out its size, *home the node keeping its
+ * directory (either may be NULL). LITE_dsm_destroy() on the creating
+ * region file destroys the region everywhere.
+ */
+int LITE_dsm_open(lite_t *lite, const char *name, uint64_t size,
+		  uint32_t flags, int *fd, uint64_t *size_out, uint32_t *home);
+int LITE_dsm_destroy(int region_fd);
+
+/*
  * RPC and messages. A server registers a port (not 0) on its node and
  * takes calls and one-way messages for it with LITE_rpc_recv, from any
  * number of threads sharing this lite_t; it answers a call with

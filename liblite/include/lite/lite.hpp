@@ -76,6 +76,7 @@ struct NodeStatus {
     uint32_t cq_mode = LITE_CQ_DEFAULT; // LITE_CQ_* in effect
     Endpoint listen;
     lite_node_counters counters{};
+    lite_dsm_counters dsm{};     // DSM regions, pages, faults
     uint32_t async_inflight = 0; // io_uring operations in flight
     uint32_t async_peak = 0;     // the most in flight at once
     uint32_t reconnects = 0;     // connections to members made again

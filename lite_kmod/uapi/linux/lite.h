@@ -122,6 +122,18 @@ struct lite_node_counters {
 	__u64 mem_lmrs;		/* LMRs this node holds */
 };
 
+/* DSM activity of a node (see LITE_IOC_DSM_OPEN). */
+struct lite_dsm_counters {
+	__u64 regions;		/* regions open on this node */
+	__u64 pages;		/* page frames this node holds for them */
+	__u64 read_faults;	/* faults that needed a read copy */
+	__u64 write_faults;	/* faults that needed the writable copy */
+	__u64 fetches;		/* pages read from another node */
+	__u64 invalidations;	/* copies dropped or downgraded for another */
+	__u64 home_txns;	/* transactions run as a region's home */
+	__u64 sigbus;		/* faults refused: page lost, region gone */
+};
+
 /* LITE_IOC_NODE_STATUS */
 struct lite_node_status {
 	__u32 instance;		/* in */
@@ -140,6 +152,7 @@ struct lite_node_status {
 	__u32 async_peak;	/* out: the most that were in flight at once */
 	__u32 reconnects;	/* out: connections to members made again */
 	__u32 flags;		/* out: LITE_STATUS_* */
+	struct lite_dsm_counters dsm;		/* out */
 };
 
 #define LITE_STATUS_EXPELLED	(1U << 0)	/* the cluster dropped this
@@ -401,6 +414,41 @@ struct lite_barrier {
  * them in the background.
  */
 
+/*
+ * DSM regions: named, page-granular distributed shared memory, sequentially
+ * consistent, used with ordinary loads and stores. LITE_IOC_DSM_OPEN on a
+ * file attached to a node creates or opens a region and returns a new file
+ * for it; mmap() that file (MAP_SHARED, offsets and lengths in whole pages
+ * inside the region). Closing the region file (and unmapping) releases the
+ * process's use; the region lives until its creator destroys it
+ * (LITE_IOC_DSM_DESTROY on the creating region file) or its last user
+ * anywhere leaves. An access to a page that cannot be served (its only
+ * current copy died with a node, the region is gone) raises SIGBUS.
+ */
+#define LITE_DSM_OPEN_CREATE	(1U << 0)	/* create it if it does not exist */
+#define LITE_DSM_OPEN_EXCL	(1U << 1)	/* with CREATE: fail if it exists */
+#define LITE_DSM_OPEN_FLAGS	(LITE_DSM_OPEN_CREATE | LITE_DSM_OPEN_EXCL)
+#define LITE_DSM_PAGE		4096ULL
+#define LITE_DSM_MAX_SIZE	(64ULL << 30)
+
+/* LITE_IOC_DSM_OPEN */
+struct lite_dsm_open {
+	char name[LITE_NAME_MAX];	/* in */
+	__u64 size;		/* in: CREATE: bytes, a multiple of LITE_DSM_PAGE
+				 * (0 to open only); out: the region's size */
+	__u32 flags;		/* in: LITE_DSM_* */
+	__s32 fd;		/* out: the region file (close-on-exec) */
+	__u32 home;		/* out: the node that keeps its directory */
+	__u32 reserved0;	/* must be 0 */
+	__u64 reserved[2];	/* must be 0 */
+};
+
+/* LITE_IOC_DSM_DESTROY: on the region file that created the region. */
+struct lite_dsm_destroy {
+	__u32 flags;		/* in: none defined, must be 0 */
+	__u32 reserved[3];	/* must be 0 */
+};
+
 #define LITE_IOC_MAGIC		0xE1
 #define LITE_IOC_GET_INFO	_IOWR(LITE_IOC_MAGIC, 0x00, struct lite_info)
 #define LITE_IOC_NODE_UP	_IOWR(LITE_IOC_MAGIC, 0x01, struct lite_node_up)
@@ -428,5 +476,7 @@ struct lite_barrier {
 #define LITE_IOC_LOCK		_IOWR(LITE_IOC_MAGIC, 0x26, struct lite_lock)
 #define LITE_IOC_UNLOCK		_IOWR(LITE_IOC_MAGIC, 0x27, struct lite_lock)
 #define LITE_IOC_BARRIER	_IOWR(LITE_IOC_MAGIC, 0x28, struct lite_barrier)
+#define LITE_IOC_DSM_OPEN	_IOWR(LITE_IOC_MAGIC, 0x30, struct lite_dsm_open)
+#define LITE_IOC_DSM_DESTROY	_IOWR(LITE_IOC_MAGIC, 0x31, struct lite_dsm_destroy)
 
 #endif /* _UAPI_LINUX_LITE_H */

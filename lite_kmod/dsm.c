@@ -1,0 +1,1323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite DSM, the side of every node that uses a region: the region files
+ * processes mmap, their page faults, the frames that hold this node's
+ * copies, the fetch of a granted copy and the answers to a home's INVAL.
+ * The home's side (directory, transactions) is dsm_home.c; the per-page
+ * record is core/dsm.c.
+ *
+ * Every process on a node maps one inode per region (a pseudo filesystem
+ * of ours), so one unmap_mapping_range() drops a page from all of them.
+ * Pages are mapped as PFNs of our own frames (VM_PFNMAP): read copies
+ * read-only, the writable copy writable; a store to a read copy comes back
+ * through pfn_mkwrite. A fault that needs a copy starts one request for its
+ * page (a fetch) and waits for it with a bound; the fetch belongs to the
+ * node, not to the thread: a thread killed meanwhile leaves it to finish
+ * and report to the home (DONE), so nothing is left half done. Faults of
+ * several threads on one page wait for the same fetch.
+ *
+ * Installing a page and dropping it are ordered by region->zap_sem: a
+ * fault installs only under the read side after checking the frame's
+ * state; an invalidation changes the state and unmaps under the write
+ * side. So no mapping outlives the copy it maps.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/fs.h>
+#include <linux/file.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
+#include <linux/highmem.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+
+#include "internal.h"
+
+#define LITE_DSM_FS_MAGIC	0x4c44534dU	/* "LDSM" */
+
+/* A request for a copy of one page, from start to the home's DONE. */
+struct lite_dsm_fetch {
+	struct lite_dsm_region *region;	/* holds a reference */
+	struct lite_dsm_frame *frame;
+	u64 index;
+	u8 kind;			/* LITE_DSM_RD or LITE_DSM_WR */
+	u8 stage;			/* what @work does next */
+	bool granted;			/* the home runs a transaction for it */
+	int status;
+	int tries;			/* sends again after broken connections */
+	unsigned long deadline;		/* for connections to come back */
+	struct lite_conn *conn;		/* the call's connection; a reference */
+	struct lite_call call;		/* DSM_REQ, then DSM_DONE */
+	struct lite_wire_dsm_req req;
+	struct lite_wire_dsm_grant grant;
+	struct lite_wire_dsm_done done;
+	struct lite_conn *data_conn;	/* DATA: to the source; a reference */
+	struct lite_rdma_op op;
+	struct ib_rdma_wr wr;
+	struct ib_sge sge;
+	struct work_struct work;	/* on the node's dsm work queue */
+};
+
+enum lite_dsm_stage {
+	LITE_DSM_ST_REQ,	/* send the request (again) */
+	LITE_DSM_ST_DONE,	/* tell the home how the grant went */
+	LITE_DSM_ST_FREE,	/* release it */
+};
+
+static struct vfsmount *lite_dsm_mnt;
+
+static void lite_dsm_timer(struct work_struct *work);
+
+static int lite_dsm_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, LITE_DSM_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type lite_dsm_fs = {
+	.name = "lite_dsm",
+	.init_fs_context = lite_dsm_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+/**
+ * lite_dsm_init - mount the pseudo filesystem of region inodes
+ *
+ * Return: 0 or a negative errno.
+ */
+int lite_dsm_init(void)
+{
+	lite_dsm_mnt = kern_mount(&lite_dsm_fs);
+	return PTR_ERR_OR_ZERO(lite_dsm_mnt);
+}
+
+/**
+ * lite_dsm_exit - unmount it; every region is gone
+ */
+void lite_dsm_exit(void)
+{
+	kern_unmount(lite_dsm_mnt);
+}
+
+/**
+ * lite_dsm_node_init - a node's DSM state
+ * @node: the node being created
+ */
+void lite_dsm_node_init(struct lite_node *node)
+{
+	xa_init(&node->dsm);
+	mutex_init(&node->dsm_lock);
+	spin_lock_init(&node->dsm_all_lock);
+	INIT_LIST_HEAD(&node->dsm_all);
+	INIT_DELAYED_WORK(&node->dsm_timer, lite_dsm_timer);
+}
+
+/**
+ * lite_dsm_find - the region @id opened on @node, with a reference
+ * @node: the node
+ * @id: the region id
+ *
+ * Any context.
+ * Return: the region (drop it with lite_dsm_put()), or NULL.
+ */
+struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id)
+{
+	struct lite_dsm_region *r;
+
+	rcu_read_lock();
+	r = xa_load(&node->dsm, (unsigned long)id);
+	if (r && !kref_get_unless_zero(&r->ref))
+		r = NULL;
+	rcu_read_unlock();
+	return r;
+}
+
+/*
+ * Free every frame of @r. Nothing maps them: the region is dead (no fault
+ * installs one) and was unmapped, or no file is left. Fetches are over.
+ */
+static void lite_dsm_free_frames(struct lite_dsm_region *r)
+{
+	struct ib_device *dev = r->node->ibdev->dev;
+	struct lite_dsm_frame *frame;
+	unsigned long index;
+	u64 n = 0;
+
+	spin_lock_bh(&r->lock);
+	xa_for_each(&r->frames, index, frame) {
+		xa_erase(&r->frames, index);
+		ib_dma_unmap_page(dev, frame->dma, PAGE_SIZE,
+				  DMA_BIDIRECTIONAL);
+		__free_page(frame->page);
+		kfree(frame);
+		n++;
+	}
+	r->no_frames = true;
+	spin_unlock_bh(&r->lock);
+	atomic64_sub(n, &r->node->dsm_stats.pages);
+}
+
+static void lite_dsm_release(struct kref *ref)
+{
+	struct lite_dsm_region *r = container_of(ref, struct lite_dsm_region,
+						 ref);
+	struct lite_node *node = r->node;
+
+	if (r->dir)
+		lite_dsm_home_destroy(r);
+	lite_dsm_free_frames(r);
+	spin_lock(&node->dsm_all_lock);
+	list_del(&r->all_entry);
+	spin_unlock(&node->dsm_all_lock);
+	iput(r->inode);
+	atomic64_dec(&node->dsm_stats.regions);
+	kfree_rcu(r, rcu);
+	lite_node_put(node);
+}
+
+/**
+ * lite_dsm_put - drop a reference on a region
+ * @r: the region
+ *
+ * The last one frees its frames (nothing maps them any more: every
+ * mapping holds a file, and every file a reference) and, at the home, the
+ * directory. Process context.
+ */
+void lite_dsm_put(struct lite_dsm_region *r)
+{
+	kref_put(&r->ref, lite_dsm_release);
+}
+
+static struct lite_dsm_region *lite_dsm_alloc(struct lite_node *node, u64 id,
+					      u16 home, u64 size,
+					      const char *name)
+{
+	struct lite_dsm_region *r;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	r->inode = alloc_anon_inode(lite_dsm_mnt->mnt_sb);
+	if (IS_ERR(r->inode)) {
+		long err = PTR_ERR(r->inode);
+
+		kfree(r);
+		return ERR_PTR(err);
+	}
+	r->inode->i_size = size;
+	kref_init(&r->ref);
+	lite_node_get(node);
+	r->node = node;
+	r->id = id;
+	r->home = home;
+	r->size = size;
+	r->n_pages = size >> PAGE_SHIFT;
+	strscpy(r->name, name, sizeof(r->name));
+	init_rwsem(&r->zap_sem);
+	spin_lock_init(&r->lock);
+	xa_init(&r->frames);
+	init_waitqueue_head(&r->wq);
+	spin_lock(&node->dsm_all_lock);
+	list_add_tail(&r->all_entry, &node->dsm_all);
+	spin_unlock(&node->dsm_all_lock);
+	atomic64_inc(&node->dsm_stats.regions);
+	return r;
+}
+
+/**
+ * lite_dsm_kill - the region is gone: nothing is served any more
+ * @r: the region
+ *
+ * Every mapping on this node is dropped and every fault, waiting or to
+ * come, gets SIGBUS. Process context.
+ */
+void lite_dsm_kill(struct lite_dsm_region *r)
+{
+	spin_lock_bh(&r->lock);
+	r->dead = true;
+	spin_unlock_bh(&r->lock);
+	down_write(&r->zap_sem);
+	unmap_mapping_range(r->inode->i_mapping, 0, 0, 1);
+	up_write(&r->zap_sem);
+	wake_up_all(&r->wq);
+}
+
+/**
+ * lite_dsm_forget - unlink @r from node->dsm: no new user finds it
+ * @r: the region
+ *
+ * Drops node->dsm's reference if this call unlinked it.
+ */
+void lite_dsm_forget(struct lite_dsm_region *r)
+{
+	if (xa_cmpxchg(&r->node->dsm, (unsigned long)r->id, r, NULL, 0) == r)
+		lite_dsm_put(r);
+}
+
+/* --- Frames ----------------------------------------------------------- */
+
+static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
+					     u64 index)
+{
+	struct ib_device *dev = r->node->ibdev->dev;
+	struct lite_dsm_frame *frame, *old;
+
+	frame = xa_load(&r->frames, (unsigned long)index);
+	if (frame)
+		return frame;
+	frame = kzalloc(sizeof(*frame), GFP_KERNEL);
+	if (!frame)
+		return ERR_PTR(-ENOMEM);
+	frame->page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!frame->page)
+		goto free_frame;
+	frame->dma = ib_dma_map_page(dev, frame->page, 0, PAGE_SIZE,
+				     DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, frame->dma))
+		goto free_page;
+	spin_lock_bh(&r->lock);
+	old = r->no_frames ? ERR_PTR(-ENXIO) :
+	      xa_cmpxchg(&r->frames, (unsigned long)index, NULL, frame,
+			 GFP_ATOMIC);
+	spin_unlock_bh(&r->lock);
+	if (IS_ERR(old) || xa_is_err(old) || old) {
+		ib_dma_unmap_page(dev, frame->dma, PAGE_SIZE,
+				  DMA_BIDIRECTIONAL);
+		__free_page(frame->page);
+		kfree(frame);
+		if (IS_ERR(old))
+			return old;
+		return xa_is_err(old) ? ERR_PTR(xa_err(old)) : old;
+	}
+	atomic64_inc(&r->node->dsm_stats.pages);
+	return frame;
+
+free_page:
+	__free_page(frame->page);
+free_frame:
+	kfree(frame);
+	return ERR_PTR(-ENOMEM);
+}
+
+/* Whether @frame's copy serves an access of @kind. Region lock held. */
+static bool lite_dsm_frame_serves(const struct lite_dsm_frame *frame, u8 kind)
+{
+	if (kind == LITE_DSM_WR)
+		return frame->state == LITE_DSM_L_EXCL;
+	return frame->state != LITE_DSM_L_INVALID;
+}
+
+/* --- Fetches ---------------------------------------------------------- */
+
+static void lite_dsm_fetch_queue(struct lite_dsm_fetch *f, u8 stage)
+{
+	f->stage = stage;
+	queue_work(f->region->node->dsm_wq, &f->work);
+}
+
+/*
+ * The request ended (@status 0: the copy is in place). Wakes the faults
+ * waiting for it; then the home hears how its grant went. Any context.
+ */
+static void lite_dsm_fetch_end(struct lite_dsm_fetch *f, int status)
+{
+	struct lite_dsm_region *r = f->region;
+	struct lite_dsm_frame *frame = f->frame;
+
+	spin_lock_bh(&r->lock);
+	if (!status) {
+		if (f->kind == LITE_DSM_WR)
+			frame->state = LITE_DSM_L_EXCL;
+		else if (frame->state == LITE_DSM_L_INVALID)
+			frame->state = LITE_DSM_L_SHARED;
+		frame->intact = true;
+	}
+	frame->fetch = NULL;
+	frame->err = status;
+	frame->gen++;
+	spin_unlock_bh(&r->lock);
+	wake_up_all(&r->wq);
+	f->status = status;
+	lite_dsm_fetch_queue(f, f->granted ? LITE_DSM_ST_DONE :
+			     LITE_DSM_ST_FREE);
+}
+
+static void lite_dsm_read_done(struct lite_rdma_op *op)
+{
+	struct lite_dsm_fetch *f = container_of(op, struct lite_dsm_fetch, op);
+
+	if (!op->status)
+		atomic64_inc(&f->region->node->dsm_stats.fetches);
+	lite_dsm_fetch_end(f, op->status);
+}
+
+/* DATA: one RDMA READ of the page from the source's frame into ours. */
+static void lite_dsm_fetch_data(struct lite_dsm_fetch *f)
+{
+	struct lite_dsm_region *r = f->region;
+	struct lite_node *node = r->node;
+
+	f->data_conn = lite_node_conn(node, le16_to_cpu(f->grant.from));
+	if (!f->data_conn) {
+		lite_dsm_fetch_end(f, -EHOSTUNREACH);
+		return;
+	}
+	spin_lock_bh(&r->lock);
+	f->frame->intact = false;	/* until the read is complete */
+	spin_unlock_bh(&r->lock);
+	f->sge.addr = f->frame->dma;
+	f->sge.length = PAGE_SIZE;
+	f->sge.lkey = node->pd->local_dma_lkey;
+	memset(&f->wr, 0, sizeof(f->wr));
+	f->wr.wr.opcode = IB_WR_RDMA_READ;
+	f->wr.wr.sg_list = &f->sge;
+	f->wr.wr.num_sge = 1;
+	f->wr.remote_addr = le64_to_cpu(f->grant.from_addr);
+	f->wr.rkey = le32_to_cpu(f->grant.from_rkey);
+	lite_rdma_op_init(&f->op, f->data_conn, lite_dsm_read_done);
+	lite_rdma_submit(&f->op, &f->wr, 1);
+	lite_rdma_op_release(&f->op);
+}
+
+/**
+ * lite_dsm_granted - the home answered a request
+ * @f: the request
+ * @status: 0, or why the home refused it (-EHOSTDOWN: the page is lost)
+ * @g: the grant (status 0)
+ *
+ * Carries the grant out: nothing to fetch, a zero page, or one RDMA READ.
+ * Process context.
+ */
+void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
+		      const struct lite_wire_dsm_grant *g)
+{
+	if (status) {
+		lite_dsm_fetch_end(f, status);
+		return;
+	}
+	f->grant = *g;
+	f->granted = true;
+	switch (g->kind) {
+	case LITE_DSM_KEEP:
+		lite_dsm_fetch_end(f, 0);
+		break;
+	case LITE_DSM_FILL:
+		clear_highpage(f->frame->page);
+		lite_dsm_fetch_end(f, 0);
+		break;
+	default:
+		lite_dsm_fetch_data(f);
+		break;
+	}
+}
+
+static void lite_dsm_req_reply(struct lite_call *call)
+{
+	struct lite_dsm_fetch *f = container_of(call, struct lite_dsm_fetch,
+						call);
+
+	/* A broken connection may have eaten the grant: ask again. */
+	if (call->status == -ECONNRESET && f->tries++ < 3) {
+		lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
+		return;
+	}
+	lite_dsm_granted(f, call->status, &f->grant);
+}
+
+static void lite_dsm_done_reply(struct lite_call *call)
+{
+	struct lite_dsm_fetch *f = container_of(call, struct lite_dsm_fetch,
+						call);
+
+	/* The home keeps the page busy until it hears: tell it again. */
+	if (call->status == -ECONNRESET && f->tries++ < 3) {
+		lite_dsm_fetch_queue(f, LITE_DSM_ST_DONE);
+		return;
+	}
+	lite_dsm_fetch_queue(f, LITE_DSM_ST_FREE);
+}
+
+/* Send @f's request or DONE to the home; 0, or the call did not start. */
+static int lite_dsm_fetch_send(struct lite_dsm_fetch *f, bool done)
+{
+	struct lite_node *node = f->region->node;
+
+	if (f->conn)
+		lite_conn_put(f->conn);
+	f->conn = lite_node_conn_wait(node, f->region->home, f->deadline);
+	if (!f->conn)
+		return -EHOSTUNREACH;
+	if (done)
+		return lite_call_start_async(f->conn, &f->call,
+					     lite_dsm_done_reply,
+					     LITE_MSG_DSM_DONE, &f->done,
+					     sizeof(f->done), NULL, 0);
+	return lite_call_start_async(f->conn, &f->call, lite_dsm_req_reply,
+				     LITE_MSG_DSM_REQ, &f->req, sizeof(f->req),
+				     &f->grant, sizeof(f->grant));
+}
+
+static void lite_dsm_fetch_free(struct lite_dsm_fetch *f)
+{
+	if (f->conn)
+		lite_conn_put(f->conn);
+	if (f->data_conn)
+		lite_conn_put(f->data_conn);
+	lite_dsm_put(f->region);
+	kfree(f);
+}
+
+static void lite_dsm_fetch_work(struct work_struct *work)
+{
+	struct lite_dsm_fetch *f = container_of(work, struct lite_dsm_fetch,
+						work);
+	struct lite_dsm_region *r = f->region;
+	bool local = r->home == READ_ONCE(r->node->self_id);
+	int err;
+
+	switch (f->stage) {
+	case LITE_DSM_ST_REQ:
+		if (local) {
+			lite_dsm_home_request(r, r->home, &f->req, NULL, 0, f);
+			return;
+		}
+		err = lite_dsm_fetch_send(f, false);
+		if (err)
+			lite_dsm_granted(f, err, NULL);
+		return;
+	case LITE_DSM_ST_DONE:
+		f->done.region = cpu_to_le64(r->id);
+		f->done.page = cpu_to_le64(f->index);
+		f->done.addr = cpu_to_le64(f->frame->dma);
+		f->done.txn = f->grant.txn;
+		f->done.status = cpu_to_le32((u32)f->status);
+		if (local) {
+			lite_dsm_home_done(r, r->home, &f->done);
+			break;
+		}
+		f->deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
+		if (!lite_dsm_fetch_send(f, true))
+			return;
+		break;	/* the home's DONE deadline ends its transaction */
+	}
+	lite_dsm_fetch_free(f);
+}
+
+/*
+ * Start a request of @kind for @frame unless one is in flight. Region lock
+ * not held. Return: 0 if the frame serves @kind now, -EINPROGRESS with
+ * *gen to wait past, or -ENXIO if the region is gone, -ENOMEM.
+ */
+static int lite_dsm_want(struct lite_dsm_region *r,
+			 struct lite_dsm_frame *frame, u64 index, u8 kind,
+			 u32 *gen)
+{
+	struct lite_dsm_fetch *f = NULL;
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&r->lock);
+		if (r->dead) {
+			spin_unlock_bh(&r->lock);
+			kfree(f);
+			return -ENXIO;
+		}
+		*gen = frame->gen;
+		if (frame->fetch)
+			ret = -EINPROGRESS;	/* wait for it, look again */
+		else if (lite_dsm_frame_serves(frame, kind))
+			ret = 0;
+		else if (f)
+			break;			/* start ours */
+		else
+			ret = -EAGAIN;
+		spin_unlock_bh(&r->lock);
+		if (ret != -EAGAIN) {
+			kfree(f);
+			return ret;
+		}
+		f = kzalloc(sizeof(*f), GFP_KERNEL);
+		if (!f)
+			return -ENOMEM;
+	}
+	frame->fetch = f;
+	f->req.seq = cpu_to_le32(++frame->seq);
+	spin_unlock_bh(&r->lock);
+
+	kref_get(&r->ref);
+	f->region = r;
+	f->frame = frame;
+	f->index = index;
+	f->kind = kind;
+	f->deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
+	INIT_WORK(&f->work, lite_dsm_fetch_work);
+	f->req.region = cpu_to_le64(r->id);
+	f->req.page = cpu_to_le64(index);
+	f->req.addr = cpu_to_le64(frame->dma);
+	f->req.rkey = cpu_to_le32(r->node->rkey);
+	f->req.kind = kind;
+	lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
+	return -EINPROGRESS;
+}
+
+static bool lite_dsm_moved(struct lite_dsm_region *r,
+			   struct lite_dsm_frame *frame, u32 gen)
+{
+	bool moved;
+
+	spin_lock_bh(&r->lock);
+	moved = r->dead || frame->gen != gen;
+	spin_unlock_bh(&r->lock);
+	return moved;
+}
+
+/* Whether a failed request is worth another one before the deadline. */
+static bool lite_dsm_transient(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNRESET || err == -EAGAIN ||
+	       err == -EHOSTUNREACH || err == -EBUSY;
+}
+
+/*
+ * Make @frame serve an access of @kind: request a copy and wait for it.
+ * Return: 0; -EINTR on a fatal signal; -EHOSTDOWN (lost), -ENXIO (region
+ * gone), -ETIMEDOUT, or another failure of the request.
+ */
+static int lite_dsm_acquire(struct lite_dsm_region *r,
+			    struct lite_dsm_frame *frame, u64 index, u8 kind,
+			    unsigned long deadline)
+{
+	long left;
+	u32 gen;
+	int err;
+
+	for (;;) {
+		err = lite_dsm_want(r, frame, index, kind, &gen);
+		if (err != -EINPROGRESS)
+			return err;
+		left = (long)(deadline - jiffies);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		left = wait_event_killable_timeout(r->wq,
+						   lite_dsm_moved(r, frame, gen),
+						   left);
+		if (left < 0)
+			return -EINTR;
+		if (!left)
+			return -ETIMEDOUT;
+		spin_lock_bh(&r->lock);
+		err = r->dead ? -ENXIO : frame->err;
+		spin_unlock_bh(&r->lock);
+		/* Ours or another thread's request ended: look again. */
+		if (err && !lite_dsm_transient(err))
+			return err;
+		/* A reconnect or a busy peer: not in a tight loop. */
+		if (err && schedule_timeout_killable(msecs_to_jiffies(5)))
+			return -EINTR;
+	}
+}
+
+/* --- Faults ----------------------------------------------------------- */
+
+static vm_fault_t lite_dsm_access(struct vm_fault *vmf, bool write,
+				  bool mkwrite)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct lite_dsm_file *df = vma->vm_file->private_data;
+	struct lite_dsm_region *r = df->region;
+	struct lite_dsm_stats *st = &r->node->dsm_stats;
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_FAULT_MS);
+	u8 kind = write ? LITE_DSM_WR : LITE_DSM_RD;
+	struct lite_dsm_frame *frame;
+	vm_fault_t ret;
+	pgprot_t prot;
+	bool ok, excl;
+	int err;
+
+	if (vmf->pgoff >= r->n_pages || READ_ONCE(r->dead)) {
+		atomic64_inc(&st->sigbus);
+		return VM_FAULT_SIGBUS;
+	}
+	atomic64_inc(write ? &st->write_faults : &st->read_faults);
+	frame = lite_dsm_frame(r, vmf->pgoff);
+	if (IS_ERR(frame)) {
+		if (PTR_ERR(frame) == -ENOMEM)
+			return VM_FAULT_OOM;
+		atomic64_inc(&st->sigbus);
+		return VM_FAULT_SIGBUS;
+	}
+	for (;;) {
+		err = lite_dsm_acquire(r, frame, vmf->pgoff, kind, deadline);
+		if (err)
+			break;
+		down_read(&r->zap_sem);
+		spin_lock_bh(&r->lock);
+		ok = lite_dsm_frame_serves(frame, kind) && !r->dead;
+		excl = frame->state == LITE_DSM_L_EXCL;
+		spin_unlock_bh(&r->lock);
+		if (!ok) {		/* invalidated meanwhile */
+			up_read(&r->zap_sem);
+			continue;
+		}
+		if (mkwrite) {
+			ret = 0;	/* the core makes the PTE writable */
+		} else {
+			prot = excl && (vma->vm_flags & VM_WRITE) ?
+			       vm_get_page_prot(vma->vm_flags) :
+			       vma->vm_page_prot;
+			ret = vmf_insert_pfn_prot(vma, vmf->address,
+						  page_to_pfn(frame->page),
+						  prot);
+		}
+		up_read(&r->zap_sem);
+		return ret;
+	}
+	if (err == -ENOMEM)
+		return VM_FAULT_OOM;
+	if (err != -EINTR) {
+		atomic64_inc(&st->sigbus);
+		pr_info_ratelimited("lite%u: region %s, page %lu: %s access refused (%d): SIGBUS\n",
+				    r->node->instance, r->name, vmf->pgoff,
+				    write ? "write" : "read", err);
+	}
+	return VM_FAULT_SIGBUS;
+}
+
+static vm_fault_t lite_dsm_fault(struct vm_fault *vmf)
+{
+	return lite_dsm_access(vmf, vmf->flags & FAULT_FLAG_WRITE, false);
+}
+
+static vm_fault_t lite_dsm_pfn_mkwrite(struct vm_fault *vmf)
+{
+	return lite_dsm_access(vmf, true, true);
+}
+
+static const struct vm_operations_struct lite_dsm_vm_ops = {
+	.fault = lite_dsm_fault,
+	.pfn_mkwrite = lite_dsm_pfn_mkwrite,
+};
+
+static int lite_dsm_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct lite_dsm_file *df = file->private_data;
+	u64 pages = vma_pages(vma);
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;		/* a private copy would not be shared */
+	if (vma->vm_pgoff >= df->region->n_pages ||
+	    pages > df->region->n_pages - vma->vm_pgoff)
+		return -ENXIO;
+	vma->vm_flags |= VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	vma->vm_ops = &lite_dsm_vm_ops;
+	return 0;
+}
+
+/* --- Answers to the home ---------------------------------------------- */
+
+/**
+ * lite_dsm_inval_local - do what a home asks with this node's copy
+ * @r: the region
+ * @index: the page
+ * @what: enum lite_dsm_inval_kind
+ * @has_frame: set if our frame holds the bytes of its last grant
+ * @addr: set to the frame's address
+ *
+ * INVALIDATE unmaps the page everywhere on this node; DOWNGRADE unmaps a
+ * writable copy, which stays a read copy (the next load maps it read-only
+ * without asking anyone); PROBE only answers. The frame keeps its bytes.
+ * Process context.
+ */
+void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
+			  bool *has_frame, u64 *addr)
+{
+	struct lite_dsm_frame *frame;
+	bool zap = false;
+
+	*has_frame = false;
+	*addr = 0;
+	down_write(&r->zap_sem);
+	spin_lock_bh(&r->lock);
+	frame = xa_load(&r->frames, (unsigned long)index);
+	if (!frame) {
+		spin_unlock_bh(&r->lock);
+		up_write(&r->zap_sem);
+		return;
+	}
+	*has_frame = frame->intact;
+	*addr = frame->dma;
+	if (what == LITE_DSM_INVALIDATE) {
+		zap = frame->state != LITE_DSM_L_INVALID;
+		frame->state = LITE_DSM_L_INVALID;
+	} else if (what == LITE_DSM_DOWNGRADE) {
+		zap = frame->state == LITE_DSM_L_EXCL;
+		if (zap)
+			frame->state = LITE_DSM_L_SHARED;
+	}
+	spin_unlock_bh(&r->lock);
+	if (zap)
+		unmap_mapping_range(r->inode->i_mapping,
+				    (loff_t)index << PAGE_SHIFT, PAGE_SIZE, 1);
+	up_write(&r->zap_sem);
+	if (zap)
+		atomic64_inc(&r->node->dsm_stats.invalidations);
+}
+
+/**
+ * lite_dsm_handle_inval - DSM_INVAL: a home wants our copy of a page
+ * @conn: the home's connection
+ * @msg: the request
+ *
+ * Replies where our frame is and whether it holds its bytes; a region we
+ * do not have is no error (we hold nothing). Only the region's home may
+ * ask (-EPERM). Runs on the receive path; sleeps on the region's
+ * zap_sem.
+ */
+void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_inval *req = msg->payload;
+	struct lite_wire_dsm_held rep = {};
+	struct lite_dsm_region *r;
+	bool has = false;
+	u64 addr = 0;
+
+	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
+	if (r && r->home != conn->peer_id) {
+		lite_dsm_put(r);
+		lite_reply(conn, msg, -EPERM, NULL, 0);
+		return;
+	}
+	if (r && le64_to_cpu(req->page) < r->n_pages)
+		lite_dsm_inval_local(r, le64_to_cpu(req->page), req->what,
+				     &has, &addr);
+	if (r)
+		lite_dsm_put(r);
+	rep.addr = cpu_to_le64(addr);
+	rep.rkey = cpu_to_le32(conn->node->rkey);
+	rep.has_frame = has;
+	lite_reply(conn, msg, 0, &rep, sizeof(rep));
+}
+
+/**
+ * lite_dsm_handle_gone - DSM_GONE: the home destroyed a region
+ * @conn: the home's connection
+ * @msg: the message
+ *
+ * Every access to it from now on gets SIGBUS. Runs on the receive path.
+ */
+void lite_dsm_handle_gone(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_region *req = msg->payload;
+	struct lite_dsm_region *r;
+
+	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
+	if (!r)
+		return;
+	if (r->home == conn->peer_id) {
+		lite_dsm_kill(r);
+		lite_dsm_forget(r);
+	}
+	lite_dsm_put(r);
+}
+
+/* --- Region files ----------------------------------------------------- */
+
+/*
+ * The last file of @r on this node closed: hand our pages back to the home
+ * (it keeps what only we held) and forget the region; at the home, destroy
+ * it once no node uses it. node->dsm_lock held.
+ */
+static void lite_dsm_last_close(struct lite_dsm_region *r)
+{
+	struct lite_node *node = r->node;
+	struct lite_wire_dsm_region req = {
+		.region = cpu_to_le64(r->id),
+	};
+	struct lite_conn *conn;
+	int err;
+
+	lockdep_assert_held(&node->dsm_lock);
+	if (r->dir) {
+		if (lite_dsm_home_unused(r))
+			lite_dsm_home_remove(r);
+		return;
+	}
+	if (!READ_ONCE(r->dead)) {
+		conn = lite_node_conn_wait(node, r->home, jiffies +
+					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+		err = conn ? lite_call(conn, LITE_MSG_DSM_CLOSE, &req,
+				       sizeof(req), NULL, 0, NULL, jiffies +
+				       msecs_to_jiffies(LITE_DSM_CLOSE_MS)) :
+			     -EHOSTUNREACH;
+		if (conn)
+			lite_conn_put(conn);
+		if (err)
+			pr_info_ratelimited("lite%u: region %s: handing pages back to node %u failed (%d); its copies there are lost\n",
+					    node->instance, r->name, r->home,
+					    err);
+	}
+	lite_dsm_kill(r);
+	lite_dsm_forget(r);
+}
+
+static int lite_dsm_file_release(struct inode *inode, struct file *file)
+{
+	struct lite_dsm_file *df = file->private_data;
+	struct lite_dsm_region *r = df->region;
+	struct lite_node *node = r->node;
+	bool last;
+
+	mutex_lock(&node->dsm_lock);
+	spin_lock_bh(&r->lock);
+	last = !--r->files;
+	if (df->creator)
+		r->creator_open = false;
+	spin_unlock_bh(&r->lock);
+	if (last)
+		lite_dsm_last_close(r);
+	mutex_unlock(&node->dsm_lock);
+	lite_dsm_put(r);
+	kfree(df);
+	return 0;
+}
+
+static long lite_dsm_destroy(struct lite_dsm_file *df,
+			     struct lite_dsm_destroy __user *argp)
+{
+	struct lite_dsm_region *r = df->region;
+	struct lite_node *node = r->node;
+	struct lite_dsm_destroy d;
+
+	if (copy_from_user(&d, argp, sizeof(d)))
+		return -EFAULT;
+	if (d.flags || memchr_inv(d.reserved, 0, sizeof(d.reserved)))
+		return -EINVAL;
+	if (!df->creator)
+		return -EPERM;
+	mutex_lock(&node->dsm_lock);
+	if (READ_ONCE(r->dead)) {
+		mutex_unlock(&node->dsm_lock);
+		return -ENXIO;
+	}
+	lite_dsm_home_remove(r);
+	mutex_unlock(&node->dsm_lock);
+	return 0;
+}
+
+static long lite_dsm_file_ioctl(struct file *file, unsigned int cmd,
+				unsigned long arg)
+{
+	if (cmd == LITE_IOC_DSM_DESTROY)
+		return lite_dsm_destroy(file->private_data,
+					(void __user *)arg);
+	return -ENOTTY;
+}
+
+static const struct file_operations lite_dsm_fops = {
+	.owner = THIS_MODULE,
+	.mmap = lite_dsm_mmap,
+	.release = lite_dsm_file_release,
+	.unlocked_ioctl = lite_dsm_file_ioctl,
+	.llseek = noop_llseek,
+};
+
+/*
+ * A new region file of @r, and a free descriptor for it (not installed);
+ * takes a reference on @r. node->dsm_lock held.
+ */
+static int lite_dsm_new_file(struct lite_dsm_region *r, bool creator,
+			     struct file **out)
+{
+	struct lite_dsm_file *df;
+	struct file *file;
+	int fd;
+
+	lockdep_assert_held(&r->node->dsm_lock);
+	df = kzalloc(sizeof(*df), GFP_KERNEL);
+	if (!df)
+		return -ENOMEM;
+	fd = get_unused_fd_flags(O_CLOEXEC);
+	if (fd < 0)
+		goto free_df;
+	/* The file's release puts the fops' module, as for any open. */
+	if (!try_module_get(THIS_MODULE)) {
+		put_unused_fd(fd);
+		fd = -ENOENT;
+		goto free_df;
+	}
+	ihold(r->inode);
+	file = alloc_file_pseudo(r->inode, lite_dsm_mnt, "[lite-dsm]",
+				 O_RDWR, &lite_dsm_fops);
+	if (IS_ERR(file)) {
+		iput(r->inode);
+		module_put(THIS_MODULE);
+		put_unused_fd(fd);
+		fd = PTR_ERR(file);
+		goto free_df;
+	}
+	kref_get(&r->ref);
+	df->region = r;
+	df->creator = creator;
+	file->private_data = df;
+	spin_lock_bh(&r->lock);
+	r->files++;
+	if (creator)
+		r->creator_open = true;
+	spin_unlock_bh(&r->lock);
+	*out = file;
+	return fd;
+
+free_df:
+	kfree(df);
+	return fd;
+}
+
+static bool lite_dsm_name_ok(const char *name)
+{
+	size_t n = strnlen(name, LITE_NAME_MAX);
+
+	return n && n < LITE_NAME_MAX;
+}
+
+static int lite_dsm_open_check(const struct lite_dsm_open *o)
+{
+	if (o->flags & ~LITE_DSM_OPEN_FLAGS || o->reserved0 ||
+	    memchr_inv(o->reserved, 0, sizeof(o->reserved)))
+		return -EINVAL;
+	if ((o->flags & LITE_DSM_OPEN_EXCL) && !(o->flags & LITE_DSM_OPEN_CREATE))
+		return -EINVAL;
+	if (!lite_dsm_name_ok(o->name))
+		return -EINVAL;
+	if (!(o->flags & LITE_DSM_OPEN_CREATE))
+		return o->size ? -EINVAL : 0;
+	if (!o->size || o->size % LITE_DSM_PAGE || o->size > LITE_DSM_MAX_SIZE)
+		return -EINVAL;
+	return 0;
+}
+
+/* Create a region homed here and publish its name. node->dsm_lock held. */
+static struct lite_dsm_region *lite_dsm_create(struct lite_node *node,
+					       const struct lite_dsm_open *o)
+{
+	struct lite_dsm_region *r;
+	u64 id;
+	int err;
+
+	mutex_lock(&node->lock);
+	id = (u64)node->nonce << 32 | ++node->next_dsm;
+	mutex_unlock(&node->lock);
+	r = lite_dsm_alloc(node, id, READ_ONCE(node->self_id), o->size,
+			   o->name);
+	if (IS_ERR(r))
+		return r;
+	err = lite_dsm_home_create(r);
+	if (err)
+		goto put;
+	err = xa_insert(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
+	if (err)
+		goto put;
+	err = lite_share_publish_dsm(node, o->name, id, o->size);
+	if (err)
+		goto unlink;
+	return r;
+
+unlink:
+	lite_dsm_forget(r);
+	return ERR_PTR(err);
+put:
+	lite_dsm_put(r);
+	return ERR_PTR(err);
+}
+
+/* Open a region homed elsewhere (or here) by what the registry says. */
+static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
+					       const struct lite_wire_share *sh)
+{
+	struct lite_wire_dsm_region req = {};
+	struct lite_wire_dsm_info info;
+	u16 home = le16_to_cpu(sh->mem_node);
+	u64 id = le64_to_cpu(sh->mr_id);
+	struct lite_dsm_region *r;
+	struct lite_conn *conn;
+	int err;
+
+	r = lite_dsm_find(node, id);
+	if (r)
+		return r;
+	if (home == READ_ONCE(node->self_id))
+		return ERR_PTR(-ENOENT);	/* destroyed meanwhile */
+	conn = lite_node_conn_wait(node, home, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+	if (!conn)
+		return ERR_PTR(-EHOSTUNREACH);
+	req.region = cpu_to_le64(id);
+	err = lite_call(conn, LITE_MSG_DSM_OPEN, &req, sizeof(req), &info,
+			sizeof(info), NULL,
+			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+	lite_conn_put(conn);
+	if (err)
+		return ERR_PTR(err);
+	r = lite_dsm_alloc(node, id, home, le64_to_cpu(info.size), sh->name);
+	if (IS_ERR(r))
+		return r;
+	err = xa_insert(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
+	if (err) {
+		lite_dsm_put(r);
+		return ERR_PTR(err);
+	}
+	kref_get(&r->ref);		/* the caller's */
+	return r;
+}
+
+/**
+ * lite_dsm_pull - fetch a read copy of a page to this node
+ * @r: the region
+ * @index: the page
+ * @deadline: in jiffies
+ *
+ * The home takes back a page only a leaving node holds. Sleeps.
+ * Return: 0 or the failure of the request.
+ */
+int lite_dsm_pull(struct lite_dsm_region *r, u64 index, unsigned long deadline)
+{
+	struct lite_dsm_frame *frame;
+
+	frame = lite_dsm_frame(r, index);
+	if (IS_ERR(frame))
+		return PTR_ERR(frame);
+	return lite_dsm_acquire(r, frame, index, LITE_DSM_RD, deadline);
+}
+
+/* The next region in node->dsm from *@id on, with a reference; or NULL. */
+static struct lite_dsm_region *lite_dsm_next(struct lite_node *node,
+					     unsigned long *id)
+{
+	struct lite_dsm_region *r;
+
+	rcu_read_lock();
+	for (;;) {
+		r = xa_find(&node->dsm, id, ULONG_MAX, XA_PRESENT);
+		if (!r || kref_get_unless_zero(&r->ref))
+			break;
+		(*id)++;
+	}
+	rcu_read_unlock();
+	if (r)
+		(*id)++;
+	return r;
+}
+
+/* Every half second: the homes' deadlines (lite_dsm_home_tick()). */
+static void lite_dsm_timer(struct work_struct *work)
+{
+	struct lite_node *node = container_of(to_delayed_work(work),
+					      struct lite_node, dsm_timer);
+	struct lite_dsm_region *r;
+	unsigned long id = 0;
+
+	while ((r = lite_dsm_next(node, &id))) {
+		if (r->dir)
+			lite_dsm_home_tick(r);
+		lite_dsm_put(r);
+	}
+	queue_delayed_work(node->dsm_wq, &node->dsm_timer, HZ / 2);
+}
+
+/**
+ * lite_dsm_start - start the DSM timer of a new node
+ * @node: the node, with its dsm_wq
+ */
+void lite_dsm_start(struct lite_node *node)
+{
+	queue_delayed_work(node->dsm_wq, &node->dsm_timer, HZ / 2);
+}
+
+struct lite_dsm_gone {
+	struct work_struct work;
+	struct lite_node *node;		/* holds a reference */
+	u16 id;
+};
+
+static void lite_dsm_gone_work(struct work_struct *work)
+{
+	struct lite_dsm_gone *g = container_of(work, struct lite_dsm_gone,
+					       work);
+	struct lite_node *node = g->node;
+	struct lite_dsm_region *r;
+	unsigned long id = 0;
+
+	while ((r = lite_dsm_next(node, &id))) {
+		if (r->home == g->id) {
+			lite_dsm_kill(r);
+			lite_dsm_forget(r);
+		} else if (r->dir) {
+			lite_dsm_home_member_gone(r, g->id);
+		}
+		lite_dsm_put(r);
+	}
+	lite_node_put(node);
+	kfree(g);
+}
+
+/**
+ * lite_dsm_member_gone - a member died or left
+ * @node: our node; node->lock held
+ * @id: the member
+ *
+ * Regions homed there die here (SIGBUS from now on); regions homed here
+ * forget its copies (lite_dsm_home_member_gone()). Done from a work item,
+ * off node->lock.
+ */
+void lite_dsm_member_gone(struct lite_node *node, u16 id)
+{
+	struct lite_dsm_gone *g;
+
+	lockdep_assert_held(&node->lock);
+	if (!node->dsm_wq || xa_empty(&node->dsm))
+		return;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g) {
+		pr_warn_ratelimited("lite%u: no memory to drop node %u's DSM pages\n",
+				    node->instance, id);
+		return;
+	}
+	INIT_WORK(&g->work, lite_dsm_gone_work);
+	lite_node_get(node);
+	g->node = node;
+	g->id = id;
+	queue_work(node->dsm_wq, &g->work);
+}
+
+/**
+ * lite_dsm_node_down - the node goes down: every region dies here
+ * @node: the node, leaving; its connections are still up
+ *
+ * Regions homed here are removed (their users hear DSM_GONE); the others
+ * die here. Region files still open keep dead regions. Sleeps.
+ */
+void lite_dsm_node_down(struct lite_node *node)
+{
+	struct lite_dsm_region *r;
+	unsigned long id = 0;
+
+	cancel_delayed_work_sync(&node->dsm_timer);
+	while ((r = lite_dsm_next(node, &id))) {
+		mutex_lock(&node->dsm_lock);
+		if (r->dir) {
+			lite_dsm_home_remove(r);
+		} else {
+			lite_dsm_kill(r);
+			lite_dsm_forget(r);
+		}
+		mutex_unlock(&node->dsm_lock);
+		lite_dsm_put(r);
+	}
+}
+
+/**
+ * lite_dsm_node_free - free every frame once the connections are gone
+ * @node: the node; its QPs are drained, so no fetch writes a frame
+ *
+ * Finishes the DSM work queue first. The frames' DMA mappings go before
+ * the device may. Sleeps.
+ */
+void lite_dsm_node_free(struct lite_node *node)
+{
+	struct lite_dsm_region *r, *found;
+
+	destroy_workqueue(node->dsm_wq);
+	node->dsm_wq = NULL;
+	/* Only open region files hold regions now: a few, dead ones. */
+	for (;;) {
+		found = NULL;
+		spin_lock(&node->dsm_all_lock);
+		list_for_each_entry(r, &node->dsm_all, all_entry) {
+			if (!READ_ONCE(r->no_frames) &&
+			    kref_get_unless_zero(&r->ref)) {
+				found = r;
+				break;
+			}
+		}
+		spin_unlock(&node->dsm_all_lock);
+		if (!found)
+			break;
+		lite_dsm_free_frames(found);
+		lite_dsm_put(found);
+	}
+}
+
+/**
+ * lite_dsm_open - LITE_IOC_DSM_OPEN: create or open a region
+ * @lf: the /dev/lite file, attached to a node
+ * @o: the request; size, fd and home are filled in
+ * @file: set to the new region file, for the caller to install in o->fd
+ *	(fd_install()) or drop (fput(), then put_unused_fd())
+ *
+ * Return: 0 with the region file and its descriptor; -EINVAL for bad
+ * flags, name, size (or a size other than the existing region's) or
+ * non-zero reserved fields; -EBADFD if @lf is not attached; -ENOENT if
+ * there is no such region and no CREATE; -EEXIST if it exists and EXCL
+ * was asked, or CREATE names an LMR's name; -EMEDIUMTYPE if the name
+ * stands for an LMR; -EHOSTUNREACH without the manager or the home;
+ * -ENOMEM, -EMFILE, or the error of a request.
+ */
+int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
+		  struct file **file)
+{
+	struct lite_dsm_region *r = NULL;
+	struct lite_wire_share sh;
+	struct lite_node *node;
+	bool created = false;
+	int err, fd;
+
+	err = lite_dsm_open_check(o);
+	if (err)
+		return err;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	mutex_lock(&node->dsm_lock);
+	err = lite_share_lookup(node, o->name, &sh);
+	if (!err && sh.kind != LITE_SHARE_DSM) {
+		err = o->flags & LITE_DSM_OPEN_CREATE ? -EEXIST : -EMEDIUMTYPE;
+	} else if (!err && (o->flags & LITE_DSM_OPEN_EXCL)) {
+		err = -EEXIST;
+	} else if (!err) {
+		r = lite_dsm_attach(node, &sh);
+		err = PTR_ERR_OR_ZERO(r);
+	} else if (err == -ENOENT && (o->flags & LITE_DSM_OPEN_CREATE)) {
+		r = lite_dsm_create(node, o);
+		err = PTR_ERR_OR_ZERO(r);
+		created = !err;
+	}
+	if (err)
+		goto unlock;
+	if (!created && o->size && o->size != r->size) {
+		err = -EINVAL;		/* it exists with another size */
+		goto put;
+	}
+	fd = lite_dsm_new_file(r, created, file);
+	if (fd < 0) {
+		err = fd;
+		goto put;
+	}
+	o->fd = fd;
+	o->size = r->size;
+	o->home = r->home;
+	if (!created)
+		lite_dsm_put(r);	/* (created: node->dsm's reference) */
+	mutex_unlock(&node->dsm_lock);
+	lite_node_put(node);
+	return 0;
+
+put:
+	if (!r->files)
+		lite_dsm_last_close(r);	/* drops node->dsm's reference */
+	if (!created)
+		lite_dsm_put(r);
+unlock:
+	mutex_unlock(&node->dsm_lock);
+	lite_node_put(node);
+	return err;
+}

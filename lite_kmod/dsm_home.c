@@ -1,0 +1,895 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lite DSM, the home's side: the directory of a region created on this
+ * node (one core/dsm.c record per page), the transactions that move pages
+ * between nodes, and who uses the region. Homes are by creator: the node
+ * that creates a region keeps the whole directory (docs/architecture.md,
+ * DSM).
+ *
+ * A request (DSM_REQ from a node, or a fault on this node) starts a
+ * transaction on its page, or queues behind the one that runs. The
+ * transaction asks the nodes the plan names (DSM_INVAL: invalidate,
+ * downgrade, probe), each ask from a work item, and when every answer is
+ * in, grants the request; the requester's DONE commits it and starts the
+ * next request queued for the page. A timer bounds every wait: an answer
+ * late by LITE_DSM_ANSWER_MS fails the transaction (the requester asks
+ * again), a DONE late by LITE_DSM_DONE_MS ends it as if the requester
+ * died. Everything here runs in process context; the home lock is a
+ * spinlock taken with bottom halves off.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/mm.h>
+
+#include "internal.h"
+
+struct lite_dsm_home {
+	spinlock_t lock;		/* protects everything below */
+	struct lite_dsm_dir *dir;	/* n_pages records */
+	struct list_head running;	/* lite_dsm_htxn, one per busy page */
+	struct list_head queued;	/* lite_dsm_htxn waiting, in order */
+	u32 next_txn;
+	bool users[LITE_MAX_NODES + 1];	/* other nodes that opened it */
+	u32 rkeys[LITE_MAX_NODES + 1];	/* each node's key for its frames */
+	bool dying;			/* removed: no new transaction */
+};
+
+/* A request, queued or running. */
+struct lite_dsm_htxn {
+	struct kref ref;		/* the home's, and one per ask */
+	struct lite_dsm_region *region;	/* holds a reference */
+	u64 index;
+	u8 kind;
+	u32 rseq;			/* the requester's number for it */
+	struct lite_dsm_txn t;		/* home lock */
+	struct lite_conn *conn;		/* remote requester: a reference */
+	u32 req_id;			/* its request to reply to */
+	struct lite_dsm_fetch *local;	/* or the fetch of a local fault */
+	struct lite_wire_dsm_grant grant;	/* once granted */
+	bool granted;			/* home lock */
+	bool ended;			/* home lock: not running any more */
+	unsigned long since;		/* home lock: jiffies of the grant */
+	struct list_head entry;		/* home->running or ->queued; once
+					 * ended, lite_dsm_todo.ended */
+	struct list_head asks;		/* lite_dsm_ask; home lock */
+	struct list_head reply_entry;	/* lite_dsm_todo.replies */
+	int reply_status;
+};
+
+/* One question of a transaction to one node. */
+struct lite_dsm_ask {
+	struct kref ref;		/* its call's, the timer's */
+	struct lite_dsm_htxn *x;	/* holds a reference */
+	u16 node;
+	u8 what;			/* enum lite_dsm_inval_kind */
+	bool answered;			/* home lock */
+	int tries;
+	unsigned long sent;		/* jiffies */
+	struct lite_conn *conn;		/* a reference while the call runs */
+	struct lite_call call;
+	struct lite_wire_dsm_inval req;
+	struct lite_wire_dsm_held held;
+	struct work_struct work;	/* sends it, or answers for this node */
+	struct list_head entry;		/* x->asks; home lock */
+	struct list_head todo_entry;	/* lite_dsm_todo.asks */
+	struct list_head late_entry;	/* lite_dsm_home_tick()'s list */
+};
+
+/* What to do once the home lock is dropped. */
+struct lite_dsm_todo {
+	struct list_head replies;	/* lite_dsm_htxn to answer; each holds
+					 * a reference for it */
+	struct list_head asks;		/* lite_dsm_ask to send */
+	struct list_head ended;		/* lite_dsm_htxn over: drop the home's
+					 * reference */
+};
+
+static void lite_dsm_todo_init(struct lite_dsm_todo *td)
+{
+	INIT_LIST_HEAD(&td->replies);
+	INIT_LIST_HEAD(&td->asks);
+	INIT_LIST_HEAD(&td->ended);
+}
+
+static void lite_dsm_htxn_free(struct kref *ref)
+{
+	struct lite_dsm_htxn *x = container_of(ref, struct lite_dsm_htxn, ref);
+
+	if (x->conn)
+		lite_conn_put(x->conn);
+	lite_dsm_put(x->region);
+	kfree(x);
+}
+
+static void lite_dsm_htxn_put(struct lite_dsm_htxn *x)
+{
+	kref_put(&x->ref, lite_dsm_htxn_free);
+}
+
+static void lite_dsm_ask_free(struct kref *ref)
+{
+	struct lite_dsm_ask *a = container_of(ref, struct lite_dsm_ask, ref);
+
+	if (a->conn)
+		lite_conn_put(a->conn);
+	lite_dsm_htxn_put(a->x);
+	kfree(a);
+}
+
+static void lite_dsm_ask_work(struct work_struct *work);
+
+/* Queue a question for @x; home lock held. */
+static void lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
+			 u16 node, u8 what, struct lite_dsm_todo *td)
+{
+	struct lite_dsm_ask *a;
+
+	lockdep_assert_held(&h->lock);
+	a = kzalloc(sizeof(*a), GFP_ATOMIC);
+	if (!a) {
+		/* As if it failed: the transaction fails, the fault retries. */
+		lite_dsm_answer(&h->dir[x->index], &x->t, what, node, -ENOMEM,
+				false, 0);
+		return;
+	}
+	kref_init(&a->ref);
+	kref_get(&x->ref);
+	a->x = x;
+	a->node = node;
+	a->what = what;
+	a->sent = jiffies;
+	a->req.region = cpu_to_le64(x->region->id);
+	a->req.page = cpu_to_le64(x->index);
+	a->req.what = what;
+	INIT_WORK(&a->work, lite_dsm_ask_work);
+	INIT_LIST_HEAD(&a->late_entry);
+	list_add_tail(&a->entry, &x->asks);
+	list_add_tail(&a->todo_entry, &td->asks);
+}
+
+static void lite_dsm_reply_later(struct lite_dsm_todo *td,
+				 struct lite_dsm_htxn *x, int status)
+{
+	if (!list_empty(&x->reply_entry))
+		return;
+	kref_get(&x->ref);
+	x->reply_status = status;
+	list_add_tail(&x->reply_entry, &td->replies);
+}
+
+/* @x never ran, or stopped running: drop it once the lock is off. */
+static void lite_dsm_drop_later(struct lite_dsm_todo *td,
+				struct lite_dsm_htxn *x)
+{
+	list_del_init(&x->entry);
+	x->ended = true;
+	list_add_tail(&x->entry, &td->ended);
+}
+
+static void lite_dsm_txn_start(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
+			   struct lite_dsm_todo *td);
+
+/* @x is over: unlink it and start the next request for its page. */
+static void lite_dsm_end(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
+			 struct lite_dsm_todo *td)
+{
+	struct lite_dsm_htxn *next;
+
+	lockdep_assert_held(&h->lock);
+	lite_dsm_drop_later(td, x);
+	list_for_each_entry(next, &h->queued, entry) {
+		if (next->index != x->index)
+			continue;
+		list_del_init(&next->entry);
+		lite_dsm_txn_start(h, next, td);
+		break;
+	}
+}
+
+/* Every answer is in: grant, ask a probe, or fail. Home lock held. */
+static void lite_dsm_decide_now(struct lite_dsm_home *h,
+				struct lite_dsm_htxn *x,
+				struct lite_dsm_todo *td)
+{
+	struct lite_dsm_dir *d = &h->dir[x->index];
+	struct lite_dsm_grant g;
+	int err;
+
+	err = lite_dsm_decide(d, &x->t, &g);
+	if (err == -EAGAIN) {
+		lite_dsm_ask(h, x, x->t.probe, LITE_DSM_PROBE, td);
+		return;
+	}
+	if (err) {
+		lite_dsm_abort(d, &x->t, false);
+		lite_dsm_reply_later(td, x, err);
+		lite_dsm_end(h, x, td);
+		return;
+	}
+	x->grant.kind = g.kind;
+	x->grant.from = cpu_to_le16(g.from);
+	x->grant.from_addr = cpu_to_le64(g.from_addr);
+	if (g.kind == LITE_DSM_DATA)
+		x->grant.from_rkey = cpu_to_le32(h->rkeys[g.from]);
+	x->grant.txn = cpu_to_le32(x->t.id);
+	x->granted = true;
+	x->since = jiffies;
+	lite_dsm_reply_later(td, x, 0);
+}
+
+/* Start @x on its page, which is not busy. Home lock held. */
+static void lite_dsm_txn_start(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
+			   struct lite_dsm_todo *td)
+{
+	struct lite_dsm_dir *d = &h->dir[x->index];
+	u16 id;
+	int err;
+
+	lockdep_assert_held(&h->lock);
+	if (!++h->next_txn)
+		h->next_txn = 1;
+	err = lite_dsm_begin(d, &x->t, x->kind, x->t.requester, h->next_txn);
+	if (err) {
+		lite_dsm_reply_later(td, x, err);
+		lite_dsm_drop_later(td, x);
+		return;
+	}
+	atomic64_inc(&x->region->node->dsm_stats.home_txns);
+	list_add_tail(&x->entry, &h->running);
+	for (id = lite_dsm_nodes_next(&x->t.inval, 0); id;
+	     id = lite_dsm_nodes_next(&x->t.inval, id))
+		lite_dsm_ask(h, x, id, LITE_DSM_INVALIDATE, td);
+	if (x->t.downgrade)
+		lite_dsm_ask(h, x, x->t.downgrade, LITE_DSM_DOWNGRADE, td);
+	if (x->t.probe)
+		lite_dsm_ask(h, x, x->t.probe, LITE_DSM_PROBE, td);
+	if (lite_dsm_answered(&x->t))
+		lite_dsm_decide_now(h, x, td);
+}
+
+/* Carry out @td: replies, asks, releases. No lock held. */
+static void lite_dsm_todo_run(struct lite_dsm_region *r,
+			      struct lite_dsm_todo *td)
+{
+	struct lite_dsm_htxn *x, *xtmp;
+	struct lite_dsm_ask *a, *tmp;
+	int status;
+
+	list_for_each_entry_safe(x, xtmp, &td->replies, reply_entry) {
+		list_del_init(&x->reply_entry);
+		status = x->reply_status;
+		if (x->local)
+			lite_dsm_granted(x->local, status, &x->grant);
+		else if (x->conn)
+			lite_conn_send(x->conn, LITE_MSG_DSM_REQ, true,
+				       x->req_id, status,
+				       status ? NULL : &x->grant,
+				       status ? 0 : sizeof(x->grant));
+		lite_dsm_htxn_put(x);
+	}
+	list_for_each_entry_safe(a, tmp, &td->asks, todo_entry) {
+		list_del_init(&a->todo_entry);
+		queue_work(r->node->dsm_wq, &a->work);
+	}
+	list_for_each_entry_safe(x, xtmp, &td->ended, entry) {
+		list_del_init(&x->entry);
+		lite_dsm_htxn_put(x);
+	}
+}
+
+/* An answer to @a (status -EHOSTDOWN: its node is gone). */
+static void lite_dsm_ask_answer(struct lite_dsm_ask *a, int status,
+				bool has_frame, u64 addr)
+{
+	struct lite_dsm_htxn *x = a->x;
+	struct lite_dsm_region *r = x->region;
+	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_todo td;
+
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	list_del_init(&a->entry);
+	if (!status && has_frame && a->node != READ_ONCE(r->node->self_id))
+		h->rkeys[a->node] = le32_to_cpu(a->held.rkey);
+	if (!a->answered && !x->ended) {
+		lite_dsm_answer(&h->dir[x->index], &x->t, a->what, a->node,
+				status, has_frame, addr);
+		if (lite_dsm_answered(&x->t) && !x->granted)
+			lite_dsm_decide_now(h, x, &td);
+	}
+	a->answered = true;
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+	kref_put(&a->ref, lite_dsm_ask_free);
+}
+
+static void lite_dsm_ask_reply(struct lite_call *call)
+{
+	struct lite_dsm_ask *a = container_of(call, struct lite_dsm_ask, call);
+
+	/* A broken connection may have eaten it: ask again, once or twice. */
+	if (call->status == -ECONNRESET && a->tries++ < 2) {
+		queue_work(a->x->region->node->dsm_wq, &a->work);
+		return;
+	}
+	lite_dsm_ask_answer(a, call->status, a->held.has_frame,
+			    le64_to_cpu(a->held.addr));
+}
+
+static void lite_dsm_ask_work(struct work_struct *work)
+{
+	struct lite_dsm_ask *a = container_of(work, struct lite_dsm_ask, work);
+	struct lite_dsm_region *r = a->x->region;
+	struct lite_node *node = r->node;
+	bool has = false;
+	u64 addr = 0;
+	int err;
+
+	if (a->node == READ_ONCE(node->self_id)) {
+		lite_dsm_inval_local(r, a->x->index, a->what, &has, &addr);
+		lite_dsm_ask_answer(a, 0, has, addr);
+		return;
+	}
+	if (a->conn)
+		lite_conn_put(a->conn);
+	a->conn = a->tries ? lite_node_conn_wait(node, a->node, jiffies +
+				msecs_to_jiffies(LITE_CONN_WAIT_MS)) :
+		  lite_node_conn(node, a->node);
+	if (!a->conn) {
+		mutex_lock(&node->lock);
+		err = lite_mbr_present(&node->mb, a->node) ? -EHOSTUNREACH :
+		      -EHOSTDOWN;
+		mutex_unlock(&node->lock);
+		lite_dsm_ask_answer(a, err, false, 0);
+		return;
+	}
+	err = lite_call_start_async(a->conn, &a->call, lite_dsm_ask_reply,
+				    LITE_MSG_DSM_INVAL, &a->req, sizeof(a->req),
+				    &a->held, sizeof(a->held));
+	if (err)
+		lite_dsm_ask_answer(a, err, false, 0);
+}
+
+/**
+ * lite_dsm_home_tick - late answers fail their transaction; a late DONE
+ * ends its one as if the requester died
+ * @r: the region, homed here
+ *
+ * Called by the node's DSM timer about every half second. Process
+ * context.
+ */
+void lite_dsm_home_tick(struct lite_dsm_region *r)
+{
+	unsigned long answer = msecs_to_jiffies(LITE_DSM_ANSWER_MS);
+	unsigned long done = msecs_to_jiffies(LITE_DSM_DONE_MS);
+	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_ask *a, *atmp;
+	struct lite_dsm_htxn *x, *tmp;
+	struct lite_dsm_todo td;
+	LIST_HEAD(late);
+
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	list_for_each_entry_safe(x, tmp, &h->running, entry) {
+		list_for_each_entry(a, &x->asks, entry) {
+			if (a->answered || !READ_ONCE(a->call.conn) ||
+			    !time_after(jiffies, a->sent + answer) ||
+			    !list_empty(&a->late_entry))
+				continue;
+			kref_get(&a->ref);
+			list_add_tail(&a->late_entry, &late);
+		}
+		if (x->granted && time_after(jiffies, x->since + done)) {
+			lite_dsm_abort(&h->dir[x->index], &x->t, true);
+			lite_dsm_end(h, x, &td);
+		}
+	}
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+	/* Ends the call (its answer: -ETIMEDOUT) unless it just ended. */
+	list_for_each_entry_safe(a, atmp, &late, late_entry) {
+		list_del_init(&a->late_entry);
+		lite_call_expire(&a->call);
+		kref_put(&a->ref, lite_dsm_ask_free);
+	}
+}
+
+/**
+ * lite_dsm_home_create - the directory of a region created here
+ * @r: the region, new
+ *
+ * Every page starts as ZERO: no node holds a copy.
+ * Return: 0 or -ENOMEM.
+ */
+int lite_dsm_home_create(struct lite_dsm_region *r)
+{
+	struct lite_dsm_home *h;
+
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	h->dir = kvcalloc(r->n_pages, sizeof(*h->dir), GFP_KERNEL);
+	if (!h->dir) {
+		kfree(h);
+		return -ENOMEM;
+	}
+	spin_lock_init(&h->lock);
+	INIT_LIST_HEAD(&h->running);
+	INIT_LIST_HEAD(&h->queued);
+	h->rkeys[READ_ONCE(r->node->self_id)] = r->node->rkey;
+	r->dir = h;
+	return 0;
+}
+
+/**
+ * lite_dsm_home_destroy - free the directory
+ * @r: the region, whose last reference is gone
+ *
+ * No transaction is left: each holds a reference on @r.
+ */
+void lite_dsm_home_destroy(struct lite_dsm_region *r)
+{
+	struct lite_dsm_home *h = r->dir;
+
+	kvfree(h->dir);
+	kfree(h);
+	r->dir = NULL;
+}
+
+/* A request from the same requester with the same number, sent again. */
+static struct lite_dsm_htxn *lite_dsm_same(struct list_head *list, u64 index,
+					   u16 requester, u32 rseq)
+{
+	struct lite_dsm_htxn *x;
+
+	list_for_each_entry(x, list, entry)
+		if (x->index == index && x->t.requester == requester &&
+		    x->rseq == rseq)
+			return x;
+	return NULL;
+}
+
+/**
+ * lite_dsm_home_request - a node wants a copy of a page
+ * @r: the region, homed here
+ * @requester: the node
+ * @req: the request
+ * @conn: a remote requester's connection (the grant is its reply), or NULL
+ * @req_id: the request to reply to
+ * @local: else the fetch of a fault on this node (lite_dsm_granted())
+ *
+ * Starts a transaction, or queues the request behind the page's running
+ * one; a request sent again after a broken connection gets the grant its
+ * transaction made, if any, again. Process context.
+ */
+void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
+			   const struct lite_wire_dsm_req *req,
+			   struct lite_conn *conn, u32 req_id,
+			   struct lite_dsm_fetch *local)
+{
+	struct lite_dsm_home *h = r->dir;
+	u64 index = le64_to_cpu(req->page);
+	u32 rseq = le32_to_cpu(req->seq);
+	struct lite_dsm_htxn *x, *old;
+	struct lite_conn *stale = NULL;
+	struct lite_dsm_todo td;
+	int err = 0;
+
+	lite_dsm_todo_init(&td);
+	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (!x) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (index >= r->n_pages) {
+		kfree(x);
+		err = -EINVAL;
+		goto fail;
+	}
+	kref_init(&x->ref);
+	kref_get(&r->ref);
+	x->region = r;
+	x->index = index;
+	x->kind = req->kind;
+	x->rseq = rseq;
+	x->t.requester = requester;
+	x->req_id = req_id;
+	x->local = local;
+	if (conn) {
+		lite_conn_get(conn);
+		x->conn = conn;
+	}
+	INIT_LIST_HEAD(&x->entry);
+	INIT_LIST_HEAD(&x->asks);
+	INIT_LIST_HEAD(&x->reply_entry);
+
+	spin_lock_bh(&h->lock);
+	if (h->dying || (conn && !h->users[requester])) {
+		err = h->dying ? -ENXIO : -ENOENT;
+		spin_unlock_bh(&h->lock);
+		lite_dsm_htxn_put(x);
+		goto fail;
+	}
+	if (conn)
+		h->rkeys[requester] = le32_to_cpu(req->rkey);
+	old = lite_dsm_same(&h->running, index, requester, rseq) ?:
+	      lite_dsm_same(&h->queued, index, requester, rseq);
+	if (old && conn) {
+		/* Sent again: answer on the new connection. */
+		stale = old->conn;
+		lite_conn_get(conn);
+		old->conn = conn;
+		old->req_id = req_id;
+		if (old->granted)
+			lite_dsm_reply_later(&td, old, 0);
+	} else if (h->dir[index].busy) {
+		list_add_tail(&x->entry, &h->queued);
+		x = NULL;
+	} else {
+		lite_dsm_txn_start(h, x, &td);
+		x = NULL;
+	}
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+	if (x)
+		lite_dsm_htxn_put(x);
+	if (stale)
+		lite_conn_put(stale);
+	return;
+
+fail:
+	if (local)
+		lite_dsm_granted(local, err, NULL);
+	else if (conn)
+		lite_conn_send(conn, LITE_MSG_DSM_REQ, true, req_id, err,
+			       NULL, 0);
+}
+
+/**
+ * lite_dsm_home_done - the requester carried its grant out (or failed to)
+ * @r: the region, homed here
+ * @requester: the node
+ * @done: its DONE
+ *
+ * Commits (or aborts) the transaction and starts the next request for the
+ * page. Process context.
+ * Return: 0, or -ESTALE for a DONE of no running transaction of
+ * @requester's (sent again, or too late).
+ */
+int lite_dsm_home_done(struct lite_dsm_region *r, u16 requester,
+		       const struct lite_wire_dsm_done *done)
+{
+	struct lite_dsm_home *h = r->dir;
+	u64 index = le64_to_cpu(done->page);
+	u32 txn = le32_to_cpu(done->txn);
+	struct lite_dsm_htxn *x, *found = NULL;
+	struct lite_dsm_todo td;
+
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	list_for_each_entry(x, &h->running, entry) {
+		if (x->index == index && x->t.requester == requester &&
+		    x->t.id == txn && x->granted) {
+			found = x;
+			break;
+		}
+	}
+	if (found) {
+		if (!done->status)
+			lite_dsm_commit(&h->dir[index], &found->t,
+					le64_to_cpu(done->addr));
+		else
+			lite_dsm_abort(&h->dir[index], &found->t, false);
+		lite_dsm_end(h, found, &td);
+	}
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+	return found ? 0 : -ESTALE;
+}
+
+/**
+ * lite_dsm_home_member_gone - a member died or left: what it held is gone
+ * @r: the region, homed here
+ * @id: the member
+ *
+ * Pages whose only current copy it held are lost; questions to it count
+ * as answered by a node without a copy; its own requests end (a write it
+ * was granted loses the page). Process context.
+ */
+void lite_dsm_home_member_gone(struct lite_dsm_region *r, u16 id)
+{
+	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_htxn *x, *tmp;
+	struct lite_dsm_todo td;
+	struct lite_dsm_ask *a;
+	u64 i;
+
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	h->users[id] = false;
+	for (i = 0; i < r->n_pages; i++)
+		lite_dsm_node_gone(&h->dir[i], id);
+	list_for_each_entry_safe(x, tmp, &h->running, entry) {
+		list_for_each_entry(a, &x->asks, entry) {
+			if (a->answered || a->node != id)
+				continue;
+			a->answered = true;
+			lite_dsm_answer(&h->dir[x->index], &x->t, a->what, id,
+					-EHOSTDOWN, false, 0);
+		}
+		if (x->t.requester == id) {
+			lite_dsm_abort(&h->dir[x->index], &x->t, x->granted);
+			lite_dsm_end(h, x, &td);
+		} else if (!x->granted && lite_dsm_answered(&x->t)) {
+			lite_dsm_decide_now(h, x, &td);
+		}
+	}
+	list_for_each_entry_safe(x, tmp, &h->queued, entry)
+		if (x->t.requester == id)
+			lite_dsm_drop_later(&td, x);
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+}
+
+/**
+ * lite_dsm_home_open - node @user opens the region
+ * @r: the region, homed here
+ * @user: the node
+ *
+ * Return: 0, or -ENOENT if the region is being removed.
+ */
+int lite_dsm_home_open(struct lite_dsm_region *r, u16 user)
+{
+	struct lite_dsm_home *h = r->dir;
+	int err = 0;
+
+	spin_lock_bh(&h->lock);
+	if (h->dying || READ_ONCE(r->dead))
+		err = -ENOENT;
+	else
+		h->users[user] = true;
+	spin_unlock_bh(&h->lock);
+	return err;
+}
+
+/* Wait until page @i is not busy, then forget @user's copy of it. */
+static int lite_dsm_forget_copy(struct lite_dsm_region *r, u64 i, u16 user,
+			   unsigned long deadline)
+{
+	struct lite_dsm_home *h = r->dir;
+
+	for (;;) {
+		spin_lock_bh(&h->lock);
+		if (!h->dir[i].busy) {
+			lite_dsm_node_gone(&h->dir[i], user);
+			spin_unlock_bh(&h->lock);
+			return 0;
+		}
+		spin_unlock_bh(&h->lock);
+		if (time_after(jiffies, deadline))
+			return -ETIMEDOUT;
+		usleep_range(100, 1000);
+	}
+}
+
+/* Whether @user holds the only current copy of page @i. */
+static bool lite_dsm_only_holder(struct lite_dsm_home *h, u64 i, u16 user)
+{
+	struct lite_dsm_dir *d = &h->dir[i];
+	struct lite_dsm_nodes only = {};
+	bool ret;
+
+	lite_dsm_nodes_set(&only, user);
+	spin_lock_bh(&h->lock);
+	ret = (d->state == LITE_DSM_SHARED || d->state == LITE_DSM_EXCL) &&
+	      !memcmp(&d->holders, &only, sizeof(only));
+	spin_unlock_bh(&h->lock);
+	return ret;
+}
+
+/**
+ * lite_dsm_home_close - node @user stops using the region
+ * @r: the region, homed here
+ * @user: the node; it keeps its frames until this returns
+ *
+ * Every page only @user holds is fetched here first (a read transaction
+ * of this node's), then @user's copies are forgotten. Sleeps, up to
+ * LITE_DSM_CLOSE_MS.
+ * Return: 0, or the failure that lost some of @user's pages.
+ */
+int lite_dsm_home_close(struct lite_dsm_region *r, u16 user)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_CLOSE_MS);
+	struct lite_dsm_home *h = r->dir;
+	int err = 0, e;
+	u64 i;
+
+	for (i = 0; i < r->n_pages; i++) {
+		if (lite_dsm_only_holder(h, i, user)) {
+			e = lite_dsm_pull(r, i, deadline);
+			err = err ?: e;
+		}
+		e = lite_dsm_forget_copy(r, i, user, deadline);
+		err = err ?: e;
+		cond_resched();
+	}
+	spin_lock_bh(&h->lock);
+	h->users[user] = false;
+	spin_unlock_bh(&h->lock);
+	return err;
+}
+
+/**
+ * lite_dsm_home_unused - whether no node uses the region any more
+ * @r: the region, homed here
+ *
+ * Return: true if no other node has it open and no file here does.
+ */
+bool lite_dsm_home_unused(struct lite_dsm_region *r)
+{
+	struct lite_dsm_home *h = r->dir;
+	bool used = false;
+	int id;
+
+	spin_lock_bh(&h->lock);
+	for (id = 1; id <= LITE_MAX_NODES; id++)
+		used |= h->users[id];
+	spin_unlock_bh(&h->lock);
+	spin_lock_bh(&r->lock);
+	used |= r->files != 0;
+	spin_unlock_bh(&r->lock);
+	return !used;
+}
+
+/**
+ * lite_dsm_home_remove - destroy a region homed here
+ * @r: the region; node->dsm_lock held
+ *
+ * Withdraws its name, tells the nodes that use it (their accesses get
+ * SIGBUS from then on), fails the requests in progress and drops
+ * node->dsm's reference. Open region files keep the dead region until
+ * they close. Sleeps.
+ */
+void lite_dsm_home_remove(struct lite_dsm_region *r)
+{
+	struct lite_wire_dsm_region gone = { .region = cpu_to_le64(r->id) };
+	struct lite_node *node = r->node;
+	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_htxn *x, *tmp;
+	bool users[LITE_MAX_NODES + 1];
+	struct lite_conn *conn;
+	struct lite_dsm_todo td;
+	int id;
+
+	lockdep_assert_held(&node->dsm_lock);
+	if (READ_ONCE(r->dead))
+		return;
+	lite_share_withdraw(node, r->name);
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	h->dying = true;
+	memcpy(users, h->users, sizeof(users));
+	/* A DONE that comes later is stale; a request not granted fails. */
+	list_splice_init(&h->queued, &h->running);
+	list_for_each_entry_safe(x, tmp, &h->running, entry) {
+		if (!x->granted)
+			lite_dsm_reply_later(&td, x, -ENXIO);
+		lite_dsm_drop_later(&td, x);
+	}
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+	for (id = 1; id <= LITE_MAX_NODES; id++) {
+		if (!users[id])
+			continue;
+		conn = lite_node_conn(node, id);
+		if (!conn)
+			continue;
+		lite_conn_send(conn, LITE_MSG_DSM_GONE, false, 0, 0, &gone,
+			       sizeof(gone));
+		lite_conn_put(conn);
+	}
+	lite_dsm_kill(r);
+	lite_dsm_forget(r);
+}
+
+/**
+ * lite_dsm_handle_req - DSM_REQ: a node wants a copy of a page
+ * @conn: its connection
+ * @msg: the request
+ *
+ * The grant is the reply, now or when the page's transaction gets to it;
+ * -ENOENT if the region is not homed here or the node did not open it.
+ * Runs on the receive path.
+ */
+void lite_dsm_handle_req(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_req *req = msg->payload;
+	struct lite_dsm_region *r;
+
+	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
+	if (!r || !r->dir) {
+		if (r)
+			lite_dsm_put(r);
+		lite_reply(conn, msg, -ENOENT, NULL, 0);
+		return;
+	}
+	lite_dsm_home_request(r, conn->peer_id, req, conn, msg->req_id, NULL);
+	lite_dsm_put(r);
+}
+
+/**
+ * lite_dsm_handle_done - DSM_DONE: a grant was carried out
+ * @conn: the requester's connection
+ * @msg: the DONE
+ *
+ * Replies 0, or -ESTALE (lite_dsm_home_done()), -ENOENT for a region not
+ * homed here. Runs on the receive path.
+ */
+void lite_dsm_handle_done(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_done *done = msg->payload;
+	struct lite_dsm_region *r;
+	int err = -ENOENT;
+
+	r = lite_dsm_find(conn->node, le64_to_cpu(done->region));
+	if (r && r->dir)
+		err = lite_dsm_home_done(r, conn->peer_id, done);
+	if (r)
+		lite_dsm_put(r);
+	lite_reply(conn, msg, err, NULL, 0);
+}
+
+/**
+ * lite_dsm_handle_open - DSM_OPEN: a node opens a region homed here
+ * @conn: its connection
+ * @msg: the request
+ *
+ * Replies with the region's size, or -ENOENT. Runs in order on node->wq.
+ */
+void lite_dsm_handle_open(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_region *req = msg->payload;
+	struct lite_wire_dsm_info info = {};
+	struct lite_dsm_region *r;
+	int err = -ENOENT;
+
+	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
+	if (r && r->dir)
+		err = lite_dsm_home_open(r, conn->peer_id);
+	if (!err)
+		info.size = cpu_to_le64(r->size);
+	if (r)
+		lite_dsm_put(r);
+	lite_reply(conn, msg, err, &info, sizeof(info));
+}
+
+/**
+ * lite_dsm_handle_close - DSM_CLOSE: a node stops using a region
+ * @conn: its connection
+ * @msg: the request
+ *
+ * Takes back the pages only that node holds (lite_dsm_home_close()), then
+ * replies; a region nobody uses any more is destroyed. Runs on
+ * node->close_wq: it waits for the network.
+ */
+void lite_dsm_handle_close(struct lite_conn *conn, const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_region *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_dsm_region *r;
+	int err = -ENOENT;
+
+	r = lite_dsm_find(node, le64_to_cpu(req->region));
+	if (r && r->dir)
+		err = lite_dsm_home_close(r, conn->peer_id);
+	lite_reply(conn, msg, err, NULL, 0);
+	if (r && r->dir) {
+		mutex_lock(&node->dsm_lock);
+		if (lite_dsm_home_unused(r))
+			lite_dsm_home_remove(r);
+		mutex_unlock(&node->dsm_lock);
+	}
+	if (r)
+		lite_dsm_put(r);
+}
