@@ -37,6 +37,8 @@
 
 #define LITE_DSM_FS_MAGIC	0x4c44534dU	/* "LDSM" */
 
+static_assert(PAGE_SIZE == LITE_DSM_PAGE_SIZE);
+
 /* A request for a copy of one page, from start to the home's DONE. */
 struct lite_dsm_fetch {
 	struct lite_dsm_region *region;	/* holds a reference */
@@ -46,7 +48,9 @@ struct lite_dsm_fetch {
 	u8 stage;			/* what @work does next */
 	bool granted;			/* the home runs a transaction for it */
 	int status;
-	int tries;			/* sends again after broken connections */
+	int tries;			/* REQ sent again after broken connections */
+	int reply_status;		/* a failed call, handled by @work */
+	unsigned long done_by;		/* jiffies: give up telling the home */
 	unsigned long deadline;		/* for connections to come back */
 	struct lite_conn *conn;		/* the call's connection; a reference */
 	struct lite_call call;		/* DSM_REQ, then DSM_DONE */
@@ -62,7 +66,9 @@ struct lite_dsm_fetch {
 
 enum lite_dsm_stage {
 	LITE_DSM_ST_REQ,	/* send the request (again) */
-	LITE_DSM_ST_DONE,	/* tell the home how the grant went */
+	LITE_DSM_ST_REQ_FAILED,	/* the request's call failed */
+	LITE_DSM_ST_DONE,	/* tell the home how the grant went (again) */
+	LITE_DSM_ST_DONE_LOST,	/* the home never heard: drop the copy */
 	LITE_DSM_ST_FREE,	/* release it */
 };
 
@@ -139,23 +145,42 @@ struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id)
  */
 static void lite_dsm_free_frames(struct lite_dsm_region *r)
 {
-	struct ib_device *dev = r->node->ibdev->dev;
+	struct lite_dsm_frame *batch[64];
 	struct lite_dsm_frame *frame;
+	struct ib_device *dev;
 	unsigned long index;
-	u64 n = 0;
+	int n, i;
 
+	/* No fault is installing one (zap_sem), none allocates one. */
+	down_write(&r->zap_sem);
 	spin_lock_bh(&r->lock);
-	xa_for_each(&r->frames, index, frame) {
-		xa_erase(&r->frames, index);
-		ib_dma_unmap_page(dev, frame->dma, PAGE_SIZE,
-				  DMA_BIDIRECTIONAL);
-		__free_page(frame->page);
-		kfree(frame);
-		n++;
-	}
 	r->no_frames = true;
 	spin_unlock_bh(&r->lock);
-	atomic64_sub(n, &r->node->dsm_stats.pages);
+	if (xa_empty(&r->frames)) {
+		up_write(&r->zap_sem);
+		return;	/* the device may be gone: do not look at it */
+	}
+	dev = r->node->ibdev->dev;
+	do {
+		n = 0;
+		spin_lock_bh(&r->lock);
+		xa_for_each(&r->frames, index, frame) {
+			xa_erase(&r->frames, index);
+			batch[n++] = frame;
+			if (n == ARRAY_SIZE(batch))
+				break;
+		}
+		spin_unlock_bh(&r->lock);
+		for (i = 0; i < n; i++) {
+			ib_dma_unmap_page(dev, batch[i]->dma, PAGE_SIZE,
+					  DMA_BIDIRECTIONAL);
+			__free_page(batch[i]->page);
+			kfree(batch[i]);
+		}
+		atomic64_sub(n, &r->node->dsm_stats.pages);
+		cond_resched();
+	} while (n);
+	up_write(&r->zap_sem);
 }
 
 static void lite_dsm_release(struct kref *ref)
@@ -218,6 +243,7 @@ static struct lite_dsm_region *lite_dsm_alloc(struct lite_node *node, u64 id,
 	spin_lock_init(&r->lock);
 	xa_init(&r->frames);
 	init_waitqueue_head(&r->wq);
+	atomic_set(&r->fetches, 0);
 	spin_lock(&node->dsm_all_lock);
 	list_add_tail(&r->all_entry, &node->dsm_all);
 	spin_unlock(&node->dsm_all_lock);
@@ -266,10 +292,10 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 	frame = xa_load(&r->frames, (unsigned long)index);
 	if (frame)
 		return frame;
-	frame = kzalloc(sizeof(*frame), GFP_KERNEL);
+	frame = kzalloc(sizeof(*frame), GFP_KERNEL_ACCOUNT);
 	if (!frame)
 		return ERR_PTR(-ENOMEM);
-	frame->page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	frame->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!frame->page)
 		goto free_frame;
 	frame->dma = ib_dma_map_page(dev, frame->page, 0, PAGE_SIZE,
@@ -314,6 +340,24 @@ static void lite_dsm_fetch_queue(struct lite_dsm_fetch *f, u8 stage)
 {
 	f->stage = stage;
 	queue_work(f->region->node->dsm_wq, &f->work);
+}
+
+/*
+ * Unmap our copy: before new bytes go into the frame, or when the home may
+ * never have heard our DONE (it may forget that we hold the page: we must
+ * not keep using it). The frame keeps its bytes: if the home did hear, it
+ * still names them.
+ */
+static void lite_dsm_drop_copy(struct lite_dsm_region *r,
+			       struct lite_dsm_frame *frame, u64 index)
+{
+	down_write(&r->zap_sem);
+	spin_lock_bh(&r->lock);
+	frame->state = LITE_DSM_L_INVALID;
+	spin_unlock_bh(&r->lock);
+	unmap_mapping_range(r->inode->i_mapping, (loff_t)index << PAGE_SHIFT,
+			    PAGE_SIZE, 1);
+	up_write(&r->zap_sem);
 }
 
 /*
@@ -392,37 +436,48 @@ static void lite_dsm_fetch_data(struct lite_dsm_fetch *f)
 void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
 		      const struct lite_wire_dsm_grant *g)
 {
+	struct lite_dsm_region *r = f->region;
+	bool intact;
+
 	if (status) {
 		lite_dsm_fetch_end(f, status);
 		return;
 	}
 	f->grant = *g;
 	f->granted = true;
-	switch (g->kind) {
-	case LITE_DSM_KEEP:
-		lite_dsm_fetch_end(f, 0);
-		break;
-	case LITE_DSM_FILL:
+	if (g->kind == LITE_DSM_KEEP) {
+		spin_lock_bh(&r->lock);
+		intact = f->frame->intact;
+		spin_unlock_bh(&r->lock);
+		/* The home thinks we hold it; we do not: it must forget. */
+		lite_dsm_fetch_end(f, intact ? 0 : -ESTALE);
+		return;
+	}
+	/* Nothing maps the frame while new bytes go in (none should). */
+	lite_dsm_drop_copy(r, f->frame, f->index);
+	if (g->kind == LITE_DSM_FILL) {
 		clear_highpage(f->frame->page);
 		lite_dsm_fetch_end(f, 0);
-		break;
-	default:
+	} else {
 		lite_dsm_fetch_data(f);
-		break;
 	}
 }
 
+/*
+ * The grant arrived (process context, on the receive path), or the call
+ * failed (then possibly under the calls' lock: handled by @work).
+ */
 static void lite_dsm_req_reply(struct lite_call *call)
 {
 	struct lite_dsm_fetch *f = container_of(call, struct lite_dsm_fetch,
 						call);
 
-	/* A broken connection may have eaten the grant: ask again. */
-	if (call->status == -ECONNRESET && f->tries++ < 3) {
-		lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
+	if (call->status) {
+		f->reply_status = call->status;
+		lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ_FAILED);
 		return;
 	}
-	lite_dsm_granted(f, call->status, &f->grant);
+	lite_dsm_granted(f, 0, &f->grant);
 }
 
 static void lite_dsm_done_reply(struct lite_call *call)
@@ -430,12 +485,16 @@ static void lite_dsm_done_reply(struct lite_call *call)
 	struct lite_dsm_fetch *f = container_of(call, struct lite_dsm_fetch,
 						call);
 
+	if (!call->status) {
+		lite_dsm_fetch_queue(f, LITE_DSM_ST_FREE);
+		return;
+	}
 	/* The home keeps the page busy until it hears: tell it again. */
-	if (call->status == -ECONNRESET && f->tries++ < 3) {
+	if (call->status == -ECONNRESET && time_before(jiffies, f->done_by)) {
 		lite_dsm_fetch_queue(f, LITE_DSM_ST_DONE);
 		return;
 	}
-	lite_dsm_fetch_queue(f, LITE_DSM_ST_FREE);
+	lite_dsm_fetch_queue(f, LITE_DSM_ST_DONE_LOST);
 }
 
 /* Send @f's request or DONE to the home; 0, or the call did not start. */
@@ -460,13 +519,18 @@ static int lite_dsm_fetch_send(struct lite_dsm_fetch *f, bool done)
 
 static void lite_dsm_fetch_free(struct lite_dsm_fetch *f)
 {
+	struct lite_dsm_region *r = f->region;
+
 	if (f->conn)
 		lite_conn_put(f->conn);
 	if (f->data_conn)
 		lite_conn_put(f->data_conn);
-	lite_dsm_put(f->region);
+	if (atomic_dec_and_test(&r->fetches))
+		wake_up_all(&r->wq);
+	lite_dsm_put(r);
 	kfree(f);
 }
+
 
 static void lite_dsm_fetch_work(struct work_struct *work)
 {
@@ -486,7 +550,20 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 		if (err)
 			lite_dsm_granted(f, err, NULL);
 		return;
+	case LITE_DSM_ST_REQ_FAILED:
+		/* A broken connection may have eaten the grant: ask again. */
+		if (f->reply_status == -ECONNRESET && f->tries++ < 3) {
+			f->deadline = jiffies +
+				      msecs_to_jiffies(LITE_CONN_WAIT_MS);
+			lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
+			return;
+		}
+		lite_dsm_granted(f, f->reply_status, NULL);
+		return;
 	case LITE_DSM_ST_DONE:
+		if (!f->done_by)
+			f->done_by = jiffies +
+				     msecs_to_jiffies(LITE_DSM_DONE_MS / 2);
 		f->done.region = cpu_to_le64(r->id);
 		f->done.page = cpu_to_le64(f->index);
 		f->done.addr = cpu_to_le64(f->frame->dma);
@@ -499,7 +576,14 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 		f->deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
 		if (!lite_dsm_fetch_send(f, true))
 			return;
-		break;	/* the home's DONE deadline ends its transaction */
+		fallthrough;
+	case LITE_DSM_ST_DONE_LOST:
+		/* Before the home's DONE deadline forgets us (and the page
+		 * stays busy until then): no stale copy survives that.
+		 */
+		if (!f->status)
+			lite_dsm_drop_copy(r, f->frame, f->index);
+		break;
 	}
 	lite_dsm_fetch_free(f);
 }
@@ -543,6 +627,7 @@ static int lite_dsm_want(struct lite_dsm_region *r,
 	}
 	frame->fetch = f;
 	f->req.seq = cpu_to_le32(++frame->seq);
+	atomic_inc(&r->fetches);
 	spin_unlock_bh(&r->lock);
 
 	kref_get(&r->ref);
@@ -630,6 +715,7 @@ static vm_fault_t lite_dsm_access(struct vm_fault *vmf, bool write,
 	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_FAULT_MS);
 	u8 kind = write ? LITE_DSM_WR : LITE_DSM_RD;
 	struct lite_dsm_frame *frame;
+	unsigned long pfn;
 	vm_fault_t ret;
 	pgprot_t prot;
 	bool ok, excl;
@@ -653,23 +739,25 @@ static vm_fault_t lite_dsm_access(struct vm_fault *vmf, bool write,
 			break;
 		down_read(&r->zap_sem);
 		spin_lock_bh(&r->lock);
-		ok = lite_dsm_frame_serves(frame, kind) && !r->dead;
-		excl = frame->state == LITE_DSM_L_EXCL;
+		ok = !r->dead && lite_dsm_frame_serves(frame, kind);
+		excl = ok && frame->state == LITE_DSM_L_EXCL;
+		pfn = ok ? page_to_pfn(frame->page) : 0;
 		spin_unlock_bh(&r->lock);
 		if (!ok) {		/* invalidated meanwhile */
 			up_read(&r->zap_sem);
 			continue;
 		}
-		if (mkwrite) {
-			ret = 0;	/* the core makes the PTE writable */
-		} else {
-			prot = excl && (vma->vm_flags & VM_WRITE) ?
-			       vm_get_page_prot(vma->vm_flags) :
-			       vma->vm_page_prot;
-			ret = vmf_insert_pfn_prot(vma, vmf->address,
-						  page_to_pfn(frame->page),
-						  prot);
-		}
+		prot = excl && (vma->vm_flags & VM_WRITE) ?
+		       vm_get_page_prot(vma->vm_flags) : vma->vm_page_prot;
+		/*
+		 * An upgrade replaces the read-only PTE here, under zap_sem:
+		 * the core's own upgrade after pfn_mkwrite() would only check
+		 * that the PTE is the same, which a read copy mapped again
+		 * after an invalidation also is.
+		 */
+		if (mkwrite)
+			zap_vma_ptes(vma, vmf->address & PAGE_MASK, PAGE_SIZE);
+		ret = vmf_insert_pfn_prot(vma, vmf->address, pfn, prot);
 		up_read(&r->zap_sem);
 		return ret;
 	}
@@ -802,9 +890,11 @@ void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg)
 /**
  * lite_dsm_handle_gone - DSM_GONE: the home destroyed a region
  * @conn: the home's connection
- * @msg: the message
+ * @msg: the request
  *
- * Every access to it from now on gets SIGBUS. Runs on the receive path.
+ * Every access to it from now on gets SIGBUS; replies once no mapping on
+ * this node is left (0, also for a region we do not have). Runs on the
+ * receive path.
  */
 void lite_dsm_handle_gone(struct lite_conn *conn, const struct lite_msg *msg)
 {
@@ -812,13 +902,13 @@ void lite_dsm_handle_gone(struct lite_conn *conn, const struct lite_msg *msg)
 	struct lite_dsm_region *r;
 
 	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
-	if (!r)
-		return;
-	if (r->home == conn->peer_id) {
+	if (r && r->home == conn->peer_id) {
 		lite_dsm_kill(r);
 		lite_dsm_forget(r);
 	}
-	lite_dsm_put(r);
+	if (r)
+		lite_dsm_put(r);
+	lite_reply(conn, msg, 0, NULL, 0);
 }
 
 /* --- Region files ----------------------------------------------------- */
@@ -843,21 +933,36 @@ static void lite_dsm_last_close(struct lite_dsm_region *r)
 			lite_dsm_home_remove(r);
 		return;
 	}
-	if (!READ_ONCE(r->dead)) {
+	if (READ_ONCE(r->dead)) {	/* destroyed, or its home is gone */
+		lite_dsm_forget(r);
+		return;
+	}
+	/* Fetches of killed faults finish first: no request follows CLOSE. */
+	wait_event_timeout(r->wq, !atomic_read(&r->fetches),
+			   msecs_to_jiffies(LITE_DSM_FAULT_MS +
+					    LITE_DSM_DONE_MS));
+	err = -ENXIO;
+	if (!READ_ONCE(r->dead) && !atomic_read(&r->fetches)) {
 		conn = lite_node_conn_wait(node, r->home, jiffies +
 					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 		err = conn ? lite_call(conn, LITE_MSG_DSM_CLOSE, &req,
 				       sizeof(req), NULL, 0, NULL, jiffies +
-				       msecs_to_jiffies(LITE_DSM_CLOSE_MS)) :
+				       msecs_to_jiffies(LITE_DSM_CLOSE_MS +
+							LITE_CALL_TIMEOUT_MS)) :
 			     -EHOSTUNREACH;
 		if (conn)
 			lite_conn_put(conn);
-		if (err)
-			pr_info_ratelimited("lite%u: region %s: handing pages back to node %u failed (%d); its copies there are lost\n",
-					    node->instance, r->name, r->home,
-					    err);
 	}
 	lite_dsm_kill(r);
+	if (err && !READ_ONCE(r->home_gone)) {
+		/*
+		 * The home may still name our frames: keep them (and answer
+		 * for them) until the home or this node goes.
+		 */
+		pr_info_ratelimited("lite%u: region %s: handing pages back to node %u failed (%d); keeping them until it or we leave\n",
+				    node->instance, r->name, r->home, err);
+		return;
+	}
 	lite_dsm_forget(r);
 }
 
@@ -1043,6 +1148,10 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 	int err;
 
 	r = lite_dsm_find(node, id);
+	if (r && READ_ONCE(r->dead)) {
+		lite_dsm_put(r);
+		return ERR_PTR(-EBUSY);	/* still handing its pages back */
+	}
 	if (r)
 		return r;
 	if (home == READ_ONCE(node->self_id))
@@ -1059,11 +1168,21 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 	if (err)
 		return ERR_PTR(err);
 	r = lite_dsm_alloc(node, id, home, le64_to_cpu(info.size), sh->name);
-	if (IS_ERR(r))
-		return r;
-	err = xa_insert(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
+	err = PTR_ERR_OR_ZERO(r);
+	if (!err) {
+		err = xa_insert(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
+		if (err)
+			lite_dsm_put(r);
+	}
 	if (err) {
-		lite_dsm_put(r);
+		/* The home counts us as a user: undo that. */
+		conn = lite_node_conn(node, home);
+		if (conn) {
+			lite_call(conn, LITE_MSG_DSM_CLOSE, &req, sizeof(req),
+				  NULL, 0, NULL, jiffies +
+				  msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+			lite_conn_put(conn);
+		}
 		return ERR_PTR(err);
 	}
 	kref_get(&r->ref);		/* the caller's */
@@ -1149,10 +1268,15 @@ static void lite_dsm_gone_work(struct work_struct *work)
 
 	while ((r = lite_dsm_next(node, &id))) {
 		if (r->home == g->id) {
+			WRITE_ONCE(r->home_gone, true);
 			lite_dsm_kill(r);
 			lite_dsm_forget(r);
 		} else if (r->dir) {
 			lite_dsm_home_member_gone(r, g->id);
+			mutex_lock(&node->dsm_lock);
+			if (lite_dsm_home_unused(r))
+				lite_dsm_home_remove(r);
+			mutex_unlock(&node->dsm_lock);
 		}
 		lite_dsm_put(r);
 	}
@@ -1201,6 +1325,9 @@ void lite_dsm_node_down(struct lite_node *node)
 	struct lite_dsm_region *r;
 	unsigned long id = 0;
 
+	mutex_lock(&node->dsm_lock);
+	node->dsm_down = true;		/* no region opens from now on */
+	mutex_unlock(&node->dsm_lock);
 	cancel_delayed_work_sync(&node->dsm_timer);
 	while ((r = lite_dsm_next(node, &id))) {
 		mutex_lock(&node->dsm_lock);
@@ -1278,6 +1405,10 @@ int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
 	if (IS_ERR(node))
 		return PTR_ERR(node);
 	mutex_lock(&node->dsm_lock);
+	if (node->dsm_down) {
+		err = -ENODEV;		/* the node is going down */
+		goto unlock;
+	}
 	err = lite_share_lookup(node, o->name, &sh);
 	if (!err && sh.kind != LITE_SHARE_DSM) {
 		err = o->flags & LITE_DSM_OPEN_CREATE ? -EEXIST : -EMEDIUMTYPE;

@@ -54,7 +54,10 @@ struct lite_dsm_htxn {
 					 * ended, lite_dsm_todo.ended */
 	struct list_head asks;		/* lite_dsm_ask; home lock */
 	struct list_head reply_entry;	/* lite_dsm_todo.replies */
-	int reply_status;
+	int reply_status;		/* home lock, with: */
+	struct lite_conn *reply_conn;	/* where the reply goes (a reference) */
+	u32 reply_req_id;
+	unsigned long queued;		/* jiffies: when it arrived */
 };
 
 /* One question of a transaction to one node. */
@@ -64,8 +67,11 @@ struct lite_dsm_ask {
 	u16 node;
 	u8 what;			/* enum lite_dsm_inval_kind */
 	bool answered;			/* home lock */
+	bool in_call;			/* home lock: @call runs on @conn */
+	bool replied;			/* @work handles a failed call */
+	int reply_status;
 	int tries;
-	unsigned long sent;		/* jiffies */
+	unsigned long sent;		/* home lock: jiffies of the last send */
 	struct lite_conn *conn;		/* a reference while the call runs */
 	struct lite_call call;
 	struct lite_wire_dsm_inval req;
@@ -120,7 +126,7 @@ static void lite_dsm_ask_free(struct kref *ref)
 static void lite_dsm_ask_work(struct work_struct *work);
 
 /* Queue a question for @x; home lock held. */
-static void lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
+static bool lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 			 u16 node, u8 what, struct lite_dsm_todo *td)
 {
 	struct lite_dsm_ask *a;
@@ -131,7 +137,7 @@ static void lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 		/* As if it failed: the transaction fails, the fault retries. */
 		lite_dsm_answer(&h->dir[x->index], &x->t, what, node, -ENOMEM,
 				false, 0);
-		return;
+		return false;
 	}
 	kref_init(&a->ref);
 	kref_get(&x->ref);
@@ -146,8 +152,10 @@ static void lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 	INIT_LIST_HEAD(&a->late_entry);
 	list_add_tail(&a->entry, &x->asks);
 	list_add_tail(&a->todo_entry, &td->asks);
+	return true;
 }
 
+/* Reply to @x's requester once the lock is off. Home lock held. */
 static void lite_dsm_reply_later(struct lite_dsm_todo *td,
 				 struct lite_dsm_htxn *x, int status)
 {
@@ -155,6 +163,10 @@ static void lite_dsm_reply_later(struct lite_dsm_todo *td,
 		return;
 	kref_get(&x->ref);
 	x->reply_status = status;
+	x->reply_req_id = x->req_id;
+	x->reply_conn = x->conn;
+	if (x->reply_conn)
+		lite_conn_get(x->reply_conn);
 	list_add_tail(&x->reply_entry, &td->replies);
 }
 
@@ -169,21 +181,30 @@ static void lite_dsm_drop_later(struct lite_dsm_todo *td,
 
 static void lite_dsm_txn_start(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 			   struct lite_dsm_todo *td);
+static void lite_dsm_todo_run(struct lite_dsm_region *r,
+			      struct lite_dsm_todo *td);
 
 /* @x is over: unlink it and start the next request for its page. */
 static void lite_dsm_end(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 			 struct lite_dsm_todo *td)
 {
-	struct lite_dsm_htxn *next;
+	struct lite_dsm_htxn *next, *tmp;
 
 	lockdep_assert_held(&h->lock);
 	lite_dsm_drop_later(td, x);
-	list_for_each_entry(next, &h->queued, entry) {
-		if (next->index != x->index)
-			continue;
+	/* The next request for the page; one that fails at once, the next. */
+	while (!h->dir[x->index].busy) {
+		next = NULL;
+		list_for_each_entry(tmp, &h->queued, entry) {
+			if (tmp->index == x->index) {
+				next = tmp;
+				break;
+			}
+		}
+		if (!next)
+			break;
 		list_del_init(&next->entry);
 		lite_dsm_txn_start(h, next, td);
-		break;
 	}
 }
 
@@ -198,7 +219,8 @@ static void lite_dsm_decide_now(struct lite_dsm_home *h,
 
 	err = lite_dsm_decide(d, &x->t, &g);
 	if (err == -EAGAIN) {
-		lite_dsm_ask(h, x, x->t.probe, LITE_DSM_PROBE, td);
+		if (!lite_dsm_ask(h, x, x->t.probe, LITE_DSM_PROBE, td))
+			lite_dsm_decide_now(h, x, td);	/* fails now */
 		return;
 	}
 	if (err) {
@@ -248,6 +270,27 @@ static void lite_dsm_txn_start(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 		lite_dsm_decide_now(h, x, td);
 }
 
+/*
+ * A grant could not be sent (the connection is closing): the requester
+ * asks again on a new one, or is gone. Unless it asked again meanwhile,
+ * nothing was written: end the transaction without losing the page.
+ */
+static void lite_dsm_grant_lost(struct lite_dsm_region *r,
+				struct lite_dsm_htxn *x)
+{
+	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_todo td;
+
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	if (!x->ended && x->reply_conn == x->conn) {
+		lite_dsm_abort(&h->dir[x->index], &x->t, false);
+		lite_dsm_end(h, x, &td);
+	}
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+}
+
 /* Carry out @td: replies, asks, releases. No lock held. */
 static void lite_dsm_todo_run(struct lite_dsm_region *r,
 			      struct lite_dsm_todo *td)
@@ -257,15 +300,20 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 	int status;
 
 	list_for_each_entry_safe(x, xtmp, &td->replies, reply_entry) {
+		struct lite_conn *conn = x->reply_conn;
+
 		list_del_init(&x->reply_entry);
 		status = x->reply_status;
 		if (x->local)
 			lite_dsm_granted(x->local, status, &x->grant);
-		else if (x->conn)
-			lite_conn_send(x->conn, LITE_MSG_DSM_REQ, true,
-				       x->req_id, status,
-				       status ? NULL : &x->grant,
-				       status ? 0 : sizeof(x->grant));
+		else if (conn &&
+			 lite_conn_send(conn, LITE_MSG_DSM_REQ, true,
+					x->reply_req_id, status,
+					status ? NULL : &x->grant,
+					status ? 0 : sizeof(x->grant)) && !status)
+			lite_dsm_grant_lost(r, x);
+		if (conn)
+			lite_conn_put(conn);
 		lite_dsm_htxn_put(x);
 	}
 	list_for_each_entry_safe(a, tmp, &td->asks, todo_entry) {
@@ -290,6 +338,7 @@ static void lite_dsm_ask_answer(struct lite_dsm_ask *a, int status,
 	lite_dsm_todo_init(&td);
 	spin_lock_bh(&h->lock);
 	list_del_init(&a->entry);
+	a->in_call = false;
 	if (!status && has_frame && a->node != READ_ONCE(r->node->self_id))
 		h->rkeys[a->node] = le32_to_cpu(a->held.rkey);
 	if (!a->answered && !x->ended) {
@@ -304,16 +353,26 @@ static void lite_dsm_ask_answer(struct lite_dsm_ask *a, int status,
 	kref_put(&a->ref, lite_dsm_ask_free);
 }
 
+/*
+ * The answer (process context, on the receive path), or the call failed
+ * (then possibly under the calls' lock, expired by the tick, or on a
+ * closing connection): handled by @work.
+ */
 static void lite_dsm_ask_reply(struct lite_call *call)
 {
 	struct lite_dsm_ask *a = container_of(call, struct lite_dsm_ask, call);
+	struct lite_dsm_home *h = a->x->region->dir;
 
-	/* A broken connection may have eaten it: ask again, once or twice. */
-	if (call->status == -ECONNRESET && a->tries++ < 2) {
+	spin_lock_bh(&h->lock);
+	a->in_call = false;
+	spin_unlock_bh(&h->lock);
+	if (call->status) {
+		a->replied = true;
+		a->reply_status = call->status;
 		queue_work(a->x->region->node->dsm_wq, &a->work);
 		return;
 	}
-	lite_dsm_ask_answer(a, call->status, a->held.has_frame,
+	lite_dsm_ask_answer(a, 0, a->held.has_frame,
 			    le64_to_cpu(a->held.addr));
 }
 
@@ -331,6 +390,14 @@ static void lite_dsm_ask_work(struct work_struct *work)
 		lite_dsm_ask_answer(a, 0, has, addr);
 		return;
 	}
+	if (a->replied) {
+		a->replied = false;
+		/* A broken connection may have eaten it: ask again, twice. */
+		if (a->reply_status != -ECONNRESET || a->tries++ >= 2) {
+			lite_dsm_ask_answer(a, a->reply_status, false, 0);
+			return;
+		}
+	}
 	if (a->conn)
 		lite_conn_put(a->conn);
 	a->conn = a->tries ? lite_node_conn_wait(node, a->node, jiffies +
@@ -344,6 +411,10 @@ static void lite_dsm_ask_work(struct work_struct *work)
 		lite_dsm_ask_answer(a, err, false, 0);
 		return;
 	}
+	spin_lock_bh(&r->dir->lock);
+	a->in_call = true;		/* before the reply can clear it */
+	a->sent = jiffies;
+	spin_unlock_bh(&r->dir->lock);
 	err = lite_call_start_async(a->conn, &a->call, lite_dsm_ask_reply,
 				    LITE_MSG_DSM_INVAL, &a->req, sizeof(a->req),
 				    &a->held, sizeof(a->held));
@@ -363,6 +434,7 @@ void lite_dsm_home_tick(struct lite_dsm_region *r)
 {
 	unsigned long answer = msecs_to_jiffies(LITE_DSM_ANSWER_MS);
 	unsigned long done = msecs_to_jiffies(LITE_DSM_DONE_MS);
+	unsigned long fault = msecs_to_jiffies(LITE_DSM_FAULT_MS);
 	struct lite_dsm_home *h = r->dir;
 	struct lite_dsm_ask *a, *atmp;
 	struct lite_dsm_htxn *x, *tmp;
@@ -373,7 +445,7 @@ void lite_dsm_home_tick(struct lite_dsm_region *r)
 	spin_lock_bh(&h->lock);
 	list_for_each_entry_safe(x, tmp, &h->running, entry) {
 		list_for_each_entry(a, &x->asks, entry) {
-			if (a->answered || !READ_ONCE(a->call.conn) ||
+			if (a->answered || !a->in_call ||
 			    !time_after(jiffies, a->sent + answer) ||
 			    !list_empty(&a->late_entry))
 				continue;
@@ -385,9 +457,19 @@ void lite_dsm_home_tick(struct lite_dsm_region *r)
 			lite_dsm_end(h, x, &td);
 		}
 	}
+	/* A request that waited as long as a fault does fails. */
+	list_for_each_entry_safe(x, tmp, &h->queued, entry) {
+		if (!time_after(jiffies, x->queued + fault))
+			continue;
+		lite_dsm_reply_later(&td, x, -ETIMEDOUT);
+		lite_dsm_drop_later(&td, x);
+	}
 	spin_unlock_bh(&h->lock);
 	lite_dsm_todo_run(r, &td);
-	/* Ends the call (its answer: -ETIMEDOUT) unless it just ended. */
+	/*
+	 * Ends the call (its answer: -ETIMEDOUT) unless it just ended; its
+	 * connection is alive while the ask holds it (in_call was set).
+	 */
 	list_for_each_entry_safe(a, atmp, &late, late_entry) {
 		list_del_init(&a->late_entry);
 		lite_call_expire(&a->call);
@@ -409,7 +491,7 @@ int lite_dsm_home_create(struct lite_dsm_region *r)
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
 	if (!h)
 		return -ENOMEM;
-	h->dir = kvcalloc(r->n_pages, sizeof(*h->dir), GFP_KERNEL);
+	h->dir = kvcalloc(r->n_pages, sizeof(*h->dir), GFP_KERNEL_ACCOUNT);
 	if (!h->dir) {
 		kfree(h);
 		return -ENOMEM;
@@ -503,6 +585,7 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 	INIT_LIST_HEAD(&x->entry);
 	INIT_LIST_HEAD(&x->asks);
 	INIT_LIST_HEAD(&x->reply_entry);
+	x->queued = jiffies;
 
 	spin_lock_bh(&h->lock);
 	if (h->dying || (conn && !h->users[requester])) {
@@ -608,8 +691,14 @@ void lite_dsm_home_member_gone(struct lite_dsm_region *r, u16 id)
 	lite_dsm_todo_init(&td);
 	spin_lock_bh(&h->lock);
 	h->users[id] = false;
-	for (i = 0; i < r->n_pages; i++)
+	for (i = 0; i < r->n_pages; i++) {
 		lite_dsm_node_gone(&h->dir[i], id);
+		if ((i & 4095) == 4095) {	/* bottom halves back on a while */
+			spin_unlock_bh(&h->lock);
+			cond_resched();
+			spin_lock_bh(&h->lock);
+		}
+	}
 	list_for_each_entry_safe(x, tmp, &h->running, entry) {
 		list_for_each_entry(a, &x->asks, entry) {
 			if (a->answered || a->node != id)
@@ -702,9 +791,20 @@ int lite_dsm_home_close(struct lite_dsm_region *r, u16 user)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_CLOSE_MS);
 	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_htxn *x, *tmp;
+	struct lite_dsm_todo td;
 	int err = 0, e;
 	u64 i;
 
+	/* No new request from it: a late one would name freed frames. */
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	h->users[user] = false;
+	list_for_each_entry_safe(x, tmp, &h->queued, entry)
+		if (x->t.requester == user)
+			lite_dsm_drop_later(&td, x);
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
 	for (i = 0; i < r->n_pages; i++) {
 		if (lite_dsm_only_holder(h, i, user)) {
 			e = lite_dsm_pull(r, i, deadline);
@@ -714,9 +814,6 @@ int lite_dsm_home_close(struct lite_dsm_region *r, u16 user)
 		err = err ?: e;
 		cond_resched();
 	}
-	spin_lock_bh(&h->lock);
-	h->users[user] = false;
-	spin_unlock_bh(&h->lock);
 	return err;
 }
 
@@ -782,11 +879,16 @@ void lite_dsm_home_remove(struct lite_dsm_region *r)
 	for (id = 1; id <= LITE_MAX_NODES; id++) {
 		if (!users[id])
 			continue;
-		conn = lite_node_conn(node, id);
+		conn = lite_node_conn_wait(node, id, jiffies +
+					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 		if (!conn)
-			continue;
-		lite_conn_send(conn, LITE_MSG_DSM_GONE, false, 0, 0, &gone,
-			       sizeof(gone));
+			continue;	/* gone itself, or it hears at its next
+					 * request (ENOENT) */
+		/* Destroyed everywhere when this returns (or the node is
+		 * unreachable: then it hears at its next request).
+		 */
+		lite_call(conn, LITE_MSG_DSM_GONE, &gone, sizeof(gone), NULL, 0,
+			  NULL, jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
 		lite_conn_put(conn);
 	}
 	lite_dsm_kill(r);

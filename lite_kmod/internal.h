@@ -268,6 +268,7 @@ struct lite_node {
 					 * reference); xa lock; RCU lookups */
 	struct mutex dsm_lock;		/* serialises opening, closing and
 					 * removing regions */
+	bool dsm_down;			/* dsm_lock: the node goes down */
 	u32 next_dsm;			/* node lock: low half of region ids */
 	spinlock_t dsm_all_lock;	/* protects @dsm_all */
 	struct list_head dsm_all;	/* every lite_dsm_region of the node */
@@ -641,8 +642,10 @@ struct lite_dsm_region {
 	struct xarray frames;		/* page index -> lite_dsm_frame */
 	u32 files;			/* open region files on this node */
 	bool creator_open;		/* the creating file is open */
-	bool dead;			/* destroyed, or its home is gone */
+	bool dead;			/* destroyed, closed, or its home is gone */
+	bool home_gone;			/* its home left or died */
 	bool no_frames;			/* frames freed: none is allocated */
+	atomic_t fetches;		/* requests not yet over */
 	wait_queue_head_t wq;		/* faults waiting for a frame */
 	struct list_head all_entry;	/* node->dsm_all; its dsm_all_lock */
 	struct rcu_head rcu;

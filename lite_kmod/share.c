@@ -99,7 +99,8 @@ void lite_share_handle_lookup(struct lite_conn *conn,
 	} else if (!e) {
 		ret = -ENOENT;
 	} else {
-		e->mappers[conn->peer_id] = true;
+		/* Mappings to invalidate: LMRs only (regions have DSM_GONE). */
+		e->mappers[conn->peer_id] = e->kind == LITE_SHARE_LMR;
 		strscpy(rep.name, e->name, sizeof(rep.name));
 		rep.mr_id = cpu_to_le64(e->mr_id);
 		rep.size = cpu_to_le64(e->size);

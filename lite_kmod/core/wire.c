@@ -443,12 +443,9 @@ static int check_dsm_payload(const struct lite_msg *m)
 			       LITE_WIRE_DSM_MAX_PAGES ? 0 : -EBADMSG;
 		fallthrough;
 	case LITE_MSG_DSM_CLOSE:
+	case LITE_MSG_DSM_GONE:
 		if (m->reply)
 			return m->len ? -EBADMSG : 0;
-		fallthrough;
-	case LITE_MSG_DSM_GONE:
-		if (m->type == LITE_MSG_DSM_GONE && (m->reply || m->req_id))
-			return -EBADMSG;
 		return m->len == sizeof(*reg) && !reg->reserved &&
 		       reg->region ? 0 : -EBADMSG;
 	case LITE_MSG_DSM_REQ:

@@ -46,7 +46,7 @@ enum lite_msg_type {
 	LITE_MSG_DSM_REQ,	/* req to a home: a copy of a page */
 	LITE_MSG_DSM_DONE,	/* req to a home: the copy is in place */
 	LITE_MSG_DSM_INVAL,	/* req from a home: drop/downgrade/locate */
-	LITE_MSG_DSM_GONE,	/* one-way from a home: the region is gone */
+	LITE_MSG_DSM_GONE,	/* req from a home: the region is gone */
 	LITE_MSG_TYPE_END
 };
 

@@ -274,7 +274,8 @@ void wire_parse()
     message("dsm-open-reply", LITE_MSG_DSM_OPEN, true, raw(info));
     message("dsm-close", LITE_MSG_DSM_CLOSE, false, raw(reg));
     message("dsm-close-reply", LITE_MSG_DSM_CLOSE, true, {});
-    one_way("dsm-gone", LITE_MSG_DSM_GONE, raw(reg));
+    message("dsm-gone", LITE_MSG_DSM_GONE, false, raw(reg));
+    message("dsm-gone-reply", LITE_MSG_DSM_GONE, true, {});
     lite_wire_dsm_req req{};
     req.region = reg.region;
     req.page = htole64(77);

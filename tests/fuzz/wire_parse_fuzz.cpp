@@ -219,7 +219,6 @@ void check_request(const lite_msg& m)
     case LITE_MSG_DSM_GONE: {
         const auto* r = as<lite_wire_dsm_region>(m);
         FUZZ_CHECK(m.len == sizeof(*r) && r->region != 0 && r->reserved == 0);
-        FUZZ_CHECK(m.type != LITE_MSG_DSM_GONE || m.req_id == 0);
         break;
     }
     case LITE_MSG_DSM_REQ: {
@@ -322,6 +321,7 @@ void check_reply(const lite_msg& m)
         break;
     }
     case LITE_MSG_DSM_CLOSE:
+    case LITE_MSG_DSM_GONE:
     case LITE_MSG_DSM_DONE:
     case LITE_MSG_MEMBER_ADD:
     case LITE_MSG_LMR_FREE:

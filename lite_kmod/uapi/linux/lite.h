@@ -15,7 +15,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define LITE_ABI_VERSION	1
+#define LITE_ABI_VERSION	2
 #define LITE_DEVICE_PATH	"/dev/lite"
 
 #define LITE_DEVNAME_MAX	64	/* RDMA device name, NUL-terminated */
