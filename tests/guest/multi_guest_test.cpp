@@ -27,6 +27,14 @@ double us(std::chrono::nanoseconds d)
     return std::chrono::duration<double, std::micro>(d).count();
 }
 
+std::vector<int> every_guest(uint32_t guests)
+{
+    std::vector<int> v;
+    for (uint32_t i = 0; i < guests; i++)
+        v.push_back(static_cast<int>(i));
+    return v;
+}
+
 std::vector<uint32_t> ids(uint32_t first, uint32_t last)
 {
     std::vector<uint32_t> v;
@@ -38,7 +46,8 @@ std::vector<uint32_t> ids(uint32_t first, uint32_t last)
 // N guests (lite-vm --guests N, N >= 2). Guest 0: node 1 (manager); later
 // node N + 1 too. Guests 1..N-1 join at once and get nodes 2..N in the
 // order the manager admits them. Membership changes and the guests' LMR
-// counters order the steps across the guests: a joiner leaves only once
+// counters order the steps across the guests (and a barrier once every
+// guest saw every node, which a slow guest may see late): a joiner leaves only once
 // node N + 1 has pinged it and put two LMRs in its memory; guest 0 waits
 // for every leave.
 TEST(MultiGuest, FormPingLeave)
@@ -72,6 +81,10 @@ TEST(MultiGuest, FormPingLeave)
             EXPECT_GT(rtt.count(), 0);
             std::printf("guest 0: node %u -> node %u: rtt %.1f us\n", extra, n, us(rtt));
         }
+
+        // Nobody leaves before every guest saw every node (a slow guest
+        // might otherwise never see the whole cluster at once).
+        ASSERT_TRUE(guest_barrier("formed", every_guest(guests), 120s)) << "not every guest saw every node";
 
         // Memory in each other guest, written and read across the network;
         // a second LMR there then tells that guest (its counters) we are done.
@@ -129,6 +142,7 @@ TEST(MultiGuest, FormPingLeave)
     std::printf("guest %d: node %u -> node 1 on %s: rtt %.1f us\n", index, me.node_id, guest_addr(0).c_str(), us(rtt));
 
     ASSERT_TRUE(wait_until([&] { return live_members(dev, me.instance) == all; }, 120s)) << "not every node appeared";
+    ASSERT_TRUE(guest_barrier("formed", every_guest(guests), 120s)) << "not every guest saw every node";
     for (uint32_t n = 2; n <= extra; n++) {
         if (n == me.node_id)
             continue;
