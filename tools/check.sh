@@ -125,7 +125,8 @@ guest_tests() {
 	mkdir -p "$out/guest1" "$out/guest2" "$out/guest3"
 	local rc=0 trc frc
 	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
-		env BUILD="$build" tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
+		env BUILD="$build" LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" \
+		tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
 	# Each part's own status (a part that did not finish failed); trouble

@@ -54,6 +54,15 @@ inline uint64_t load(const std::byte* p)
     return *reinterpret_cast<const volatile uint64_t*>(p); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
 }
 
+// Rounds of each litmus test: 10,000 (make check), fewer on the debug
+// kernel (make check-debug sets LITE_DSM_ROUNDS).
+int litmus_rounds()
+{
+    const int n = std::stoi(env("LITE_DSM_ROUNDS", "10000"));
+    ::testing::Test::RecordProperty("rounds", n);
+    return n;
+}
+
 // Run @f in a child process; its exit status, or 128 + the signal.
 template <class F> int in_child(F&& f)
 {
@@ -172,20 +181,20 @@ TEST_F(Dsm, CountersUnderALockAreExact)
 // Message passing: if the flag is seen, so is the data written before it.
 TEST_F(Dsm, MessagePassingIsNeverReordered)
 {
-    constexpr int kRounds = 10000;
-    auto w = lite::Dsm::create(s_[0], "dsm-mp", uint64_t{2} * kRounds * kPage);
+    const int rounds = litmus_rounds();
+    auto w = lite::Dsm::create(s_[0], "dsm-mp", uint64_t{2} * rounds * kPage);
     auto r = lite::Dsm::open(s_[1], "dsm-mp");
     std::barrier sync(2);
-    std::vector<uint8_t> seen(kRounds, 0);
+    std::vector<uint8_t> seen(static_cast<size_t>(rounds), 0);
     int bad = 0;
     std::thread writer([&] {
-        for (int i = 0; i < kRounds; i++) {
+        for (int i = 0; i < rounds; i++) {
             sync.arrive_and_wait();
             store(w.data() + uint64_t{2} * i * kPage, 1);       // data
             store(w.data() + (uint64_t{2} * i + 1) * kPage, 1); // flag
         }
     });
-    for (int i = 0; i < kRounds; i++) {
+    for (int i = 0; i < rounds; i++) {
         sync.arrive_and_wait();
         uint64_t flag = load(r.data() + (uint64_t{2} * i + 1) * kPage);
         uint64_t data = load(r.data() + uint64_t{2} * i * kPage);
@@ -204,26 +213,26 @@ TEST_F(Dsm, MessagePassingIsNeverReordered)
 // loads returning the old value is not sequentially consistent.
 TEST_F(Dsm, StoreBufferingNeverLosesBothStores)
 {
-    constexpr int kRounds = 10000;
-    auto a = lite::Dsm::create(s_[0], "dsm-sb", uint64_t{2} * kRounds * kPage);
+    const int rounds = litmus_rounds();
+    auto a = lite::Dsm::create(s_[0], "dsm-sb", uint64_t{2} * rounds * kPage);
     auto b = lite::Dsm::open(s_[2], "dsm-sb");
     std::barrier sync(2);
-    std::vector<uint64_t> r1(kRounds), r2(kRounds);
+    std::vector<uint64_t> r1(static_cast<size_t>(rounds)), r2(static_cast<size_t>(rounds));
     std::thread t1([&] {
-        for (int i = 0; i < kRounds; i++) {
+        for (int i = 0; i < rounds; i++) {
             sync.arrive_and_wait();
             store(a.data() + uint64_t{2} * i * kPage, 1);           // x
             r1[i] = load(a.data() + (uint64_t{2} * i + 1) * kPage); // y
         }
     });
-    for (int i = 0; i < kRounds; i++) {
+    for (int i = 0; i < rounds; i++) {
         sync.arrive_and_wait();
         store(b.data() + (uint64_t{2} * i + 1) * kPage, 1); // y
         r2[i] = load(b.data() + uint64_t{2} * i * kPage);   // x
     }
     t1.join();
     int both_old = 0;
-    for (int i = 0; i < kRounds; i++)
+    for (int i = 0; i < rounds; i++)
         both_old += r1[i] == 0 && r2[i] == 0 ? 1 : 0;
     EXPECT_EQ(both_old, 0) << "rounds in which both loads missed the other store";
 }
