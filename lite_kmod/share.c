@@ -218,6 +218,24 @@ void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
 	}
 }
 
+/* Send a SHARE request to the manager and wait for its reply. Sleeps. */
+static int lite_share_send(struct lite_node *node,
+			   const struct lite_wire_share *req)
+{
+	struct lite_wire_share_id rep;
+	struct lite_conn *conn;
+	int ret;
+
+	conn = lite_manager_conn(node);
+	if (!conn)
+		return -EHOSTUNREACH;
+	ret = lite_call(conn, LITE_MSG_SHARE, req, sizeof(*req), &rep,
+			sizeof(rep), NULL,
+			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+	lite_conn_put(conn);
+	return ret;
+}
+
 /**
  * lite_share_publish - ask the manager to register @name for @lmr
  * @node: our node, the publisher
@@ -234,26 +252,16 @@ void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 		       const char *name, u32 perms)
 {
-	struct lite_wire_share_id rep;
-	struct lite_wire_share req;
-	struct lite_conn *conn;
-	int ret;
+	struct lite_wire_share req = {};
 
-	conn = lite_manager_conn(node);
-	if (!conn)
-		return -EHOSTUNREACH;
-	memset(&req, 0, sizeof(req));
 	strscpy(req.name, name, sizeof(req.name));
 	req.mr_id = cpu_to_le64(lmr->mr_id);
 	req.size = cpu_to_le64(lmr->layout.size);
 	req.mem_node = cpu_to_le16(lmr->mem_node);
 	req.perms = cpu_to_le32(perms);
 	req.rkey = cpu_to_le32(lmr->rkey);
-	ret = lite_call(conn, LITE_MSG_SHARE, &req, sizeof(req), &rep,
-			sizeof(rep), NULL,
-			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
-	lite_conn_put(conn);
-	return ret;
+	req.kind = LITE_SHARE_LMR;
+	return lite_share_send(node, &req);
 }
 
 /**
@@ -265,32 +273,19 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
  *
  * Sleeps.
  *
- * Return: 0; -EHOSTUNREACH without a connection to the manager; or the
- * error of the SHARE request (-EEXIST if the name is taken, -ETIMEDOUT,
- * ...).
+ * Return: as lite_share_publish().
  */
 int lite_share_publish_dsm(struct lite_node *node, const char *name,
 			   u64 region, u64 size)
 {
-	struct lite_wire_share_id rep;
-	struct lite_wire_share req;
-	struct lite_conn *conn;
-	int ret;
+	struct lite_wire_share req = {};
 
-	conn = lite_manager_conn(node);
-	if (!conn)
-		return -EHOSTUNREACH;
-	memset(&req, 0, sizeof(req));
 	strscpy(req.name, name, sizeof(req.name));
 	req.mr_id = cpu_to_le64(region);
 	req.size = cpu_to_le64(size);
-	req.mem_node = cpu_to_le16(node->self_id);
+	req.mem_node = cpu_to_le16(READ_ONCE(node->self_id));
 	req.kind = LITE_SHARE_DSM;
-	ret = lite_call(conn, LITE_MSG_SHARE, &req, sizeof(req), &rep,
-			sizeof(rep), NULL,
-			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
-	lite_conn_put(conn);
-	return ret;
+	return lite_share_send(node, &req);
 }
 
 /**

@@ -87,9 +87,7 @@ protected:
     void SetUp() override
     {
         dev_ = std::make_unique<lite::Device>(lite::Device::open());
-        down_all(*dev_);
-        inst_ = {up(*dev_, kPort, 0).instance, up(*dev_, kPort + 1, kPort).instance,
-                 up(*dev_, kPort + 2, kPort).instance};
+        inst_ = three_nodes(*dev_, kPort);
         for (uint32_t i : inst_)
             s_.push_back(lite::Session::open(i));
     }

@@ -68,6 +68,12 @@ lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
     return dev.up(p);
 }
 
+std::vector<uint32_t> three_nodes(const lite::Device& dev, uint16_t port)
+{
+    down_all(dev);
+    return {up(dev, port, 0).instance, up(dev, port + 1, port).instance, up(dev, port + 2, port).instance};
+}
+
 void down_all(const lite::Device& dev)
 {
     for (auto id : dev.instances()) {

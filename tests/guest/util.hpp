@@ -30,6 +30,10 @@ lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
 // Take every instance down (test cleanup).
 void down_all(const lite::Device& dev);
 
+// From nothing: a manager on @port and two nodes joining it (@port + 1,
+// @port + 2); their instances, node 1 first.
+std::vector<uint32_t> three_nodes(const lite::Device& dev, uint16_t port);
+
 struct Result {
     int status = -1;    // exit code, or -1 if it did not exit normally
     std::string output; // stdout and stderr
