@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+//
+// dsm-lat: DSM fault latency against one raw 4 KiB LITE_read, measured in
+// the same run on the same nodes. Three local nodes must be up (litectl
+// up); INSTANCES names them: the first is the region's home, the second
+// faults, the third is one more sharer.
+//
+//   raw_read       LITE_read of 4 KiB from an LMR on the home, through the
+//                  faulting node
+//   read_fault     the faulting node's first load of a page the home wrote
+//                  and a third node read since (SHARED: one RDMA READ)
+//   read_fault_dirty  ... of a page the home has just written (EXCL at the
+//                  home: it is downgraded first)
+//   write_fault_0  first store to a page nobody wrote (zero fill)
+//   write_fault_1  first store to a page the home holds (invalidated)
+//   write_fault_2  first store to a page the home and the third node read
+//                  (both invalidated)
+//
+// Each fault is timed around one 8-byte access to a page the faulting node
+// never touched (a fresh page per run). CSV on stdout:
+//
+//   name,runs,median_us,p99_us,min_us
+//
+// exit 0 ok, 1 error, 2 usage.
+#include "lat.hpp"
+#include "lite_util.hpp"
+
+#include <lite/dsm.hpp>
+#include <lite/session.hpp>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace
+{
+
+constexpr uint64_t kPage = 4096;
+
+const char* const kUsage = "usage: dsm-lat --instances HOME,FAULTER,OTHER [--runs N]\n";
+
+double now_us()
+{
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+inline void store(std::byte* p, uint64_t v)
+{
+    *reinterpret_cast<volatile uint64_t*>(p) = v; // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): a plain store
+}
+
+inline uint64_t load(const std::byte* p)
+{
+    return *reinterpret_cast<const volatile uint64_t*>(p); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): a plain load
+}
+
+void row(const char* name, std::vector<double> t)
+{
+    std::sort(t.begin(), t.end());
+    const size_t n = t.size();
+    std::printf("%s,%zu,%.1f,%.1f,%.1f\n", name, n, t[n / 2], t[std::min(n - 1, n * 99 / 100)], t[0]);
+    (void)std::fflush(stdout);
+}
+
+int run(int argc, char** argv)
+{
+    std::vector<unsigned> inst;
+    unsigned runs = 300;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help")
+            throw bench::UsageError("");
+        if (i + 1 >= argc)
+            throw bench::UsageError(a + ": needs a value");
+        std::string v = argv[++i];
+        if (a == "--instances") {
+            inst = bench::parse_list(v, [](std::string_view x) {
+                return static_cast<unsigned>(bench::parse_number(x, "instance", 0, 1U << 30));
+            });
+        } else if (a == "--runs") {
+            runs = static_cast<unsigned>(bench::parse_number(v, "runs", 10, 100000));
+        } else {
+            throw bench::UsageError("unknown option " + a);
+        }
+    }
+    if (inst.size() != 3)
+        throw bench::UsageError("--instances: three instances");
+
+    auto home = lite::Session::open(inst[0]);
+    auto faulter = lite::Session::open(inst[1]);
+    auto other = lite::Session::open(inst[2]);
+
+    // The baseline: one raw 4 KiB read of memory on the home node.
+    auto lmr = faulter.alloc(kPage, home.node_id());
+    std::vector<std::byte> buf(kPage);
+    std::vector<double> t;
+    for (unsigned i = 0; i < runs + 20; i++) {
+        double t0 = now_us();
+        lmr.read(0, std::span<std::byte>(buf));
+        if (i >= 20)
+            t.push_back(now_us() - t0);
+    }
+    row("raw_read", t);
+
+    const std::string name = "dsm-lat-" + std::to_string(::getpid());
+    const uint64_t pages = uint64_t{6} * runs;
+    auto h = lite::Dsm::create(home, name, pages * kPage);
+    auto f = lite::Dsm::open(faulter, name);
+    auto o = lite::Dsm::open(other, name);
+    uint64_t next = 0;
+    auto page = [&](const lite::Dsm& m, uint64_t p) { return m.data() + p * kPage; };
+    auto measure = [&](const char* label, const std::function<void(uint64_t)>& prepare, bool write) {
+        std::vector<double> times;
+        for (unsigned i = 0; i < runs; i++) {
+            uint64_t p = next++;
+            prepare(p);
+            double t0 = now_us();
+            if (write)
+                store(page(f, p), i + 1);
+            else
+                (void)load(page(f, p));
+            times.push_back(now_us() - t0);
+        }
+        row(label, times);
+    };
+    measure(
+        "read_fault",
+        [&](uint64_t p) {
+            store(page(h, p), p);
+            (void)load(page(o, p));
+        },
+        false);
+    measure("read_fault_dirty", [&](uint64_t p) { store(page(h, p), p); }, false);
+    measure("write_fault_0", [](uint64_t) {}, true);
+    measure("write_fault_1", [&](uint64_t p) { store(page(h, p), p); }, true);
+    measure(
+        "write_fault_2",
+        [&](uint64_t p) {
+            store(page(h, p), p);
+            (void)load(page(o, p));
+        },
+        true);
+    h.destroy();
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    return bench::guarded_main("dsm-lat", kUsage, run, argc, argv);
+}
