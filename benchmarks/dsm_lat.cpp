@@ -27,12 +27,12 @@
 
 #include <lite/dsm.hpp>
 #include <lite/session.hpp>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -58,7 +58,8 @@ inline void store(std::byte* p, uint64_t v)
 
 inline uint64_t load(const std::byte* p)
 {
-    return *reinterpret_cast<const volatile uint64_t*>(p); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): a plain load
+    return *reinterpret_cast<const volatile uint64_t*>(
+        p); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): a plain load
 }
 
 void row(const char* name, std::vector<double> t)
@@ -122,10 +123,11 @@ int run(int argc, char** argv)
             uint64_t p = next++;
             prepare(p);
             double t0 = now_us();
-            if (write)
+            if (write) {
                 store(page(f, p), i + 1);
-            else
+            } else {
                 (void)load(page(f, p));
+            }
             times.push_back(now_us() - t0);
         }
         row(label, times);
@@ -137,9 +139,12 @@ int run(int argc, char** argv)
             (void)load(page(o, p));
         },
         false);
-    measure("read_fault_dirty", [&](uint64_t p) { store(page(h, p), p); }, false);
-    measure("write_fault_0", [](uint64_t) {}, true);
-    measure("write_fault_1", [&](uint64_t p) { store(page(h, p), p); }, true);
+    measure(
+        "read_fault_dirty", [&](uint64_t p) { store(page(h, p), p); }, false);
+    measure(
+        "write_fault_0", [](uint64_t) {}, true);
+    measure(
+        "write_fault_1", [&](uint64_t p) { store(page(h, p), p); }, true);
     measure(
         "write_fault_2",
         [&](uint64_t p) {
