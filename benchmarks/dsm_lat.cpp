@@ -16,6 +16,10 @@
 //   write_fault_2  first store to a page the home and the third node read
 //                  (both invalidated)
 //
+// and the same faults through the user-level baseline (dsm/udsm.cpp, the
+// same protocol over liblite with userfaultfd), as user_read_fault,
+// user_read_fault_dirty, user_write_fault_0/1/2.
+//
 // Each fault is timed around one 8-byte access to a page the faulting node
 // never touched (a fresh page per run). CSV on stdout:
 //
@@ -27,6 +31,7 @@
 
 #include <lite/dsm.hpp>
 #include <lite/session.hpp>
+#include <udsm.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +73,48 @@ void row(const char* name, std::vector<double> t)
     const size_t n = t.size();
     std::printf("%s,%zu,%.1f,%.1f,%.1f\n", name, n, t[n / 2], t[std::min(n - 1, n * 99 / 100)], t[0]);
     (void)std::fflush(stdout);
+}
+
+// The five faults, each on fresh pages of a region mapped three times:
+// @h at the home, @f at the faulting node, @o at the third.
+void faults(const std::string& prefix, std::byte* h, std::byte* f, std::byte* o, unsigned runs)
+{
+    uint64_t next = 0;
+    auto measure = [&](const std::string& label, const std::function<void(uint64_t)>& prepare, bool write) {
+        std::vector<double> times;
+        for (unsigned i = 0; i < runs; i++) {
+            uint64_t p = next++;
+            prepare(p);
+            double t0 = now_us();
+            if (write) {
+                store(f + p * kPage, i + 1);
+            } else {
+                (void)load(f + p * kPage);
+            }
+            times.push_back(now_us() - t0);
+        }
+        row((prefix + label).c_str(), times);
+    };
+    measure(
+        "read_fault",
+        [&](uint64_t p) {
+            store(h + p * kPage, p);
+            (void)load(o + p * kPage);
+        },
+        false);
+    measure(
+        "read_fault_dirty", [&](uint64_t p) { store(h + p * kPage, p); }, false);
+    measure(
+        "write_fault_0", [](uint64_t) {}, true);
+    measure(
+        "write_fault_1", [&](uint64_t p) { store(h + p * kPage, p); }, true);
+    measure(
+        "write_fault_2",
+        [&](uint64_t p) {
+            store(h + p * kPage, p);
+            (void)load(o + p * kPage);
+        },
+        true);
 }
 
 int run(int argc, char** argv)
@@ -115,43 +162,13 @@ int run(int argc, char** argv)
     auto h = lite::Dsm::create(home, name, pages * kPage);
     auto f = lite::Dsm::open(faulter, name);
     auto o = lite::Dsm::open(other, name);
-    uint64_t next = 0;
-    auto page = [&](const lite::Dsm& m, uint64_t p) { return m.data() + p * kPage; };
-    auto measure = [&](const char* label, const std::function<void(uint64_t)>& prepare, bool write) {
-        std::vector<double> times;
-        for (unsigned i = 0; i < runs; i++) {
-            uint64_t p = next++;
-            prepare(p);
-            double t0 = now_us();
-            if (write) {
-                store(page(f, p), i + 1);
-            } else {
-                (void)load(page(f, p));
-            }
-            times.push_back(now_us() - t0);
-        }
-        row(label, times);
-    };
-    measure(
-        "read_fault",
-        [&](uint64_t p) {
-            store(page(h, p), p);
-            (void)load(page(o, p));
-        },
-        false);
-    measure(
-        "read_fault_dirty", [&](uint64_t p) { store(page(h, p), p); }, false);
-    measure(
-        "write_fault_0", [](uint64_t) {}, true);
-    measure(
-        "write_fault_1", [&](uint64_t p) { store(page(h, p), p); }, true);
-    measure(
-        "write_fault_2",
-        [&](uint64_t p) {
-            store(page(h, p), p);
-            (void)load(page(o, p));
-        },
-        true);
+    faults("", h.data(), f.data(), o.data(), runs);
+    {
+        auto uh = udsm::Region::create(home, "u" + name, pages * kPage);
+        auto uf = udsm::Region::open(faulter, "u" + name);
+        auto uo = udsm::Region::open(other, "u" + name);
+        faults("user_", uh.data(), uf.data(), uo.data(), runs);
+    }
     h.destroy();
     return 0;
 }

@@ -4,9 +4,10 @@
 # guests of its own, then a summary table (build/soak/summary.txt) and
 # build/soak/summary.json ({phase: {runs, passed, seconds, detail}}):
 #   load    SOAK_CYCLES (100) load/unload cycles of lite.ko, each with a
-#           two-node cluster moving 1 MiB, on the debug kernel (KASAN,
-#           lockdep, kmemleak: lite-vm scans for leaks after the last one);
-#           unreclaimable slab may not grow more than 4 MiB
+#           two-node cluster moving 1 MiB: on the Debian kernel, where
+#           unreclaimable slab may not grow more than 4 MiB, and on the debug
+#           kernel (KASAN, lockdep, kmemleak: lite-vm scans for leaks after
+#           the last one)
 #   loss    3 guests; SOAK_LOSS ("5:300 10:120": PERCENT:SECONDS phases)
 #           loss on one guest's link under traffic: nothing fails, nothing
 #           is wrong, nobody is declared dead
@@ -38,20 +39,35 @@ row() {
 }
 now() { date +%s; }
 
+# The slab check runs on the Debian kernel: the debug kernel's KASAN keeps
+# freed objects in its quarantine (up to 1/32 of memory), which looks like
+# growth there (measured: 5.4 MB over 99 cycles with kmemleak clean). The
+# debug kernel's cycles look for leaks (kmemleak), memory errors (KASAN)
+# and lock order (lockdep).
 phase_load() {
-	local cycles=${SOAK_CYCLES:-100} rc=0 t0 detail
+	local cycles=${SOAK_CYCLES:-100} rc=0 drc=0 t0 detail ddetail
 	[ -n "$debug_kdir" ] || { echo "soak: DEBUG_KDIR not set (make soak sets it)" >&2; exit 2; }
-	echo "=== soak: $cycles load/unload cycles on the debug kernel"
+	echo "=== soak: $cycles load/unload cycles on the Debian kernel (slab)"
 	t0=$(now)
-	tools/vm/lite-vm --quiet --timeout $((600 + cycles * 30)) --kdir "$debug_kdir" --module "$debug_ko" \
+	tools/vm/lite-vm --quiet --timeout $((600 + cycles * 10)) \
 		--out "$out/load" -- tools/vm/soak-load.sh "$cycles" || rc=$?
 	detail=$(python3 - "$out/load/soak-load.json" <<'PY' 2>/dev/null || echo "no result"
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{r['cycles']} cycles, slab {r['sunreclaim_before_kb']} -> {r['sunreclaim_after_kb']} kB, kmemleak clean")
+print(f"{r['cycles']} cycles, slab {r['sunreclaim_before_kb']} -> {r['sunreclaim_after_kb']} kB")
 PY
 )
-	row load 1 $((rc == 0)) $(($(now) - t0)) "$detail"
+	echo "=== soak: $cycles load/unload cycles on the debug kernel (kmemleak, KASAN, lockdep)"
+	tools/vm/lite-vm --quiet --timeout $((600 + cycles * 30)) \
+		--kdir "$debug_kdir" --module "$debug_ko" \
+		--out "$out/load-debug" -- tools/vm/soak-load.sh "$cycles" $((1 << 30)) || drc=$?
+	ddetail=$(python3 - "$out/load-debug/soak-load.json" <<'PY' 2>/dev/null || echo "no result"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"debug kernel: {r['cycles']} cycles, kmemleak clean")
+PY
+)
+	row load 2 $(((rc == 0) + (drc == 0))) $(($(now) - t0)) "$detail; $ddetail"
 }
 
 phase_loss() {

@@ -6,10 +6,10 @@
 # slab after the first cycle (caches warm) and after the last goes to
 # $LITE_OUT/soak-load.json; more than SLAB_GROWTH_KB growth (default 4096)
 # fails. Leaks are kmemleak's to name (lite-vm scans when the kernel has it).
-#   tools/vm/soak-load.sh [CYCLES]
+#   tools/vm/soak-load.sh [CYCLES [LIMIT_KB]]
 set -euo pipefail
 cycles=${1:-100}
-limit_kb=${SLAB_GROWTH_KB:-4096}
+limit_kb=${2:-${SLAB_GROWTH_KB:-4096}}
 : "${LITE_MODULE:?run inside lite-vm}"
 litectl=build/meson/tools/litectl/litectl
 remote_rw=build/meson/examples/remote_rw
