@@ -67,6 +67,7 @@ struct lite_dsm_fetch {
 enum lite_dsm_stage {
 	LITE_DSM_ST_REQ,	/* send the request (again) */
 	LITE_DSM_ST_REQ_FAILED,	/* the request's call failed */
+	LITE_DSM_ST_GRANTED,	/* carry a grant out in process context */
 	LITE_DSM_ST_DONE,	/* tell the home how the grant went (again) */
 	LITE_DSM_ST_DONE_LOST,	/* the home never heard: drop the copy */
 	LITE_DSM_ST_FREE,	/* release it */
@@ -431,13 +432,14 @@ static void lite_dsm_fetch_data(struct lite_dsm_fetch *f)
  * @g: the grant (status 0)
  *
  * Carries the grant out: nothing to fetch, a zero page, or one RDMA READ.
- * Process context.
+ * Any context if the frame is not mapped or the grant is a KEEP (the
+ * completion handler calls it then); else process context.
  */
 void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
 		      const struct lite_wire_dsm_grant *g)
 {
 	struct lite_dsm_region *r = f->region;
-	bool intact;
+	bool intact, mapped;
 
 	if (status) {
 		lite_dsm_fetch_end(f, status);
@@ -454,7 +456,11 @@ void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
 		return;
 	}
 	/* Nothing maps the frame while new bytes go in (none should). */
-	lite_dsm_drop_copy(r, f->frame, f->index);
+	spin_lock_bh(&r->lock);
+	mapped = f->frame->state != LITE_DSM_L_INVALID;
+	spin_unlock_bh(&r->lock);
+	if (mapped)
+		lite_dsm_drop_copy(r, f->frame, f->index);
 	if (g->kind == LITE_DSM_FILL) {
 		clear_highpage(f->frame->page);
 		lite_dsm_fetch_end(f, 0);
@@ -464,20 +470,32 @@ void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
 }
 
 /*
- * The grant arrived (process context, on the receive path), or the call
- * failed (then possibly under the calls' lock: handled by @work).
+ * The grant arrived, in the completion handler (even in softirq): a grant
+ * that needs nothing unmapped (the usual one: the frame is not mapped, or
+ * it is kept) is carried out right here, which posts the RDMA READ at
+ * once; the others, and a failed call (then possibly under the calls'
+ * lock), go to @work.
  */
 static void lite_dsm_req_reply(struct lite_call *call)
 {
 	struct lite_dsm_fetch *f = container_of(call, struct lite_dsm_fetch,
 						call);
+	struct lite_dsm_region *r = f->region;
+	bool now;
 
 	if (call->status) {
 		f->reply_status = call->status;
 		lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ_FAILED);
 		return;
 	}
-	lite_dsm_granted(f, 0, &f->grant);
+	spin_lock_bh(&r->lock);
+	now = f->grant.kind == LITE_DSM_KEEP ||
+	      f->frame->state == LITE_DSM_L_INVALID;
+	spin_unlock_bh(&r->lock);
+	if (now)
+		lite_dsm_granted(f, 0, &f->grant);
+	else
+		lite_dsm_fetch_queue(f, LITE_DSM_ST_GRANTED);
 }
 
 static void lite_dsm_done_reply(struct lite_call *call)
@@ -559,6 +577,9 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 			return;
 		}
 		lite_dsm_granted(f, f->reply_status, NULL);
+		return;
+	case LITE_DSM_ST_GRANTED:
+		lite_dsm_granted(f, 0, &f->grant);
 		return;
 	case LITE_DSM_ST_DONE:
 		if (!f->done_by)
@@ -642,7 +663,9 @@ static int lite_dsm_want(struct lite_dsm_region *r,
 	f->req.addr = cpu_to_le64(frame->dma);
 	f->req.rkey = cpu_to_le32(r->node->rkey);
 	f->req.kind = kind;
-	lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
+	/* The first request goes from the faulting thread: no wake-up. */
+	f->stage = LITE_DSM_ST_REQ;
+	lite_dsm_fetch_work(&f->work);
 	return -EINPROGRESS;
 }
 

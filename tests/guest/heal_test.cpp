@@ -27,6 +27,13 @@
 #include "nodes.hpp"
 #include "util.hpp"
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+extern "C" {
+#include "core/wire.h" // LITE_WIRE_VERSION: strangers speak the current one
+}
+#pragma GCC diagnostic pop
+
 using namespace lite_guest;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -305,7 +312,7 @@ int hostile_connects(const std::string& ip, uint16_t port, int n)
         std::array<uint8_t, 36> pd{};
         const uint32_t magic = 0x4554494c;
         std::memcpy(pd.data(), &magic, 4);
-        pd[4] = 3;                                  // LITE_WIRE_VERSION (lite_kmod/core/wire.h)
+        pd[4] = LITE_WIRE_VERSION;                  // refused for the ticket, not the version
         pd[6] = 32;                                 // rx depth
         std::fill(pd.begin() + 12, pd.end(), 0x5a); // a guessed ticket
         rdma_conn_param p{};
