@@ -324,6 +324,8 @@ struct Region::Impl {
             }
             Reply r = request(kind, page);
             if (r.status == -EBUSY) {
+                if (stop.load())
+                    return; // being destroyed: nobody may fault now
                 std::this_thread::sleep_for(std::chrono::microseconds(50));
                 continue;
             }
@@ -384,7 +386,11 @@ struct Region::Impl {
                 continue;
             const uint64_t off = msg.arg.pagefault.address -
                                  reinterpret_cast<uint64_t>(mem); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
-            fault(off / kPage, (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
+            try {
+                fault(off / kPage, (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0);
+            } catch (const std::exception& e) { // a page that cannot be served: SIGBUS
+                die(e.what(), EIO);
+            }
         }
     }
 
@@ -399,6 +405,20 @@ struct Region::Impl {
             if (ret < 0)
                 die("LITE_rpc_recv", -ret);
             Reply r{};
+            try {
+                r = serve(m, in);
+            } catch (const std::exception& e) {
+                die(e.what(), EIO);
+            }
+            if (in.token != 0)
+                (void)LITE_rpc_reply(s->get(), in.token, &r, sizeof(r));
+        }
+    }
+
+    Reply serve(const Msg& m, const lite_rpc_in_t& in)
+    {
+        Reply r{};
+        {
             if (in.len != sizeof(m)) {
                 r.status = -EBADMSG;
             } else if (m.op == kReq && self == home) {
@@ -411,9 +431,8 @@ struct Region::Impl {
             } else {
                 r.status = -EPROTO;
             }
-            if (in.token != 0)
-                (void)LITE_rpc_reply(s->get(), in.token, &r, sizeof(r));
         }
+        return r;
     }
 
     void start()

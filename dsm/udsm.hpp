@@ -13,9 +13,13 @@
 //    downgraded or dropped).
 //
 // A participant is one udsm::Region object: a process may hold several, on
-// several nodes (each through its own lite::Session). Every access that
-// cannot be served (the home is gone, a page's only copy died) ends the
-// process with SIGBUS, as with the kernel DSM.
+// several nodes (each through its own lite::Session, which must outlive
+// it). Every access that cannot be served ends the process with SIGBUS.
+// It is a baseline, not a service: it does not heal (a participant that
+// goes away, cleanly or not, before the others are done makes their next
+// access to its pages fail), the home must be destroyed last, and its
+// memory must not be the target of pinned I/O (O_DIRECT, lite's zero-copy
+// transfers), which would bypass the write protection.
 #pragma once
 
 #include <cstddef>

@@ -684,7 +684,7 @@ static bool lite_dsm_moved(struct lite_dsm_region *r,
 static bool lite_dsm_transient(int err)
 {
 	return err == -ETIMEDOUT || err == -ECONNRESET || err == -EAGAIN ||
-	       err == -EHOSTUNREACH || err == -EBUSY;
+	       err == -EHOSTUNREACH || err == -EBUSY || err == -ENOTCONN;
 }
 
 /*
@@ -1374,8 +1374,35 @@ void lite_dsm_node_down(struct lite_node *node)
  */
 void lite_dsm_node_free(struct lite_node *node)
 {
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_FAULT_MS);
 	struct lite_dsm_region *r, *found;
+	long left;
 
+	/*
+	 * A fault may have started a request just before the node went down
+	 * (its first step runs in the faulting thread): with no connection
+	 * left it ends at once, through dsm_wq. Wait for those first.
+	 */
+	for (;;) {
+		found = NULL;
+		spin_lock(&node->dsm_all_lock);
+		list_for_each_entry(r, &node->dsm_all, all_entry) {
+			if (atomic_read(&r->fetches) &&
+			    kref_get_unless_zero(&r->ref)) {
+				found = r;
+				break;
+			}
+		}
+		spin_unlock(&node->dsm_all_lock);
+		if (!found)
+			break;
+		left = (long)(deadline - jiffies);
+		wait_event_timeout(found->wq, !atomic_read(&found->fetches),
+				   max(left, 1L));
+		lite_dsm_put(found);
+		if (time_after(jiffies, deadline))
+			break;
+	}
 	destroy_workqueue(node->dsm_wq);
 	node->dsm_wq = NULL;
 	/* Only open region files hold regions now: a few, dead ones. */

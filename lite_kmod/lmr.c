@@ -33,12 +33,12 @@ struct lite_conn *lite_node_conn(struct lite_node *node, u16 id)
 
 	if (!id || id > LITE_MAX_NODES)
 		return NULL;
-	spin_lock(&node->peers_lock);
+	spin_lock_bh(&node->peers_lock);
 	conn = id == READ_ONCE(node->self_id) ? node->self_conn :
 						node->peers[id];
 	if (conn)
 		lite_conn_get(conn);
-	spin_unlock(&node->peers_lock);
+	spin_unlock_bh(&node->peers_lock);
 	return conn;
 }
 
@@ -58,11 +58,11 @@ bool lite_node_has_conn(struct lite_node *node, u16 id)
 
 	if (!id || id > LITE_MAX_NODES)
 		return false;
-	spin_lock(&node->peers_lock);
+	spin_lock_bh(&node->peers_lock);
 	conn = id == READ_ONCE(node->self_id) ? node->self_conn :
 						node->peers[id];
 	has = conn && READ_ONCE(conn->state) != LITE_CONN_CLOSING;
-	spin_unlock(&node->peers_lock);
+	spin_unlock_bh(&node->peers_lock);
 	return has;
 }
 
@@ -78,12 +78,12 @@ bool lite_node_has_conn(struct lite_node *node, u16 id)
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
 {
 	lockdep_assert_held(&node->lock);
-	spin_lock(&node->peers_lock);
+	spin_lock_bh(&node->peers_lock);
 	if (id)
 		node->peers[id] = conn;
 	else
 		node->self_conn = conn;
-	spin_unlock(&node->peers_lock);
+	spin_unlock_bh(&node->peers_lock);
 	if (conn)
 		wake_up_all(&node->peers_wq);	/* lite_node_conn_wait() */
 }
