@@ -1365,6 +1365,33 @@ void lite_dsm_node_down(struct lite_node *node)
 	}
 }
 
+static bool lite_dsm_busy(struct lite_dsm_region *r)
+{
+	return atomic_read(&r->fetches);
+}
+
+static bool lite_dsm_has_frames(struct lite_dsm_region *r)
+{
+	return !READ_ONCE(r->no_frames);
+}
+
+/* A region of @node's for which @want() holds, with a reference; or NULL. */
+static struct lite_dsm_region *
+lite_dsm_pick(struct lite_node *node, bool (*want)(struct lite_dsm_region *r))
+{
+	struct lite_dsm_region *r, *found = NULL;
+
+	spin_lock(&node->dsm_all_lock);
+	list_for_each_entry(r, &node->dsm_all, all_entry) {
+		if (want(r) && kref_get_unless_zero(&r->ref)) {
+			found = r;
+			break;
+		}
+	}
+	spin_unlock(&node->dsm_all_lock);
+	return found;
+}
+
 /**
  * lite_dsm_node_free - free every frame once the connections are gone
  * @node: the node; its QPs are drained, so no fetch writes a frame
@@ -1375,7 +1402,7 @@ void lite_dsm_node_down(struct lite_node *node)
 void lite_dsm_node_free(struct lite_node *node)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_FAULT_MS);
-	struct lite_dsm_region *r, *found;
+	struct lite_dsm_region *r;
 	long left;
 
 	/*
@@ -1383,44 +1410,20 @@ void lite_dsm_node_free(struct lite_node *node)
 	 * (its first step runs in the faulting thread): with no connection
 	 * left it ends at once, through dsm_wq. Wait for those first.
 	 */
-	for (;;) {
-		found = NULL;
-		spin_lock(&node->dsm_all_lock);
-		list_for_each_entry(r, &node->dsm_all, all_entry) {
-			if (atomic_read(&r->fetches) &&
-			    kref_get_unless_zero(&r->ref)) {
-				found = r;
-				break;
-			}
-		}
-		spin_unlock(&node->dsm_all_lock);
-		if (!found)
-			break;
+	while ((r = lite_dsm_pick(node, lite_dsm_busy))) {
 		left = (long)(deadline - jiffies);
-		wait_event_timeout(found->wq, !atomic_read(&found->fetches),
+		wait_event_timeout(r->wq, !atomic_read(&r->fetches),
 				   max(left, 1L));
-		lite_dsm_put(found);
+		lite_dsm_put(r);
 		if (time_after(jiffies, deadline))
 			break;
 	}
 	destroy_workqueue(node->dsm_wq);
 	node->dsm_wq = NULL;
 	/* Only open region files hold regions now: a few, dead ones. */
-	for (;;) {
-		found = NULL;
-		spin_lock(&node->dsm_all_lock);
-		list_for_each_entry(r, &node->dsm_all, all_entry) {
-			if (!READ_ONCE(r->no_frames) &&
-			    kref_get_unless_zero(&r->ref)) {
-				found = r;
-				break;
-			}
-		}
-		spin_unlock(&node->dsm_all_lock);
-		if (!found)
-			break;
-		lite_dsm_free_frames(found);
-		lite_dsm_put(found);
+	while ((r = lite_dsm_pick(node, lite_dsm_has_frames))) {
+		lite_dsm_free_frames(r);
+		lite_dsm_put(r);
 	}
 }
 

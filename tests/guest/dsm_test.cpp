@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "dsm_util.hpp"
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -40,18 +41,6 @@ template <class F> int err_of(F&& f)
     } catch (const lite::Error& e) {
         return e.errnum();
     }
-}
-
-// Plain loads and stores the compiler keeps in program order.
-inline void store(std::byte* p, uint64_t v)
-{
-    *reinterpret_cast<volatile uint64_t*>(p) = v; // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
-    asm volatile("" ::: "memory");
-}
-inline uint64_t load(const std::byte* p)
-{
-    asm volatile("" ::: "memory");
-    return *reinterpret_cast<const volatile uint64_t*>(p); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
 }
 
 // Rounds of each litmus test: 10,000 (make check), fewer on the debug
@@ -81,27 +70,10 @@ template <class F> int in_child(F&& f)
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
-class Dsm : public ::testing::Test
+class Dsm : public ThreeSessions<kPort>
 {
 protected:
-    void SetUp() override
-    {
-        dev_ = std::make_unique<lite::Device>(lite::Device::open());
-        inst_ = three_nodes(*dev_, kPort);
-        for (uint32_t i : inst_)
-            s_.push_back(lite::Session::open(i));
-    }
-    void TearDown() override
-    {
-        s_.clear();
-        down_all(*dev_);
-    }
-
     [[nodiscard]] lite_dsm_counters dsm(size_t i) const { return dev_->status(inst_[i]).dsm; }
-
-    std::unique_ptr<lite::Device> dev_;
-    std::vector<uint32_t> inst_;
-    std::vector<lite::Session> s_;
 };
 
 TEST_F(Dsm, WritesOnOneNodeAreReadOnTheOthers)

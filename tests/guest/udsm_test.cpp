@@ -10,6 +10,7 @@
 #include <udsm.hpp>
 #include <vector>
 
+#include "dsm_util.hpp"
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -21,17 +22,6 @@ namespace
 constexpr uint16_t kPort = 19200;
 constexpr uint64_t kPage = 4096;
 
-inline void store(std::byte* p, uint64_t v)
-{
-    *reinterpret_cast<volatile uint64_t*>(p) = v; // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
-    asm volatile("" ::: "memory");
-}
-inline uint64_t load(const std::byte* p)
-{
-    asm volatile("" ::: "memory");
-    return *reinterpret_cast<const volatile uint64_t*>(p); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
-}
-
 // A fifth of the kernel DSM's rounds: user-level faults are slower.
 int litmus_rounds()
 {
@@ -40,25 +30,8 @@ int litmus_rounds()
     return n;
 }
 
-class Udsm : public ::testing::Test
+class Udsm : public ThreeSessions<kPort>
 {
-protected:
-    void SetUp() override
-    {
-        dev_ = std::make_unique<lite::Device>(lite::Device::open());
-        inst_ = three_nodes(*dev_, kPort);
-        for (uint32_t i : inst_)
-            s_.push_back(lite::Session::open(i));
-    }
-    void TearDown() override
-    {
-        s_.clear();
-        down_all(*dev_);
-    }
-
-    std::unique_ptr<lite::Device> dev_;
-    std::vector<uint32_t> inst_;
-    std::vector<lite::Session> s_;
 };
 
 TEST_F(Udsm, WritesOnOneNodeAreReadOnTheOthers)
