@@ -113,7 +113,12 @@ void lite_dsm_exit(void)
  */
 void lite_dsm_node_init(struct lite_node *node)
 {
-	xa_init(&node->dsm);
+	/*
+	 * Both xarrays of this file share one lock class, and the frames'
+	 * lock nests in the region lock, which the CQ handler takes: every
+	 * change takes it with bottom halves off (the _bh calls).
+	 */
+	xa_init_flags(&node->dsm, XA_FLAGS_LOCK_BH);
 	mutex_init(&node->dsm_lock);
 	spin_lock_init(&node->dsm_all_lock);
 	INIT_LIST_HEAD(&node->dsm_all);
@@ -166,7 +171,7 @@ static void lite_dsm_free_frames(struct lite_dsm_region *r)
 		n = 0;
 		spin_lock_bh(&r->lock);
 		xa_for_each(&r->frames, index, frame) {
-			xa_erase(&r->frames, index);
+			xa_erase_bh(&r->frames, index);
 			batch[n++] = frame;
 			if (n == ARRAY_SIZE(batch))
 				break;
@@ -242,7 +247,7 @@ static struct lite_dsm_region *lite_dsm_alloc(struct lite_node *node, u64 id,
 	strscpy(r->name, name, sizeof(r->name));
 	init_rwsem(&r->zap_sem);
 	spin_lock_init(&r->lock);
-	xa_init(&r->frames);
+	xa_init_flags(&r->frames, XA_FLAGS_LOCK_BH);
 	init_waitqueue_head(&r->wq);
 	atomic_set(&r->fetches, 0);
 	spin_lock(&node->dsm_all_lock);
@@ -278,7 +283,7 @@ void lite_dsm_kill(struct lite_dsm_region *r)
  */
 void lite_dsm_forget(struct lite_dsm_region *r)
 {
-	if (xa_cmpxchg(&r->node->dsm, (unsigned long)r->id, r, NULL, 0) == r)
+	if (xa_cmpxchg_bh(&r->node->dsm, (unsigned long)r->id, r, NULL, 0) == r)
 		lite_dsm_put(r);
 }
 
@@ -305,7 +310,7 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 		goto free_page;
 	spin_lock_bh(&r->lock);
 	old = r->no_frames ? ERR_PTR(-ENXIO) :
-	      xa_cmpxchg(&r->frames, (unsigned long)index, NULL, frame,
+	      xa_cmpxchg_bh(&r->frames, (unsigned long)index, NULL, frame,
 			 GFP_ATOMIC);
 	spin_unlock_bh(&r->lock);
 	if (IS_ERR(old) || xa_is_err(old) || old) {
@@ -1142,7 +1147,7 @@ static struct lite_dsm_region *lite_dsm_create(struct lite_node *node,
 	err = lite_dsm_home_create(r);
 	if (err)
 		goto put;
-	err = xa_insert(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
+	err = xa_insert_bh(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
 	if (err)
 		goto put;
 	err = lite_share_publish_dsm(node, o->name, id, o->size);
@@ -1193,7 +1198,7 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 	r = lite_dsm_alloc(node, id, home, le64_to_cpu(info.size), sh->name);
 	err = PTR_ERR_OR_ZERO(r);
 	if (!err) {
-		err = xa_insert(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
+		err = xa_insert_bh(&node->dsm, (unsigned long)id, r, GFP_KERNEL);
 		if (err)
 			lite_dsm_put(r);
 	}
