@@ -84,9 +84,10 @@ bench: deps kmod user
 	@echo "make bench: booting a guest, 2 lite nodes on Soft-RoCE, native and lite runs (about 12 min)..."
 	tools/vm/lite-vm --quiet --mem $(BENCH_MEM) --timeout 1800 --out build/bench -- \
 		env BUILD=$(BUILD) BENCH_ONLY="$(BENCH_ONLY)" bash benchmarks/bench.sh
-	@for t in $(or $(BENCH_ONLY),latency rpc rpc_tput cq_modes ops first_op reg mr_scale async); do \
+	@for t in $(or $(BENCH_ONLY),latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm); do \
 		echo; cat build/bench/$$t.txt; done
 	@echo; ls build/bench/*.png
+	@echo; echo "headline figures: build/bench/summary.json"
 
 # The guest tests under a debug kernel (KASAN, lockdep, kmemleak, UBSAN, ...)
 # built once into DEBUG_CACHE by tools/vm/debug-kernel.sh (about 20 min).

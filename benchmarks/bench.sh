@@ -39,6 +39,12 @@
 #   async        throughput with 1..64 operations in flight (async-tput):
 #                lite::Ring over io_uring and one blocking ioctl per thread
 #                against native verbs with that many WRs outstanding
+#   dsm          with a third node: DSM fault latency, kernel and user
+#                level, against one raw 4 KiB LITE_read (dsm-lat); the
+#                three DSM programs (dsm-apps) on the kernel DSM, the
+#                user-level DSM and local memory, and their Global Arrays
+#                peer (dsm-apps-ga under mpirun); tables, CSVs, figures and
+#                summary.json keys by benchmarks/report.py
 #
 # Every native measurement is made in both of the native programs' poll
 # modes: busy (ibv_poll_cq in a loop) and event (sleeping on a completion
@@ -60,7 +66,8 @@
 # (1M,16M,256M,1G,4G), BENCH_MR_REGIONS (1,10,100,1000,10000),
 # BENCH_MR_REGION_SIZE (64K), BENCH_MR_LENS (64,1024), BENCH_MR_SECONDS (2),
 # BENCH_ASYNC_QDS (1,2,4,8,16,32,64), BENCH_ASYNC_LEN (64),
-# BENCH_ASYNC_SECONDS (1), LITE_ADDR (10.99.0.1), LITE_RXE (rxe0),
+# BENCH_ASYNC_SECONDS (1), BENCH_DSM_RUNS (300), BENCH_DSM_APP_RUNS (3),
+# BENCH_DSM_THREADS (4), LITE_ADDR (10.99.0.1), LITE_RXE (rxe0),
 # LITE_OUT (/tmp).
 # BENCH_ONLY: the sections to run, by the names above, separated by spaces
 # (default: all of them, in the order above); the nodes are brought up
@@ -80,6 +87,9 @@ first_op=$build/benchmarks/first-op
 reg_cost=$build/benchmarks/reg-cost
 mr_scale=$build/benchmarks/mr-scale
 async_tput=$build/benchmarks/async-tput
+dsm_lat=$build/benchmarks/dsm-lat
+dsm_apps=$build/benchmarks/dsm-apps
+dsm_apps_ga=$build/benchmarks/dsm-apps-ga
 iters=${BENCH_ITERS:-1000}
 warmup=${BENCH_WARMUP:-100}
 sizes=${BENCH_SIZES:-8,64,512,4096,32768}
@@ -94,14 +104,15 @@ say() { echo "bench: $*" >&2; }
 # The sections (each a table, NAME.txt and NAME.csv); want NAME: whether
 # BENCH_ONLY asks for it. The sections' code below is not indented under
 # its "if want NAME" guard.
-sections="latency rpc rpc_tput cq_modes ops first_op reg mr_scale async"
+sections="latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm"
 only=${BENCH_ONLY:-$sections}
 for s in $only; do
 	[[ " $sections " == *" $s "* ]] || { say "BENCH_ONLY: no section '$s' (there are: $sections)"; exit 2; }
 done
 want() { [[ " $only " == *" $1 "* ]]; }
 
-for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$mr_scale" "$async_tput"; do
+for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$mr_scale" \
+	"$async_tput" "$dsm_lat" "$dsm_apps" "$dsm_apps_ga"; do
 	[ -x "$f" ] || { say "$f not built (make user)"; exit 1; }
 done
 
@@ -738,6 +749,41 @@ awk -F, -v kver="$kver" -v dev="$dev" -v len="$async_len" -v secs="$async_secs" 
 	}' "$out/async-all.csv" | tee "$out/async.txt"
 fi # async
 
+if want dsm; then
+# The DSM, on three nodes (the two above and a third that joins for this
+# section): fault latency against one raw 4 KiB read, and the three
+# programs on the kernel DSM, the user-level DSM, plain local memory and
+# their Global Arrays peer (Open MPI over TCP, one rank per node, in this
+# guest). benchmarks/report.py makes the tables, CSVs, figures and the
+# summary.json keys.
+dsm_runs=${BENCH_DSM_RUNS:-300}
+dsm_app_runs=${BENCH_DSM_APP_RUNS:-3}
+dsm_threads=${BENCH_DSM_THREADS:-4}
+re='^instance ([0-9]+): node ([0-9]+)'
+line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515")
+echo "$line" >&2
+[[ $line =~ $re ]] || { say "cannot read the instance from litectl up: $line"; exit 1; }
+third_inst=${BASH_REMATCH[1]}
+up+=("$third_inst")
+three="$client_inst,$server_inst,$third_inst"
+say "DSM fault latency ($dsm_runs runs each, instances $three): $dsm_lat"
+run_to "$out/dsm-lat.csv" "$dsm_lat" --instances "$three" --runs "$dsm_runs" || true
+for b in kernel user local; do
+	say "DSM programs on $b ($dsm_app_runs runs, $dsm_threads threads per node): $dsm_apps"
+	run_to "$out/dsm-apps-$b.csv" "$dsm_apps" --app all --backend "$b" --instances "$three" \
+		--threads "$dsm_threads" --runs "$dsm_app_runs" || true
+done
+say "DSM programs on Global Arrays (mpirun -np 3, btl tcp,self): $dsm_apps_ga"
+run_to "$out/dsm-apps-ga.csv" mpirun --allow-run-as-root --oversubscribe -np 3 --mca btl tcp,self \
+	"$dsm_apps_ga" --app all --runs "$dsm_app_runs" || true
+"$litectl" down -i "$third_inst" >&2 || { say "litectl down -i $third_inst failed"; rc=1; }
+unset 'up[-1]'
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" "$(dirname "$0")/report.py" "$out" dsm >/dev/null || { say "FAILED: report.py dsm"; rc=1; }
+cat "$out/dsm.txt"
+fi # dsm
+
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
@@ -756,6 +802,9 @@ say "CSV in $csvs"
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 plot=$(dirname "$0")/plot.py
+if [ "$only" = dsm ]; then
+	: # report.py made the DSM figures; plot.py has none of its CSVs
+else
 say "plotting: $py $plot $out"
 if pngs=$("$py" "$plot" "$out"); then
 	printf 'figures:\n%s\n' "$pngs"
@@ -763,5 +812,6 @@ else
 	[ -z "$pngs" ] || printf 'figures (some failed):\n%s\n' "$pngs"
 	say "FAILED: plotting ($py $plot $out)"
 	rc=1
+fi
 fi
 exit "$rc"

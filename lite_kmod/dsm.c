@@ -32,6 +32,8 @@
 #include <linux/highmem.h>
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
+#include <linux/ktime.h>
+#include <linux/cpumask.h>
 
 #include "internal.h"
 
@@ -160,7 +162,7 @@ static void lite_dsm_free_frames(struct lite_dsm_region *r)
 	/* No fault is installing one (zap_sem), none allocates one. */
 	down_write(&r->zap_sem);
 	spin_lock_bh(&r->lock);
-	r->no_frames = true;
+	WRITE_ONCE(r->no_frames, true);
 	spin_unlock_bh(&r->lock);
 	if (xa_empty(&r->frames)) {
 		up_write(&r->zap_sem);
@@ -267,7 +269,7 @@ static struct lite_dsm_region *lite_dsm_alloc(struct lite_node *node, u64 id,
 void lite_dsm_kill(struct lite_dsm_region *r)
 {
 	spin_lock_bh(&r->lock);
-	r->dead = true;
+	WRITE_ONCE(r->dead, true);
 	spin_unlock_bh(&r->lock);
 	down_write(&r->zap_sem);
 	unmap_mapping_range(r->inode->i_mapping, 0, 0, 1);
@@ -386,6 +388,7 @@ static void lite_dsm_fetch_end(struct lite_dsm_fetch *f, int status)
 	frame->fetch = NULL;
 	frame->err = status;
 	frame->gen++;
+	WRITE_ONCE(r->fetch_ends, r->fetch_ends + 1);
 	spin_unlock_bh(&r->lock);
 	wake_up_all(&r->wq);
 	f->status = status;
@@ -692,6 +695,50 @@ static bool lite_dsm_transient(int err)
 	       err == -EHOSTUNREACH || err == -EBUSY || err == -ENOTCONN;
 }
 
+/* Faulting threads polling now, on all nodes (lite_dsm_poll()). */
+static atomic_t lite_dsm_pollers = ATOMIC_INIT(0);
+
+/*
+ * Poll for the end of the fetch @gen names, for up to LITE_DSM_SPIN_US
+ * and never past @deadline, before the caller sleeps: the fetch is mostly
+ * the network's and other CPUs' work (softirq), and waking a sleeper
+ * costs more than most fetches on small machines. At most half the CPUs
+ * poll (the others sleep at once: the fetches need CPUs too; a single CPU
+ * never polls); whoever needs this CPU gets it (cond_resched()); a fatal
+ * signal ends the polling. The frame itself is read only under the lock
+ * (lite_dsm_moved()): it may be freed once the region is dead.
+ * Return: whether the fetch ended or the region died.
+ */
+static bool lite_dsm_poll(struct lite_dsm_region *r,
+			  struct lite_dsm_frame *frame, u32 gen,
+			  unsigned long deadline)
+{
+	int limit = num_online_cpus() / 2;
+	bool moved = false;
+	u32 ends;
+	u64 until;
+
+	if (atomic_inc_return(&lite_dsm_pollers) > limit)
+		goto out;
+	until = ktime_get_ns() + LITE_DSM_SPIN_US * NSEC_PER_USEC;
+	ends = READ_ONCE(r->fetch_ends);
+	do {
+		/* Some request ended: ours? */
+		if (READ_ONCE(r->fetch_ends) != ends || READ_ONCE(r->dead)) {
+			moved = lite_dsm_moved(r, frame, gen);
+			if (moved)
+				break;
+			ends = READ_ONCE(r->fetch_ends);
+		}
+		cpu_relax();
+		cond_resched();
+	} while (ktime_get_ns() < until && time_before(jiffies, deadline) &&
+		 !fatal_signal_pending(current));
+out:
+	atomic_dec(&lite_dsm_pollers);
+	return moved;
+}
+
 /*
  * Make @frame serve an access of @kind: request a copy and wait for it.
  * Return: 0; -EINTR on a fatal signal; -EHOSTDOWN (lost), -ENXIO (region
@@ -712,13 +759,16 @@ static int lite_dsm_acquire(struct lite_dsm_region *r,
 		left = (long)(deadline - jiffies);
 		if (left <= 0)
 			return -ETIMEDOUT;
-		left = wait_event_killable_timeout(r->wq,
-						   lite_dsm_moved(r, frame, gen),
-						   left);
-		if (left < 0)
-			return -EINTR;
-		if (!left)
-			return -ETIMEDOUT;
+		if (!lite_dsm_poll(r, frame, gen, deadline)) {
+			left = max_t(long, (long)(deadline - jiffies), 1);
+			left = wait_event_killable_timeout(r->wq,
+							   lite_dsm_moved(r, frame, gen),
+							   left);
+			if (left < 0)
+				return -EINTR;
+			if (!left)
+				return -ETIMEDOUT;
+		}
 		spin_lock_bh(&r->lock);
 		err = r->dead ? -ENXIO : frame->err;
 		spin_unlock_bh(&r->lock);

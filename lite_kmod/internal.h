@@ -92,6 +92,9 @@
 						 * async operations */
 /* DSM (dsm.c, dsm_home.c). */
 #define LITE_DSM_FAULT_MS	10000	/* a fault waits this long at most */
+#define LITE_DSM_SPIN_US	2000	/* ... polling its fetch this long first
+					 * (a wake-up costs more than most
+					 * fetches) */
 #define LITE_DSM_ANSWER_MS	3000	/* a home waits for an INVAL answer */
 #define LITE_DSM_DONE_MS	30000	/* ... and for a DONE: far beyond a
 					 * member's death being declared */
@@ -645,6 +648,9 @@ struct lite_dsm_region {
 	bool dead;			/* destroyed, closed, or its home is gone */
 	bool home_gone;			/* its home left or died */
 	bool no_frames;			/* frames freed: none is allocated */
+	u32 fetch_ends;			/* bumped when any request ends (a hint
+					 * polling faults read without the lock:
+					 * frames may be freed under them) */
 	atomic_t fetches;		/* requests not yet over */
 	wait_queue_head_t wq;		/* faults waiting for a frame */
 	struct list_head all_entry;	/* node->dsm_all; its dsm_all_lock */

@@ -10,6 +10,8 @@ pkgs=(
 	rdmacm-utils perftest liburing-dev meson ninja-build kmod cpio sparse
 	pkg-config iproute2 libgtest-dev libssl-dev g++ python3
 	python3-matplotlib clang-format clang-tidy clang-14 libclang-rt-14-dev
+	libglobalarrays-dev libarmci-mpi-dev libscalapack-openmpi-dev libopenmpi-dev
+	openmpi-bin
 )
 
 # One query for all packages; unknown ones go to stderr and count as missing.

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Tables, CSVs, figures and build/bench/summary.json from the raw CSVs
+that the benchmark programs wrote (benchmarks/bench.sh runs them).
+
+Usage: python3 benchmarks/report.py DIR SECTION...
+
+Sections it knows (the others are still joined by bench.sh and plotted by
+plot.py):
+
+  dsm   from DIR/dsm-lat.csv (dsm-lat) and DIR/dsm-apps-{kernel,user,local,
+        ga}.csv (dsm-apps, dsm-apps-ga): dsm.txt (both tables), dsm.csv
+        (fault latencies), dsm_apps.csv (program run times), dsm.png,
+        dsm_apps.png; summary keys dsm_read_fault, dsm_write_fault_2,
+        dsm_kernel_vs_user, dsm_stencil, dsm_matmul, dsm_irregular.
+
+DIR/summary.json maps each headline figure's key to {"lite", "native",
+"ratio", "unit"} (lite's figure, the baseline's from the same run, lite
+over baseline) or {"value", "unit"}; this script replaces the keys of the
+sections it ran and keeps the others. A figure that was not measured is
+left out of summary.json (and shows as "-" in the tables).
+
+Exit status: 0 if every section had all its inputs, 1 otherwise, 2 on bad
+usage. Figures need matplotlib (Debian's python3-matplotlib, Agg backend).
+"""
+
+import csv
+import json
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (after selecting the backend)
+
+WHERE = "QEMU/TCG Soft-RoCE, same guest run"
+
+
+class Missing(Exception):
+    """An input the section needs is not there (its program failed)."""
+
+
+def note(msg):
+    print(f"report.py: {msg}", file=sys.stderr)
+
+
+def rows_of(path):
+    """The rows of a CSV as dicts; Missing if absent or empty."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        raise Missing(f"{os.path.basename(path)} missing or empty")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise Missing(f"{os.path.basename(path)} has no rows")
+    return rows
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def pair(lite, native, unit):
+    """A summary entry, or None if either figure is missing."""
+    if lite is None or native is None or native == 0:
+        return None
+    return {"lite": round(lite, 4), "native": round(native, 4), "ratio": round(lite / native, 3), "unit": unit}
+
+
+# ---- dsm ------------------------------------------------------------------
+
+FAULTS = [
+    ("read_fault", "read fault (page SHARED elsewhere: one RDMA READ)"),
+    ("read_fault_dirty", "read fault (page dirty at the home: downgrade first)"),
+    ("write_fault_0", "write fault, no copy to invalidate (zero page)"),
+    ("write_fault_1", "write fault, 1 copy to invalidate"),
+    ("write_fault_2", "write fault, 2 copies to invalidate"),
+]
+PROGRAMS = [("stencil", "dsm_stencil"), ("matmul", "dsm_matmul"), ("pagerank", "dsm_irregular")]
+BACKENDS = ["kernel", "user", "ga", "local"]
+
+
+def dsm_faults(d):
+    lat = {r["name"]: float(r["median_us"]) for r in rows_of(os.path.join(d, "dsm-lat.csv"))}
+    raw = lat.get("raw_read")
+    table = []
+    for name, what in FAULTS:
+        k, u = lat.get(name), lat.get("user_" + name)
+        table.append((name, what, k, u, raw, ratio(k, raw), ratio(u, raw), ratio(k, u)))
+    return raw, table
+
+
+def dsm_apps(d):
+    """{program: {backend: (median seconds, runs, all results matched, shape)}}."""
+    out = {p: {} for p, _ in PROGRAMS}
+    missing = []
+    for b in BACKENDS:
+        try:
+            rows = rows_of(os.path.join(d, f"dsm-apps-{b}.csv"))
+        except Missing as e:
+            missing.append(str(e))
+            continue
+        for p, _ in PROGRAMS:
+            mine = [r for r in rows if r["app"] == p]
+            if not mine:
+                continue
+            secs = statistics.median(float(r["seconds"]) for r in mine)
+            match = all(r["match"] == "yes" for r in mine)
+            shape = f"{mine[0]['nodes']}x{mine[0]['threads']}"
+            out[p][b] = (secs if match else None, len(mine), match, shape)
+    return out, missing
+
+
+def section_dsm(d, summary):
+    ok = True
+    lines = []
+    try:
+        raw, faults = dsm_faults(d)
+    except Missing as e:
+        note(f"dsm: {e}")
+        raw, faults, ok = None, [], False
+    lines.append(f"DSM page-fault latency, {WHERE}; median microseconds of one 8-byte access to a page")
+    lines.append("the faulting node never touched (dsm-lat); raw read = one 4 KiB LITE_read between the same")
+    lines.append("nodes; kernel = lite's DSM (faults served in the kernel), user = udsm (userfaultfd + liblite)")
+    hdr = f"{'fault':<18} {'kernel':>8} {'user':>8} {'raw read':>9} {'kern/raw':>9} {'user/raw':>9} {'kern/user':>9}"
+    lines.append(hdr)
+    csv_rows = [["fault", "kernel_us", "user_us", "raw_read_us", "kernel_over_raw", "user_over_raw",
+                 "kernel_over_user", "what"]]
+    for name, what, k, u, r, kr, ur, ku in faults:
+        lines.append(f"{name:<18} {fmt(k):>8} {fmt(u):>8} {fmt(r):>9} {fmt(kr, 2):>9} {fmt(ur, 2):>9} "
+                     f"{fmt(ku, 2):>9}")
+        csv_rows.append([name, fmt(k), fmt(u), fmt(r), fmt(kr, 3), fmt(ur, 3), fmt(ku, 3), what])
+    for name, what in FAULTS:
+        lines.append(f"  {name}: {what}")
+    with open(os.path.join(d, "dsm.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(csv_rows)
+
+    apps, missing = dsm_apps(d)
+    for m in missing:
+        note(f"dsm: {m}")
+        ok = False
+    lines.append("")
+    lines.append(f"DSM programs, {WHERE}; median seconds of the computation (dsm-apps, dsm-apps-ga),")
+    lines.append("each result checked bit for bit against a single-node run; NxT = nodes (or MPI ranks) x threads")
+    lines.append(f"{'program':<9} {'kernel':>12} {'user':>12} {'GA (MPI tcp)':>14} {'local':>12} {'kern/GA':>8} "
+                 f"{'user/GA':>8} {'kern/user':>9} {'results':>8}")
+    app_rows = [["program", "kernel_s", "user_s", "ga_s", "local_s", "kernel_shape", "user_shape", "ga_shape",
+                 "local_shape", "kernel_over_ga", "user_over_ga", "kernel_over_user", "results_match"]]
+
+    def cell(p, b):
+        v = apps[p].get(b)
+        return (None, "-") if v is None else (v[0], v[3])
+
+    for p, key in PROGRAMS:
+        (k, ks), (u, us), (g, gs), (lo, ls) = (cell(p, b) for b in BACKENDS)
+        matched = all(v[2] for v in apps[p].values()) if apps[p] else False
+        if not matched:
+            ok = False
+        lines.append(f"{p:<9} {fmt(k, 3) + ' ' + ks:>12} {fmt(u, 3) + ' ' + us:>12} {fmt(g, 3) + ' ' + gs:>14} "
+                     f"{fmt(lo, 3) + ' ' + ls:>12} {fmt(ratio(k, g), 2):>8} {fmt(ratio(u, g), 2):>8} "
+                     f"{fmt(ratio(k, u), 2):>9} {'same' if matched else 'DIFFER':>8}")
+        app_rows.append([p, fmt(k, 4), fmt(u, 4), fmt(g, 4), fmt(lo, 4), ks, us, gs, ls, fmt(ratio(k, g), 3),
+                         fmt(ratio(u, g), 3), fmt(ratio(k, u), 3), "yes" if matched else "no"])
+        summary[key] = pair(k, g, "s")
+    lines.append("GA: Global Arrays over ARMCI-MPI and Open MPI, --mca btl tcp,self, one rank per node, in the")
+    lines.append("same guest; local: the same program on one node's plain memory (context, not a peer)")
+    with open(os.path.join(d, "dsm_apps.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(app_rows)
+
+    by = {row[0]: row for row in faults}
+    if by:
+        summary["dsm_read_fault"] = pair(by["read_fault"][2], raw, "us")
+        summary["dsm_write_fault_2"] = pair(by["write_fault_2"][2], raw, "us")
+        summary["dsm_kernel_vs_user"] = pair(by["read_fault"][2], by["read_fault"][3], "us")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, "dsm.txt"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    plot_dsm(d, faults, raw, apps)
+    return ok
+
+
+def plot_dsm(d, faults, raw, apps):
+    if faults:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        xs = range(len(faults))
+        w = 0.38
+        ks = [f[2] or 0 for f in faults]
+        us = [f[3] or 0 for f in faults]
+        ax.bar([x - w / 2 for x in xs], ks, w, label="kernel DSM (lite)", color="tab:blue")
+        ax.bar([x + w / 2 for x in xs], us, w, label="user-level DSM (udsm)", color="tab:orange")
+        if raw:
+            ax.axhline(raw, color="tab:green", linestyle="--", label=f"raw 4 KiB LITE_read ({raw:.0f} us)")
+            ax.axhline(1.3 * raw, color="tab:green", linestyle=":", label="1.3 x raw read")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([f[0] for f in faults], rotation=15)
+        ax.set_ylabel("median latency (us)")
+        ax.set_title(f"DSM fault latency ({WHERE})", fontsize=10)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "dsm.png"), dpi=110)
+        plt.close(fig)
+        print(os.path.join(d, "dsm.png"))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    colors = {"kernel": "tab:blue", "user": "tab:orange", "ga": "tab:red", "local": "tab:gray"}
+    w = 0.2
+    for i, b in enumerate(BACKENDS):
+        ys = [(apps[p].get(b) or (None,))[0] or 0 for p, _ in PROGRAMS]
+        ax.bar([x + (i - 1.5) * w for x in range(len(PROGRAMS))], ys, w, label=b, color=colors[b])
+    ax.set_xticks(range(len(PROGRAMS)))
+    ax.set_xticklabels([p for p, _ in PROGRAMS])
+    ax.set_ylabel("median run time (s)")
+    ax.set_title(f"DSM programs against Global Arrays ({WHERE})", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(d, "dsm_apps.png"), dpi=110)
+    plt.close(fig)
+    print(os.path.join(d, "dsm_apps.png"))
+
+
+SECTIONS = {"dsm": section_dsm}
+
+
+def main(argv):
+    if len(argv) < 3 or any(s not in SECTIONS for s in argv[2:]):
+        print(f"usage: report.py DIR SECTION... (sections: {', '.join(SECTIONS)})", file=sys.stderr)
+        return 2
+    d = argv[1]
+    path = os.path.join(d, "summary.json")
+    summary = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            summary = json.load(f)
+    ok = True
+    for s in argv[2:]:
+        fresh = {}
+        ok = SECTIONS[s](d, fresh) and ok
+        for k, v in fresh.items():
+            summary.pop(k, None)
+            if v is not None:
+                summary[k] = v
+    with open(path + ".part", "w") as f:
+        json.dump(summary, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(path + ".part", path)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
