@@ -33,16 +33,6 @@ namespace
 constexpr uint16_t kPort = 19100;
 constexpr uint64_t kPage = 4096;
 
-template <class F> int err_of(F&& f)
-{
-    try {
-        f();
-        return 0;
-    } catch (const lite::Error& e) {
-        return e.errnum();
-    }
-}
-
 // Rounds of each litmus test: 10,000 (make check), fewer on the debug
 // kernel (make check-debug sets LITE_DSM_ROUNDS).
 int litmus_rounds()

@@ -36,17 +36,6 @@ uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL)
     return h;
 }
 
-// The errno a throwing call failed with, or 0.
-template <class F> int err_of(F&& f)
-{
-    try {
-        f();
-        return 0;
-    } catch (const lite::Error& e) {
-        return e.errnum();
-    }
-}
-
 class Lmr : public ::testing::Test
 {
 protected:

@@ -105,4 +105,15 @@ std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance);
 // A member that left is dropped from the table after its counters moved.
 std::vector<uint32_t> member_ids(const lite::Device& dev, uint32_t instance);
 
+// The errno a throwing liblite call failed with, or 0.
+template <class F> int err_of(F&& f)
+{
+    try {
+        f();
+        return 0;
+    } catch (const lite::Error& e) {
+        return e.errnum();
+    }
+}
+
 } // namespace lite_guest
