@@ -8,7 +8,10 @@
 // forks workers that become nobody in group lite (no capabilities), open
 // /dev/lite, attach to an instance and issue random commands: every ioctl of
 // lite.h (NODE_UP and NODE_DOWN must fail with EPERM), unknown command
-// numbers, and IORING_OP_URING_CMD submissions. Each argument is either
+// numbers, and IORING_OP_URING_CMD submissions; DSM regions too: DSM_OPEN
+// of a few shared and private names (and bad ones), DSM_DESTROY, mmap() of
+// the region files with loads and stores (a SIGBUS is counted, not fatal),
+// close(). Each argument is either
 // valid (handles, names, ports and tokens the worker got from earlier calls,
 // node ids 1..3, ranges inside or at the bounds, good buffers) or mutated
 // (bit flips, reserved and flag bits, huge and off-by-one lengths and
@@ -24,17 +27,25 @@
 //    command must change nothing), an RPC or message payload whose checksum
 //    is wrong, an atomic whose old value is wrong, a handle handed out twice,
 //    a token or handle that works after it was used up or freed;
+//  - DSM: a region file that is not a new close-on-exec file, or reports
+//    another size or home than the region has; DSM_DESTROY that does not
+//    answer 0, EPERM or ENXIO as the file's part in the region says; an
+//    mmap() result other than the documented one; a word of a mapping that
+//    does not read what this worker stored there (its own 8 bytes of each
+//    page of a shared region, any byte of a region only it uses; a new
+//    region reads as zeros); an access to a region it destroyed that does
+//    not raise SIGBUS;
 //  - a worker killed by a signal or stuck in one call for --hang-seconds;
-//  - node memory, LMR and in-flight counters that do not return to zero
-//    after the workers exited, or a cluster that fell apart.
+//  - node memory, LMR, DSM and in-flight counters that do not return to
+//    zero after the workers exited, or a cluster that fell apart.
 // An errno that the uapi documents, but not for that command, is a "note":
 // printed once per command and errno, counted, not failing.
 //
 //   lite-fuzz-ioctl [--calls N | --seconds S] [--workers W] [--seed S]
 //                   [--quota-mb Q] [--wait-ms MS] [--hang-seconds S]
 //                   [--port-base P] [--verbose]
-// Prints "lite-fuzz-ioctl: N calls (I ioctl, U io_uring) in T s, W workers,
-// seed S, F findings"; with $LITE_OUT set also writes
+// Prints "lite-fuzz-ioctl: N calls (I ioctl, U io_uring, D DSM mmap and
+// close) in T s, W workers, seed S, F findings"; with $LITE_OUT set also writes
 // $LITE_OUT/fuzz-ioctl.json.
 #include <csignal>
 #include <fcntl.h>
@@ -55,6 +66,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <climits>
+#include <csetjmp>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -68,6 +80,7 @@
 #include <lite/async.h>
 #include <lite/lite.h>
 #include <lite/lite.hpp>
+#include <map>
 #include <memory>
 #include <new>
 #include <set>
@@ -118,6 +131,19 @@ constexpr int kMaxAbandons = 32;
 constexpr int kErrMax = 256;
 constexpr uint32_t kMagic = 0x6c7a6675U;
 constexpr size_t kArgMax = 512;
+
+// DSM regions: each worker keeps at most kMaxRegions region files open (the
+// oldest is closed for a new one) and makes regions of at most
+// kDsmMaxPages pages. All workers open the shared names "dz0".. (each with
+// its own size, so that opens find them); "dp<worker>.K" and odd names are
+// one worker's. In a page of a shared region, worker W loads and stores
+// its own word at 8 * W, anyone anything from kDsmSlotArea on.
+constexpr size_t kMaxRegions = 4;
+constexpr uint64_t kDsmMaxPages = 64;
+constexpr uint64_t kDsmSlotArea = 256;
+constexpr std::array<uint64_t, 6> kDsmPoolPages = {1, 2, 3, 8, 16, kDsmMaxPages};
+constexpr std::array<uint64_t, 3> kDsmPrivPages = {2, 5, kDsmMaxPages};
+static_assert(uint64_t{8} * kMaxWorkers <= kDsmSlotArea);
 
 // ---------------------------------------------------------------------------
 // Random numbers (xoshiro256**, seeded through splitmix64).
@@ -250,12 +276,12 @@ std::string ename(int e)
 const ErrSet& documented()
 {
     static const ErrSet s =
-        errs({EPERM,       EINVAL,        ENOKEY,       EAFNOSUPPORT, EFAULT,       ENODEV,    ENXIO,
-              EADDRINUSE,  EADDRNOTAVAIL, EKEYREJECTED, EOPNOTSUPP,   ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH,
-              ENETUNREACH, ENOSPC,        EAGAIN,       EINTR,        ENOENT,       ENOTCONN,  ECONNRESET,
-              ENOTTY,      EBADFD,        EBADF,        EHOSTDOWN,    EKEYREVOKED,  EACCES,    EOVERFLOW,
-              ERANGE,      EBUSY,         E2BIG,        EDQUOT,       ENOMEM,       ESHUTDOWN, EEXIST,
-              EIO,         EMSGSIZE,      EREMOTEIO,    EDEADLK,      ECANCELED,    EALREADY});
+        errs({EPERM,         EINVAL,       ENOKEY,     EAFNOSUPPORT, EFAULT,     ENODEV,       ENXIO,       EADDRINUSE,
+              EADDRNOTAVAIL, EKEYREJECTED, EOPNOTSUPP, ECONNREFUSED, ETIMEDOUT,  EHOSTUNREACH, ENETUNREACH, ENOSPC,
+              EAGAIN,        EINTR,        ENOENT,     ENOTCONN,     ECONNRESET, ENOTTY,       EBADFD,      EBADF,
+              EHOSTDOWN,     EKEYREVOKED,  EACCES,     EOVERFLOW,    ERANGE,     EBUSY,        E2BIG,       EDQUOT,
+              ENOMEM,        ESHUTDOWN,    EEXIST,     EIO,          EMSGSIZE,   EREMOTEIO,    EDEADLK,     ECANCELED,
+              EALREADY,      EMEDIUMTYPE,  EMFILE});
     return s;
 }
 
@@ -297,7 +323,13 @@ enum Cmd : int {
     C_LOCK,
     C_UNLOCK,
     C_BARRIER,
+    C_DSM_OPEN,
+    C_DSM_DESTROY,
     C_UNKNOWN,
+    // Not ioctls, counted as commands: mmap() of a region file (with loads
+    // and stores, then munmap()), close() of one.
+    C_DSM_MMAP,
+    C_DSM_CLOSE,
     C_COUNT
 };
 
@@ -321,6 +353,7 @@ enum Kind : uint8_t {
     K_INST,
     K_CAP,
     K_BYTES,
+    K_DSIZE, // a DSM region's size
 };
 
 struct Field {
@@ -459,7 +492,7 @@ const std::vector<CmdInfo>& cmds()
                     {fld(&Mp::name, K_NAME), fld(&Mp::perms, K_PERMS), fld(&Mp::flags, K_FLAGS),
                      fld(&Mp::handle, K_OUT), fld(&Mp::size, K_OUT), fld(&Mp::node_id, K_OUT),
                      fld(&Mp::reserved, K_RSV)},
-                    base | data | errs({EBADFD, ENOENT, EACCES, EKEYREVOKED, EHOSTUNREACH}),
+                    base | data | errs({EBADFD, ENOENT, EACCES, EKEYREVOKED, EHOSTUNREACH, EMEDIUMTYPE}),
                     false};
         using Rv = lite_revoke;
         t[C_REVOKE] = {"REVOKE",
@@ -530,7 +563,29 @@ const std::vector<CmdInfo>& cmds()
              fld(&B::flags, K_FLAGS), fld(&B::reserved, K_RSV)},
             base | errs({EBADFD, EBADF, EACCES, ERANGE, ETIMEDOUT, EKEYREVOKED, ENOTCONN, EINTR, EOVERFLOW, EHOSTDOWN}),
             false};
+        using Do = lite_dsm_open;
+        t[C_DSM_OPEN] = {
+            "DSM_OPEN",
+            LITE_IOC_DSM_OPEN,
+            sizeof(Do),
+            {fld(&Do::name, K_NAME), fld(&Do::size, K_DSIZE), fld(&Do::flags, K_FLAGS), fld(&Do::fd, K_OUT),
+             fld(&Do::home, K_OUT), fld(&Do::reserved0, K_RSV), fld(&Do::reserved, K_RSV)},
+            base | errs({EBADFD, ENOENT, EEXIST, EMEDIUMTYPE, EHOSTUNREACH, EMFILE, ETIMEDOUT, ECONNRESET}),
+            false};
+        using Dd = lite_dsm_destroy;
+        // ENOTTY and EBADF: aimed at other files on purpose.
+        t[C_DSM_DESTROY] = {"DSM_DESTROY",
+                            LITE_IOC_DSM_DESTROY,
+                            sizeof(Dd),
+                            {fld(&Dd::flags, K_FLAGS), fld(&Dd::reserved, K_RSV)},
+                            base | errs({EPERM, ENXIO, ENOTTY, EBADF}),
+                            false};
         t[C_UNKNOWN] = {"UNKNOWN", 0, 64, {fld(&R::handle, K_HANDLE), fld(&R::buf, K_PTR)}, errs({ENOTTY}), false};
+        // What mmap() of a region file may answer: EINVAL without MAP_SHARED
+        // (and for what mmap() refuses anyway), ENXIO past the end; ENOMEM,
+        // EOVERFLOW for huge ranges, EPERM for PROT_EXEC.
+        t[C_DSM_MMAP] = {"DSM_MMAP", 0, 0, {}, errs({EINVAL, ENXIO, ENOMEM, EOVERFLOW, EPERM}), false};
+        t[C_DSM_CLOSE] = {"DSM_CLOSE", 0, 0, {}, ErrSet{}, false};
         return t;
     }();
     return table;
@@ -566,6 +621,14 @@ struct Slot {
     std::atomic<uint64_t> notes{0};
     std::atomic<uint64_t> verified_bytes{0};
     std::atomic<uint64_t> payloads{0};
+    std::atomic<uint64_t> dsm_calls{0}; // mmap(), munmap(), close() of region files
+    std::atomic<uint64_t> dsm_maps{0};  // successful mmap()s
+    std::atomic<uint64_t> dsm_loads{0};
+    std::atomic<uint64_t> dsm_stores{0};
+    std::atomic<uint64_t> dsm_sigbus{0};
+    std::atomic<uint64_t> dsm_sigbus_dead{0}; // in a region this worker destroyed
+    std::atomic<uint64_t> dsm_sigbus_odd{0};  // in a region of its own name it did not destroy
+    std::atomic<uint64_t> dsm_verified{0};    // words that read what they must
     std::atomic<uint32_t> node_id{0};
     std::atomic<uint32_t> instance{0};
     std::atomic<uint32_t> share_seq{0};
@@ -761,6 +824,60 @@ struct Lmr {
     std::unique_ptr<Shadow> shadow; // private LMRs up to kTrackMax
 };
 
+// A DSM region file this worker holds.
+struct Region {
+    int fd = -1;
+    std::string name;
+    uint64_t size = 0;
+    uint32_t home = 0;
+    uint64_t ino = 0;  // one inode per region and node: the same region object
+    int creator = -1;  // 1: this file created the region; 0: it did not; -1: unknown
+    bool dead = false; // this worker destroyed the region
+    bool priv = false; // a name no other worker uses
+    bool gone = false; // priv: this worker destroyed the region of this name (on any node)
+};
+
+// What a worker stored in a region of its own name: the region read as
+// zeros when it was created, and only this worker writes it. Dropped when
+// the region may hold anything else.
+struct DsmShadow {
+    uint64_t ino = 0;
+    std::unordered_map<uint64_t, uint64_t> words; // by offset in the region
+};
+
+// SIGBUS is how the kernel refuses a DSM access it cannot serve (the region
+// was destroyed, its page is lost): a load or store of a mapping runs with
+// a jump buffer armed, and the handler jumps back. Any other SIGBUS (and any
+// SIGSEGV) still kills the worker.
+thread_local sigjmp_buf t_bus_env; // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+thread_local volatile sig_atomic_t t_bus_armed = 0;
+
+void on_sigbus(int sig)
+{
+    if (t_bus_armed != 0) {
+        t_bus_armed = 0;
+        siglongjmp(t_bus_env, 1); // NOLINT(cert-err52-cpp)
+    }
+    signal(sig, SIG_DFL); // NOLINT(cert-err33-c)
+    raise(sig);           // NOLINT(cert-err33-c)
+}
+
+// One 8-byte load (into *@val) or store (of *@val) at @p. Return: false if
+// it raised SIGBUS.
+bool guarded_access(volatile uint64_t* p, bool store, uint64_t* val)
+{
+    if (sigsetjmp(t_bus_env, 1) != 0) // NOLINT(cert-err52-cpp)
+        return false;
+    t_bus_armed = 1;
+    if (store) {
+        *p = *val;
+    } else {
+        *val = *p;
+    }
+    t_bus_armed = 0;
+    return true;
+}
+
 struct HeldLock {
     uint64_t handle;
     uint64_t offset;
@@ -780,13 +897,13 @@ struct Call {
     bool arg_seen = true;    // the kernel could read the argument, and it is arg
     bool arg_other = false;  // the kernel read something else (mutated pointer)
     int fd = -1;
-    bool side_fd = false; // the second, unattached file
-    int expect = 0;       // an errno a valid sequence must get (0: none)
+    bool side_fd = false;   // the second, unattached file
+    bool region_fd = false; // a DSM region file of this worker
+    int expect = 0;         // an errno a valid sequence must get (0: none)
+    int must = -1;          // the only result a valid ioctl may have (0: success; -1: none)
     const char* expect_why = "";
 
-    template <class S>
-    [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] [[nodiscard]] S
-    get() const
+    template <class S> [[nodiscard]] S get() const
     {
         S s{};
         std::memcpy(&s, arg.data(), sizeof(S));
@@ -926,6 +1043,25 @@ private:
     void prep_sqe(Ring& ring, io_uring_sqe* sqe, UOp& op, uint64_t user_data);
     void trim_pool();
 
+    // --- DSM regions
+    static std::string dsm_pool_name(size_t k) { return "dz" + std::to_string(k); }
+    std::string dsm_priv_name(size_t k) const { return "dp" + std::to_string(idx_) + "." + std::to_string(k); }
+    std::string lmr_name();
+    Region* region_of(int fd);
+    const Region* live_creator(const std::string& name) const;
+    void build_dsm_open(Call& c);
+    void build_dsm_destroy(Call& c);
+    void dsm_apply(const Call& c, int err, const uint8_t* out);
+    void adopt_region(const Call& c, const uint8_t* out);
+    void close_region(size_t i);
+    void dsm_issue(Call& c);
+    void dsm_mmap_step();
+    void dsm_touch(const Region& g, uint8_t* base, uint64_t pages, uint64_t first, int prot);
+    void dsm_kernel_access(const Region& g, uint8_t* base, uint64_t pages, int prot);
+    void dsm_close_step();
+    void count_dsm(int cmd, int err);
+    void dsm_finding(const std::string& what);
+
     int idx_;
     const Options& opt_;
     Shared* sh_;
@@ -936,6 +1072,7 @@ private:
     int fd_ = -1;
     int side_fd_ = -1;
     bool side_attached_ = false;
+    uint32_t side_node_ = 0; // the node the second file attached to (0: none or unknown)
     uint32_t instance_ = 0;
     uint32_t node_ = 0;
     uint8_t* arena_ = nullptr;
@@ -968,6 +1105,10 @@ private:
     bool in_batch_ = false;  // an io_uring batch is in flight (it owns busy_since_ms)
     uint64_t batch_seq_ = 0; // user_data = batch_seq_ << 8 | index in the batch
     std::deque<std::pair<uint64_t, std::vector<PastOp>>> recent_batches_; // what they were
+    std::vector<Region> regions_;                                         // oldest first
+    std::unordered_map<std::string, DsmShadow> dsm_shadow_;               // by name
+    uint64_t dsm_seq_ = 0;
+    bool dsm_hidden_said_ = false;
 };
 
 // --- setup -------------------------------------------------------------------
@@ -1013,6 +1154,11 @@ bool Worker::setup()
     sa.sa_handler = on_alarm; // no SA_RESTART: waits see EINTR
     sigemptyset(&sa.sa_mask);
     sigaction(SIGALRM, &sa, nullptr);
+    struct sigaction bus {
+    };
+    bus.sa_handler = on_sigbus;
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, nullptr);
     return true;
 }
 
@@ -1055,6 +1201,7 @@ void Worker::open_side()
     }
     side_fd_ = ::open(LITE_DEVICE_PATH, O_RDWR | O_CLOEXEC);
     side_attached_ = false;
+    side_node_ = 0;
 }
 
 void Worker::make_rings()
@@ -1312,7 +1459,8 @@ int Worker::pick_cmd()
         {C_FETCH_ADD, 4}, {C_CMP_SWAP, 4},  {C_MEMSET, 5},       {C_MEMCPY, 5},         {C_SHARE, 4},
         {C_MAP, 5},       {C_REVOKE, 3},    {C_RPC_REGISTER, 3}, {C_RPC_UNREGISTER, 2}, {C_RPC_CALL, 3},
         {C_RPC_RECV, 4},  {C_RPC_REPLY, 3}, {C_MSG_SEND, 4},     {C_LOCK, 4},           {C_UNLOCK, 4},
-        {C_BARRIER, 3},   {C_UNKNOWN, 2},
+        {C_BARRIER, 3},   {C_DSM_OPEN, 5},  {C_DSM_DESTROY, 2},  {C_UNKNOWN, 2},        {C_DSM_MMAP, 5},
+        {C_DSM_CLOSE, 2},
     }};
     int total = 0;
     for (const auto& w : weights)
@@ -1361,6 +1509,8 @@ void Worker::build(Call& c, int cmd, bool for_uring)
     c.size = info.size;
     c.fd = fd_;
     c.expect = 0;
+    c.must = -1;
+    c.region_fd = false;
     switch (cmd) {
     case C_GET_INFO: {
         lite_info in{};
@@ -1561,7 +1711,11 @@ void Worker::build(Call& c, int cmd, bool for_uring)
             for (const auto& n : l.names)
                 mine.push_back(n);
         }
-        if (!mine.empty() && rng_.one_in(2)) {
+        if (rng_.one_in(12)) {
+            name = dsm_pool_name(rng_.below(kDsmPoolPages.size()));
+            c.expect = EMEDIUMTYPE;
+            c.expect_why = "a DSM region's name, or none";
+        } else if (!mine.empty() && rng_.one_in(2)) {
             name = mine[rng_.below(mine.size())];
         } else {
             name = other_name();
@@ -1707,6 +1861,14 @@ void Worker::build(Call& c, int cmd, bool for_uring)
         c.put(lk);
         break;
     }
+    case C_DSM_OPEN:
+    case C_DSM_MMAP: // (not ioctls: issued elsewhere)
+    case C_DSM_CLOSE:
+        build_dsm_open(c);
+        break;
+    case C_DSM_DESTROY:
+        build_dsm_destroy(c);
+        break;
     case C_BARRIER: {
         lite_barrier br{};
         Lmr* l = pick_lmr(LITE_PERM_ATOMIC);
@@ -1728,9 +1890,6 @@ void Worker::build(Call& c, int cmd, bool for_uring)
         std::set<unsigned long> known;
         for (const auto& i : cmds())
             known.insert(i.nr);
-        // Not fuzzed here yet, and not unknown either.
-        known.insert(LITE_IOC_DSM_OPEN);
-        known.insert(LITE_IOC_DSM_DESTROY);
         do {
             const auto dir = static_cast<unsigned>(rng_.below(4));
             const auto type = rng_.one_in(8) ? static_cast<unsigned>(rng_.pick<unsigned>({'x', 0xe0, 0xe2, 0x01}))
@@ -1908,6 +2067,13 @@ void Worker::mutate_field(Call& c, const Field& f)
     case K_BYTES:
         bytes(0);
         break;
+    case K_DSIZE: // sanitize() keeps what would be accepted small
+        write_field(c, f,
+                    rng_.pick<uint64_t>({0, 1, kPage - 1, kPage + 1, v + 1, v - 1, v + kPage, LITE_DSM_MAX_SIZE,
+                                         LITE_DSM_MAX_SIZE + 1, LITE_DSM_MAX_SIZE + kPage, ~uint64_t{0},
+                                         ~uint64_t{0} & ~(kPage - 1), uint64_t{1} << 63U,
+                                         v ^ (uint64_t{1} << rng_.below(64)), rng_.next()}));
+        break;
     }
 }
 
@@ -1915,6 +2081,7 @@ void Worker::mutate(Call& c, bool for_uring)
 {
     c.mutated = true;
     c.expect = 0;
+    c.must = -1;
     remap_pointers(c);
     const CmdInfo& info = cmds()[static_cast<size_t>(c.cmd)];
     const int n = rng_.one_in(2) ? 1 : static_cast<int>(rng_.range(2, 4));
@@ -1967,6 +2134,13 @@ void Worker::sanitize(Call& c)
                     write_field(c, f, v % kAllocMax + 1);
                 }
             }
+        } else if (f.kind == K_DSIZE) {
+            // A region size the kernel would take (whatever the flags say)
+            // stays at kDsmMaxPages pages: its directory and frames are
+            // kernel memory no quota limits.
+            const uint64_t v = read_field(c, f);
+            if (v != 0 && v % kPage == 0 && v <= LITE_DSM_MAX_SIZE && v > kDsmMaxPages * kPage)
+                write_field(c, f, (v / kPage % kDsmMaxPages + 1) * kPage);
         }
     }
     if (c.cmd == C_BARRIER) {
@@ -2053,6 +2227,9 @@ long Worker::do_ioctl(Call& c)
     if (c.mutated && !c.side_fd && side_fd_ >= 0 && rng_.one_in(30)) {
         c.fd = side_fd_;
         c.side_fd = true;
+    } else if (c.mutated && !c.side_fd && !c.region_fd && !regions_.empty() && rng_.one_in(40)) {
+        c.fd = regions_[rng_.below(regions_.size())].fd; // ENOTTY, but for DSM_DESTROY
+        c.region_fd = true;
     }
     // A short timer now and then: waits must end with EINTR, the rest go on.
     const bool timer = rng_.one_in(100);
@@ -2113,10 +2290,22 @@ void Worker::check(const Call& c, bool uring, long res)
                 "errno " + ename(err) + " (" + std::to_string(err) + "), which docs/uapi.md does not document");
         return;
     }
-    if (is_control(c.cmd) && !uring && err != EPERM) {
+    if (is_control(c.cmd) && !uring && !c.region_fd && err != EPERM) { // (a region file: ENOTTY, below)
         finding(c, uring,
                 err != 0 ? "a control command failed with " + ename(err) + " instead of EPERM for an unprivileged user"
                          : "a control command succeeded for an unprivileged user");
+        return;
+    }
+    if (c.region_fd && !uring && c.nr != LITE_IOC_DSM_DESTROY && err != ENOTTY) {
+        finding(c, uring,
+                "a DSM region file answered " + (err != 0 ? ename(err) : std::string("success")) +
+                    " instead of ENOTTY");
+        return;
+    }
+    if (c.must >= 0 && !uring && !c.mutated && c.arg_seen && err != c.must) {
+        finding(c, uring,
+                std::string(err != 0 ? "failed with " + ename(err) : std::string("succeeded")) + " where it must " +
+                    (c.must != 0 ? "fail with " + ename(c.must) : std::string("succeed")) + " (" + c.expect_why + ")");
         return;
     }
     if (c.expect != 0 && !c.mutated && !c.side_fd && err == 0 && c.arg_seen) {
@@ -2135,6 +2324,8 @@ void Worker::check(const Call& c, bool uring, long res)
             allowed |= uring_errs();
         if (c.side_fd)
             allowed |= errs({EBADFD});
+        if (c.region_fd)
+            allowed |= errs({ENOTTY});
         if (!allowed.test(static_cast<size_t>(err)))
             note(c, uring, err);
     }
@@ -2142,8 +2333,17 @@ void Worker::check(const Call& c, bool uring, long res)
 
 void Worker::ioctl_step()
 {
+    const int cmd = pick_cmd();
+    if (cmd == C_DSM_MMAP) {
+        dsm_mmap_step();
+        return;
+    }
+    if (cmd == C_DSM_CLOSE) {
+        dsm_close_step();
+        return;
+    }
     Call c;
-    build(c, pick_cmd(), false);
+    build(c, cmd, false);
     if (!rng_.percent(55))
         mutate(c, false);
     const long res = do_ioctl(c);
@@ -2185,9 +2385,19 @@ void Worker::after_read(const Call& c, const uint8_t* buf, bool exact)
 // @exact: the call ran alone, so its effect on LMR data is known.
 void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool exact)
 {
+    if (c.cmd == C_DSM_OPEN || c.cmd == C_DSM_DESTROY)
+        dsm_apply(c, err, out);
+    if (c.region_fd)
+        return; // nothing ran on /dev/lite
     if (c.side_fd) {
-        if (c.cmd == C_ATTACH && err == 0)
+        if (c.cmd == C_ATTACH && err == 0) {
             side_attached_ = true;
+            if (out != nullptr) {
+                lite_attach at{};
+                std::memcpy(&at, out, sizeof(at));
+                side_node_ = at.node_id;
+            }
+        }
         if (side_attached_ && rng_.one_in(4))
             open_side(); // a fresh unattached file for later calls
         return;
@@ -2686,7 +2896,8 @@ void Worker::prep_sqe(Ring& ring, io_uring_sqe* sqe, UOp& op, uint64_t user_data
             break;
         default:
             // Not 0: /dev/null answers every uring_cmd with 0 (uring_cmd_null).
-            sqe->fd = rng_.pick<int>({-1, 1000, side_fd_, ring.r.ring_fd});
+            sqe->fd = rng_.pick<int>(
+                {-1, 1000, side_fd_, ring.r.ring_fd, regions_.empty() ? -1 : regions_[rng_.below(regions_.size())].fd});
             op.c.fd = sqe->fd;
             break;
         }
@@ -3038,6 +3249,602 @@ void Worker::trim_pool()
         reopen();
 }
 
+// --- DSM regions -------------------------------------------------------------------
+
+// A name another worker published for an LMR (not its next one: a region
+// must not take that from it), or a shared region's name if there is none.
+std::string Worker::lmr_name()
+{
+    const auto w = static_cast<uint32_t>(rng_.below(static_cast<uint64_t>(opt_.workers)));
+    const uint32_t top = sh_->slot[w].share_seq.load();
+    if (top == 0)
+        return dsm_pool_name(0);
+    const uint32_t lo = top > 16 ? top - 16 : 0;
+    return share_name(w, static_cast<uint32_t>(rng_.range(lo, top - 1)));
+}
+
+Region* Worker::region_of(int fd)
+{
+    for (auto& g : regions_) {
+        if (g.fd == fd)
+            return &g;
+    }
+    return nullptr;
+}
+
+// This worker's file that created the region @name, while it lives.
+const Region* Worker::live_creator(const std::string& name) const
+{
+    for (const auto& g : regions_) {
+        if (g.creator == 1 && !g.dead && g.name == name)
+            return &g;
+    }
+    return nullptr;
+}
+
+void Worker::build_dsm_open(Call& c)
+{
+    lite_dsm_open o{};
+    std::string name;
+    uint64_t pages = 1;
+    const auto pick = rng_.below(100);
+    if (pick < 55) {
+        const auto k = static_cast<size_t>(rng_.below(kDsmPoolPages.size()));
+        name = dsm_pool_name(k);
+        pages = kDsmPoolPages[k];
+    } else if (pick < 85) {
+        const auto k = static_cast<size_t>(rng_.below(kDsmPrivPages.size()));
+        name = dsm_priv_name(k);
+        pages = kDsmPrivPages[k];
+    } else if (pick < 91) { // any bytes up to the NUL make a name
+        name = dsm_priv_name(kDsmPrivPages.size()) +
+               rng_.pick<const char*>({"/x", " y", "\x01", "\xff\xfe", "..", "\n", "*?", "%s"});
+    } else if (pick < 95) { // the longest name there is
+        name = dsm_priv_name(kDsmPrivPages.size() + 1);
+        name.resize(LITE_NAME_MAX - 1, 'L');
+    } else {
+        name = lmr_name(); // EMEDIUMTYPE, or EEXIST with CREATE
+    }
+    name.copy(o.name, sizeof(o.name) - 1);
+    const auto f = pick < 95 ? rng_.below(10) : rng_.below(5);
+    o.flags = f < 3 ? 0U : (f < 7 ? LITE_DSM_OPEN_CREATE : LITE_DSM_OPEN_CREATE | LITE_DSM_OPEN_EXCL);
+    if ((o.flags & LITE_DSM_OPEN_CREATE) != 0)
+        o.size = (rng_.one_in(6) ? rng_.range(1, kDsmMaxPages) : pages) * kPage;
+    if (side_fd_ >= 0 && rng_.one_in(8)) {
+        c.fd = side_fd_; // attached to any node, or not at all
+        c.side_fd = true;
+    }
+    if (rng_.one_in(8)) {
+        // Invalid on purpose: these checks come before anything else.
+        switch (rng_.below(9)) {
+        case 0:
+            std::memset(o.name, 0, sizeof(o.name));
+            c.expect_why = "an empty name";
+            break;
+        case 1:
+            std::memset(o.name, 'q', sizeof(o.name));
+            c.expect_why = "an unterminated name";
+            break;
+        case 2:
+            o.flags = LITE_DSM_OPEN_EXCL;
+            o.size = 0;
+            c.expect_why = "EXCL without CREATE";
+            break;
+        case 3:
+            o.flags |= LITE_DSM_OPEN_CREATE;
+            o.size = 0;
+            c.expect_why = "CREATE with size 0";
+            break;
+        case 4:
+            o.flags |= LITE_DSM_OPEN_CREATE;
+            o.size = pages * kPage + rng_.range(1, kPage - 1);
+            c.expect_why = "a size that is no multiple of 4096";
+            break;
+        case 5:
+            o.flags |= LITE_DSM_OPEN_CREATE;
+            o.size = rng_.pick<uint64_t>(
+                {LITE_DSM_MAX_SIZE + kPage, 2 * LITE_DSM_MAX_SIZE, ~uint64_t{0} & ~(kPage - 1), uint64_t{1} << 63U});
+            c.expect_why = "a size above LITE_DSM_MAX_SIZE";
+            break;
+        case 6:
+            o.flags = 0;
+            o.size = pages * kPage;
+            c.expect_why = "a size without CREATE";
+            break;
+        case 7:
+            o.flags |= 1U << static_cast<unsigned>(rng_.range(2, 31));
+            c.expect_why = "an unknown flag";
+            break;
+        default:
+            if (rng_.one_in(2)) {
+                o.reserved0 = static_cast<uint32_t>(rng_.range(1, 0xffffffff));
+            } else {
+                o.reserved[rng_.below(2)] = uint64_t{1} << rng_.below(64);
+            }
+            c.expect_why = "reserved fields not zero";
+            break;
+        }
+        c.must = EINVAL;
+        c.expect = EINVAL;
+    } else if (c.side_fd && !side_attached_) {
+        c.must = EBADFD;
+        c.expect_why = "the file is not attached to a node";
+    }
+    c.put(o);
+}
+
+void Worker::build_dsm_destroy(Call& c)
+{
+    c.put(lite_dsm_destroy{});
+    if (!regions_.empty() && !rng_.one_in(5)) {
+        const Region& g = regions_[rng_.below(regions_.size())];
+        c.fd = g.fd;
+        c.region_fd = true;
+        if (g.creator == 1) {
+            c.must = g.dead ? ENXIO : 0;
+            c.expect = c.must;
+            c.expect_why = g.dead ? "the file created the region, which this worker destroyed"
+                                  : "the file created the region, which lives";
+        } else if (g.creator == 0) {
+            c.must = EPERM;
+            c.expect = EPERM;
+            c.expect_why = "the file did not create the region";
+        }
+        return;
+    }
+    switch (rng_.below(4)) {
+    case 0:
+        c.must = ENOTTY;
+        c.expect_why = "/dev/lite is no region file";
+        break;
+    case 1:
+        c.fd = side_fd_ >= 0 ? side_fd_ : fd_;
+        c.must = ENOTTY;
+        c.expect_why = "/dev/lite is no region file";
+        break;
+    case 2:
+        c.fd = main_.live ? main_.r.ring_fd : fd_;
+        c.must = ENOTTY;
+        c.expect_why = "an io_uring (or /dev/lite) is no region file";
+        break;
+    default:
+        c.fd = -1;
+        c.must = EBADF;
+        c.expect_why = "no file";
+        break;
+    }
+    c.expect = c.must;
+}
+
+// What DSM_OPEN and DSM_DESTROY did to the regions this worker holds.
+void Worker::dsm_apply(const Call& c, int err, const uint8_t* out)
+{
+    if (c.cmd == C_DSM_OPEN) {
+        if (err == 0)
+            adopt_region(c, out);
+        return;
+    }
+    Region* g = region_of(c.fd);
+    if (g == nullptr || (err != 0 && err != EPERM && err != ENXIO))
+        return;
+    // Past its arguments, DSM_DESTROY answers EPERM on a file that did not
+    // create the region, ENXIO on one that did if the region is dead.
+    const int creator = err == EPERM ? 0 : 1;
+    std::string why;
+    if (g->creator >= 0 && g->creator != creator) {
+        why = g->creator == 1 ? "the file created the region" : "the file did not create the region";
+    } else if (err == 0 && g->dead) {
+        why = "this worker destroyed the region already";
+    } else if (err == ENXIO && !g->dead) {
+        why = "this worker did not destroy the region";
+    }
+    if (!why.empty() && (c.mutated || c.must < 0)) { // else check() reported it
+        finding(c, false,
+                "DSM_DESTROY answered " + (err != 0 ? ename(err) : std::string("success")) + " on region file " +
+                    std::to_string(g->fd) + " ('" + g->name + "'), but " + why);
+    }
+    g->creator = creator;
+    if (creator == 0)
+        return;
+    const uint64_t ino = g->ino;
+    const int fd = g->fd;
+    const std::string name = g->name;
+    const bool priv = g->priv;
+    for (auto& r : regions_) {
+        if (r.ino == ino) {
+            r.dead = true; // the same region object: its accesses get SIGBUS
+            if (r.fd != fd)
+                r.creator = 0;
+        }
+        // Only one region of a name of this worker's own lives at a time:
+        // every file of the name is of this one or of one it destroyed.
+        if (priv && r.name == name)
+            r.gone = true;
+    }
+    dsm_shadow_.erase(name);
+}
+
+// A region file DSM_OPEN returned: check it and keep it.
+void Worker::adopt_region(const Call& c, const uint8_t* out)
+{
+    const uint8_t* src = out;
+    if (src == nullptr && c.arg_other && readable(c.argv, sizeof(lite_dsm_open)))
+        src = ptr<const uint8_t>(c.argv); // the kernel read (and wrote back) other bytes
+    if (src == nullptr) {
+        // Its number never reached this worker: the file stays open until
+        // the worker exits.
+        if (!dsm_hidden_said_) {
+            say("lite-fuzz-ioctl: worker " + std::to_string(idx_) +
+                ": a DSM_OPEN succeeded whose output it could not read; its region file stays open");
+        }
+        dsm_hidden_said_ = true;
+        return;
+    }
+    lite_dsm_open o{};
+    std::memcpy(&o, src, sizeof(o));
+    const lite_dsm_open in = c.arg_seen ? c.get<lite_dsm_open>() : o;
+    const std::string name(in.name, strnlen(in.name, sizeof(in.name)));
+    const int fdflags = o.fd >= 0 ? fcntl(o.fd, F_GETFD) : -1;
+    if (fdflags < 0 || region_of(o.fd) != nullptr || o.fd == fd_ || o.fd == side_fd_) {
+        finding(c, false,
+                "DSM_OPEN of '" + name + "' returned fd " + std::to_string(o.fd) +
+                    (fdflags < 0 ? ", which is not open" : ", which was open already"));
+        return;
+    }
+    struct stat st {
+    };
+    fstat(o.fd, &st);
+    const uint64_t ino = st.st_ino;
+    const bool excl = (in.flags & LITE_DSM_OPEN_EXCL) != 0;
+    const uint32_t file_node = c.fd == fd_ ? node_ : (c.fd == side_fd_ ? side_node_ : 0);
+    std::string bad;
+    if ((static_cast<unsigned>(fdflags) & FD_CLOEXEC) == 0)
+        bad += " not close-on-exec;";
+    if (o.size == 0 || o.size % kPage != 0 || o.size > LITE_DSM_MAX_SIZE) {
+        bad += " size " + std::to_string(o.size) + ";";
+    } else if (in.size != 0 && o.size != in.size) {
+        bad += " size " + std::to_string(o.size) + ", " + std::to_string(in.size) + " asked for;";
+    }
+    if (std::find(sh_->node_ids.begin(), sh_->node_ids.end(), o.home) == sh_->node_ids.end())
+        bad += " home " + std::to_string(o.home) + " is no node;";
+    if (excl && file_node != 0 && o.home != file_node)
+        bad += " created through node " + std::to_string(file_node) + ", homed on " + std::to_string(o.home) + ";";
+    if (const Region* mine = live_creator(name); mine != nullptr) {
+        if (excl) {
+            bad += " CREATE|EXCL succeeded while this worker holds the file that created it (fd " +
+                   std::to_string(mine->fd) + ");";
+        } else if (o.size != mine->size || o.home != mine->home) {
+            bad += " the region has " + std::to_string(mine->size) + " bytes, home " + std::to_string(mine->home) + ";";
+        }
+    }
+    for (const auto& r : regions_) {
+        if (r.ino == ino && r.dead)
+            bad += " it is region file " + std::to_string(r.fd) + "'s, which this worker destroyed;";
+    }
+    if (!bad.empty())
+        finding(c, false, "DSM_OPEN of '" + name + "' returned region file " + std::to_string(o.fd) + ":" + bad);
+
+    Region g;
+    g.fd = o.fd;
+    g.name = name;
+    g.size = o.size;
+    g.home = o.home;
+    g.ino = ino;
+    if (excl) {
+        g.creator = 1;
+    } else if (in.flags == 0 || (file_node != 0 && o.home != file_node)) {
+        g.creator = 0;
+    }
+    for (const auto& r : regions_) {
+        if (r.ino == ino && r.creator == 1 && !excl)
+            g.creator = 0;
+    }
+    g.priv = name.starts_with("dp" + std::to_string(idx_) + ".");
+    if (g.priv) {
+        const auto it = dsm_shadow_.find(name);
+        if (excl) {
+            dsm_shadow_[name] = DsmShadow{ino, {}}; // new: zeros
+        } else if (it != dsm_shadow_.end() && it->second.ino != ino) {
+            dsm_shadow_.erase(it); // another node's copies, or another region
+        }
+    }
+    regions_.push_back(std::move(g));
+    if (regions_.size() > kMaxRegions)
+        close_region(0);
+}
+
+void Worker::close_region(size_t i)
+{
+    const Region g = regions_[i];
+    regions_.erase(regions_.begin() + static_cast<ptrdiff_t>(i));
+    busy_label("close() of a DSM region file");
+    errno = 0;
+    const int r = ::close(g.fd);
+    const int e = r == 0 ? 0 : errno;
+    idle();
+    count_dsm(C_DSM_CLOSE, e);
+    if (r != 0)
+        dsm_finding("close() of DSM region file " + std::to_string(g.fd) + " ('" + g.name + "') failed: " + ename(e));
+    // The last file of the region object: a region of this worker's own
+    // name is gone (or was never only this worker's).
+    if (std::none_of(regions_.begin(), regions_.end(), [&](const Region& o) { return o.ino == g.ino; })) {
+        const auto it = dsm_shadow_.find(g.name);
+        if (it != dsm_shadow_.end() && it->second.ino == g.ino)
+            dsm_shadow_.erase(it);
+    }
+}
+
+void Worker::dsm_issue(Call& c)
+{
+    const long res = do_ioctl(c);
+    check(c, false, res);
+    apply(c, res < 0 ? static_cast<int>(-res) : 0, c.argp, false, true);
+    bump_ = 0;
+}
+
+void Worker::count_dsm(int cmd, int err)
+{
+    slot_.calls.fetch_add(1);
+    slot_.dsm_calls.fetch_add(1);
+    done_++;
+    if (cmd >= 0)
+        slot_.results[static_cast<size_t>(cmd)][0][static_cast<size_t>(std::min(err, kErrMax - 1))]++;
+}
+
+void Worker::dsm_finding(const std::string& what)
+{
+    slot_.findings.fetch_add(1);
+    if (sh_->printed.fetch_add(1) >= 40)
+        return;
+    say("lite-fuzz-ioctl: FINDING: worker " + std::to_string(idx_) + ", call " + std::to_string(done_) + ": " + what);
+}
+
+// mmap() of a region file: inside the region or not, shared or private,
+// any protection; then loads and stores in a mapping that must work, and
+// munmap().
+void Worker::dsm_mmap_step()
+{
+    if (regions_.empty()) {
+        Call c;
+        build(c, C_DSM_OPEN, false);
+        dsm_issue(c);
+        return;
+    }
+    const Region g = regions_[rng_.below(regions_.size())];
+    const uint64_t pages = std::max<uint64_t>(g.size / kPage, 1);
+    uint64_t first = rng_.below(pages);
+    uint64_t len = rng_.range(1, pages - first) * kPage;
+    uint64_t off = first * kPage;
+    int flags = MAP_SHARED;
+    int must = 0;
+    const char* why = "inside the region, MAP_SHARED";
+    const auto kind = rng_.below(100);
+    if (kind < 70) {
+        if (rng_.one_in(6))
+            len -= rng_.below(kPage); // mmap() rounds it up
+    } else if (kind < 80) {
+        flags = MAP_PRIVATE;
+        must = EINVAL;
+        why = "MAP_PRIVATE";
+    } else if (kind < 92) {
+        must = ENXIO;
+        why = "past the region's end";
+        if (rng_.one_in(2)) {
+            first = pages + rng_.below(3);
+            len = rng_.range(1, 4) * kPage;
+        } else {
+            len = (pages - first + rng_.range(1, 3)) * kPage;
+        }
+        off = first * kPage;
+    } else {
+        switch (rng_.below(4)) {
+        case 0:
+            len = 0;
+            must = EINVAL;
+            why = "length 0";
+            break;
+        case 1:
+            off += rng_.range(1, kPage - 1);
+            must = EINVAL;
+            why = "an offset inside a page";
+            break;
+        case 2:
+            off = uint64_t{1} << rng_.range(40, 62);
+            must = -1; // ENXIO, EOVERFLOW
+            why = "a huge offset";
+            break;
+        default:
+            len = uint64_t{1} << rng_.range(44, 62);
+            must = -1; // ENOMEM, ENXIO
+            why = "a huge length";
+            break;
+        }
+    }
+    const auto pr = rng_.below(20);
+    const int prot = pr < 12   ? PROT_READ | PROT_WRITE
+                     : pr < 16 ? PROT_READ
+                     : pr < 17 ? PROT_WRITE
+                     : pr < 18 ? PROT_NONE
+                               : PROT_READ | PROT_EXEC;
+    const bool exec = (static_cast<unsigned>(prot) & PROT_EXEC) != 0;
+    busy_label("mmap() of a DSM region file");
+    void* p = ::mmap(nullptr, len, prot, flags, g.fd, static_cast<off_t>(off));
+    const int err = p == MAP_FAILED ? errno : 0;
+    idle();
+    count_dsm(C_DSM_MMAP, err);
+    auto desc = [&] {
+        return "mmap(len " + hex(len) + ", prot " + std::to_string(prot) +
+               (flags == MAP_SHARED ? ", MAP_SHARED" : ", MAP_PRIVATE") + ", offset " + hex(off) +
+               ") of DSM region file " + std::to_string(g.fd) + " ('" + g.name + "', " + std::to_string(pages) +
+               " pages)";
+    };
+    const ErrSet& allowed = cmds()[C_DSM_MMAP].ioctl_errs;
+    if (err != 0 && (err >= kErrMax || !allowed.test(static_cast<size_t>(err)) || (err == EPERM && !exec))) {
+        dsm_finding(desc() + " failed with " + ename(err) + ", which mmap() of a region file does not give");
+    } else if (must >= 0 && err != must && !(exec && err == EPERM) && !(must == 0 && err == ENOMEM)) {
+        dsm_finding(desc() + (err != 0 ? " failed with " + ename(err) : std::string(" succeeded")) + " where it must " +
+                    (must != 0 ? "fail with " + ename(must) : std::string("succeed")) + " (" + why + ")");
+    }
+    if (p == MAP_FAILED)
+        return;
+    slot_.dsm_maps.fetch_add(1);
+    if (must == 0 && (static_cast<unsigned>(prot) & (PROT_READ | PROT_WRITE)) != 0)
+        dsm_touch(g, static_cast<uint8_t*>(p), (len + kPage - 1) / kPage, first, prot);
+    busy_label("munmap() of a DSM region mapping");
+    const int r = ::munmap(p, len);
+    const int e = r == 0 ? 0 : errno;
+    idle();
+    count_dsm(-1, 0);
+    if (r != 0)
+        dsm_finding(desc() + ": munmap() failed with " + ename(e));
+}
+
+// Loads and stores in a mapping of @pages pages of region @g from its page
+// @first, checked where this worker knows what they must read.
+void Worker::dsm_touch(const Region& g, uint8_t* base, uint64_t pages, uint64_t first, int prot)
+{
+    const bool can_read = (static_cast<unsigned>(prot) & PROT_READ) != 0;
+    const bool can_write = (static_cast<unsigned>(prot) & PROT_WRITE) != 0;
+    const auto it = dsm_shadow_.find(g.name);
+    DsmShadow* sh = g.priv && it != dsm_shadow_.end() && it->second.ino == g.ino ? &it->second : nullptr;
+    std::map<uint64_t, uint64_t> slots; // page of the mapping: what this worker stored in its word there
+    const uint64_t own = 8 * static_cast<uint64_t>(idx_);
+    bool bus = false;
+    std::string bad;
+    auto where = [&](uint64_t pg, uint64_t in_page) {
+        return "DSM region '" + g.name + "' (fd " + std::to_string(g.fd) + ", inode " + std::to_string(g.ino) +
+               ", home " + std::to_string(g.home) + (g.priv ? ", this worker's" : ", shared") + ") page " +
+               std::to_string(first + pg) + " offset " + std::to_string(in_page);
+    };
+    // One access; false if it raised SIGBUS or must have.
+    auto access = [&](uint64_t pg, uint64_t in_page, bool store, uint64_t& v) {
+        auto* w = ptr<volatile uint64_t>(addr(base) + pg * kPage + in_page);
+        if (!guarded_access(w, store, &v)) {
+            bus = true;
+            return false;
+        }
+        (store ? slot_.dsm_stores : slot_.dsm_loads).fetch_add(1);
+        if (g.dead) {
+            bad = where(pg, in_page) + ": a " + (store ? "store" : "load") +
+                  " went through, but this worker destroyed the region (SIGBUS expected)";
+            return false;
+        }
+        return true;
+    };
+    auto same = [&](uint64_t pg, uint64_t in_page, uint64_t got, uint64_t want, const char* what) {
+        if (got == want) {
+            slot_.dsm_verified.fetch_add(1);
+            return true;
+        }
+        bad = where(pg, in_page) + " reads " + hex(got) + ", expected " + hex(want) + " (" + what + ")";
+        return false;
+    };
+    busy_label(("loads and stores in a mapping of DSM region " + g.name).c_str());
+    const int64_t t0 = now_ms();
+    const auto n = rng_.range(1, 8);
+    for (uint64_t i = 0; i < n && now_ms() - t0 < 3000; i++) {
+        const bool store = can_write && (!can_read || rng_.one_in(2));
+        uint64_t pg = rng_.below(pages);
+        if (!store && !slots.empty() && rng_.one_in(2))
+            pg = std::next(slots.begin(), static_cast<ptrdiff_t>(rng_.below(slots.size())))->first;
+        uint64_t in_page = own;
+        if (sh != nullptr) {
+            in_page = 8 * rng_.below(kPage / 8);
+        } else if (rng_.one_in(2)) {
+            in_page = kDsmSlotArea + 8 * rng_.below((kPage - kDsmSlotArea) / 8);
+        }
+        uint64_t v = store ? mix64(++dsm_seq_ ^ (static_cast<uint64_t>(idx_) << 56U)) : 0;
+        if (!access(pg, in_page, store, v))
+            break;
+        const uint64_t at = (first + pg) * kPage + in_page;
+        if (store) {
+            if (sh != nullptr) {
+                sh->words[at] = v;
+            } else if (in_page == own) {
+                slots[pg] = v;
+            }
+            continue;
+        }
+        if (sh != nullptr) {
+            const auto w = sh->words.find(at);
+            const bool ok = w != sh->words.end() ? same(pg, in_page, v, w->second, "what this worker stored there")
+                                                 : same(pg, in_page, v, 0, "a new region reads as zeros");
+            if (!ok)
+                break;
+        } else if (in_page == own && slots.contains(pg) &&
+                   !same(pg, in_page, v, slots[pg], "what this worker stored in its word")) {
+            break;
+        }
+    }
+    // This worker's words once more: other nodes may have taken the pages
+    // meanwhile.
+    for (const auto& [pg, want] : slots) {
+        uint64_t v = 0;
+        if (!can_read || bus || !bad.empty() || !access(pg, own, false, v) ||
+            !same(pg, own, v, want, "what this worker stored in its word"))
+            break;
+    }
+    idle();
+    if (sh != nullptr && (bus || !bad.empty() || sh->words.size() > 4096))
+        dsm_shadow_.erase(g.name);
+    if (bus) {
+        slot_.dsm_sigbus.fetch_add(1);
+        if (g.dead) {
+            slot_.dsm_sigbus_dead.fetch_add(1);
+        } else if (g.priv && !g.gone && slot_.dsm_sigbus_odd.fetch_add(1) < 5) {
+            // Only this worker uses the region and it lives: a fault the
+            // cluster did not serve in time (the kernel logs why).
+            say("lite-fuzz-ioctl: worker " + std::to_string(idx_) + ": SIGBUS in DSM region '" + g.name + "' (fd " +
+                std::to_string(g.fd) + ", home " + std::to_string(g.home) +
+                "), which only this worker uses and did not destroy");
+        }
+    }
+    if (!bad.empty()) {
+        dsm_finding(bad);
+        return;
+    }
+    if (!bus && rng_.one_in(4))
+        dsm_kernel_access(g, base, pages, prot);
+}
+
+// A READ into the mapping or a WRITE from it: the kernel's own access to
+// DSM memory (EFAULT where a user's would get SIGBUS). Only bytes from
+// kDsmSlotArea on, inside one page.
+void Worker::dsm_kernel_access(const Region& g, uint8_t* base, uint64_t pages, int prot)
+{
+    const bool can_read = (static_cast<unsigned>(prot) & PROT_READ) != 0;
+    const bool into = (static_cast<unsigned>(prot) & PROT_WRITE) != 0 && (!can_read || rng_.one_in(2));
+    if (!into && !can_read)
+        return;
+    Call c;
+    build(c, into ? C_READ : C_WRITE, false);
+    auto rw = c.get<lite_rw>();
+    if (live(rw.handle) == nullptr)
+        return; // no LMR to move bytes to or from
+    const uint64_t in_page = kDsmSlotArea + rng_.below(kPage - kDsmSlotArea);
+    rw.len = std::min<uint64_t>(rw.len, kPage - in_page);
+    rw.buf = addr(base) + rng_.below(pages) * kPage + in_page;
+    c.put(rw);
+    if (g.dead && rw.len != 0) {
+        c.expect = EFAULT;
+        c.expect_why = "the buffer is in a DSM region this worker destroyed";
+    }
+    if (into)
+        dsm_shadow_.erase(g.name);
+    dsm_issue(c);
+}
+
+void Worker::dsm_close_step()
+{
+    if (regions_.empty()) {
+        Call c;
+        build(c, C_DSM_OPEN, false);
+        dsm_issue(c);
+        return;
+    }
+    close_region(rng_.below(regions_.size()));
+}
+
 void Worker::step()
 {
     const auto r = rng_.below(1000);
@@ -3073,6 +3880,8 @@ int Worker::run(uint64_t calls, Clock::time_point deadline)
     if (poisoned_)
         _exit(1); // calls may be in flight on our buffers: do not unmap them
     close_rings();
+    while (!regions_.empty())
+        close_region(regions_.size() - 1);
     busy_label("close() of the files at the end");
     ::close(fd_);
     if (side_fd_ >= 0)
@@ -3087,8 +3896,9 @@ int Worker::run(uint64_t calls, Clock::time_point deadline)
 void usage()
 {
     std::printf("usage: lite-fuzz-ioctl [OPTION...]\n"
-                "Fuzzes the ioctls and io_uring commands of /dev/lite (docs/architecture.md, Fuzzing). Start it as\n"
-                "root in a lite-vm guest: it brings three nodes up, then its workers run as nobody in group lite.\n"
+                "Fuzzes the ioctls and io_uring commands of /dev/lite and its DSM region files\n"
+                "(docs/architecture.md, Fuzzing). Start it as root in a lite-vm guest: it brings three nodes up,\n"
+                "then its workers run as nobody in group lite.\n"
                 "  --calls N         calls in all, over the workers (default 100000 without --seconds)\n"
                 "  --seconds S       stop after S seconds (with --calls: whichever comes first)\n"
                 "  --workers W       worker processes (default 4, at most 16)\n"
@@ -3253,18 +4063,21 @@ void dump_stacks(pid_t pid)
     say(out);
 }
 
-// The nodes' memory and in-flight counters once every worker's file closed.
+// The nodes' memory, DSM and in-flight counters once every worker's file
+// closed.
 bool counters_back(const lite::Device& dev, const std::array<uint32_t, kNodes>& inst, std::string& why)
 {
     why.clear();
     bool ok = true;
     for (uint32_t i : inst) {
         const auto st = dev.status(i);
-        if (st.counters.mem_lmrs != 0 || st.counters.mem_bytes != 0 || st.async_inflight != 0) {
+        if (st.counters.mem_lmrs != 0 || st.counters.mem_bytes != 0 || st.async_inflight != 0 || st.dsm.regions != 0 ||
+            st.dsm.pages != 0) {
             ok = false;
             why += " node " + std::to_string(st.node_id) + ": " + std::to_string(st.counters.mem_lmrs) + " LMRs, " +
                    std::to_string(st.counters.mem_bytes) + " bytes, " + std::to_string(st.async_inflight) +
-                   " in flight;";
+                   " in flight, " + std::to_string(st.dsm.regions) + " DSM regions with " +
+                   std::to_string(st.dsm.pages) + " pages;";
         }
     }
     return ok;
@@ -3479,6 +4292,14 @@ int parent(const Options& opt)
     uint64_t notes = 0;
     uint64_t verified = 0;
     uint64_t payloads = 0;
+    uint64_t dsm_calls = 0;
+    uint64_t dsm_maps = 0;
+    uint64_t dsm_loads = 0;
+    uint64_t dsm_stores = 0;
+    uint64_t dsm_sigbus = 0;
+    uint64_t dsm_sigbus_dead = 0;
+    uint64_t dsm_sigbus_odd = 0;
+    uint64_t dsm_verified = 0;
     std::array<std::array<std::array<uint64_t, kErrMax>, 2>, C_COUNT> results{};
     for (int w = 0; w < opt.workers; w++) {
         const Slot& s = sh->slot[static_cast<size_t>(w)];
@@ -3489,6 +4310,14 @@ int parent(const Options& opt)
         notes += s.notes.load();
         verified += s.verified_bytes.load();
         payloads += s.payloads.load();
+        dsm_calls += s.dsm_calls.load();
+        dsm_maps += s.dsm_maps.load();
+        dsm_loads += s.dsm_loads.load();
+        dsm_stores += s.dsm_stores.load();
+        dsm_sigbus += s.dsm_sigbus.load();
+        dsm_sigbus_dead += s.dsm_sigbus_dead.load();
+        dsm_sigbus_odd += s.dsm_sigbus_odd.load();
+        dsm_verified += s.dsm_verified.load();
         for (size_t c = 0; c < C_COUNT; c++) {
             for (size_t u = 0; u < 2; u++) {
                 for (size_t e = 0; e < kErrMax; e++)
@@ -3510,8 +4339,9 @@ int parent(const Options& opt)
             if (total == 0)
                 continue;
             std::sort(by.rbegin(), by.rend());
-            std::string line = std::string("  ") + (u != 0 ? "io_uring " : "ioctl    ") + cmds()[c].name + ": " +
-                               std::to_string(total);
+            const bool syscall = c == C_DSM_MMAP || c == C_DSM_CLOSE;
+            std::string line = std::string("  ") + (u != 0 ? "io_uring " : (syscall ? "syscall  " : "ioctl    ")) +
+                               cmds()[c].name + ": " + std::to_string(total);
             for (size_t k = 0; k < by.size() && k < 8; k++) {
                 line += (k == 0 ? " (" : ", ") +
                         (by[k].second == 0 ? std::string("ok") : ename(static_cast<int>(by[k].second))) + " " +
@@ -3523,6 +4353,10 @@ int parent(const Options& opt)
     say("lite-fuzz-ioctl: " + std::to_string(verified) + " LMR bytes verified against shadow copies, " +
         std::to_string(payloads) + " RPC payloads checked, " + std::to_string(notes) +
         " errnos documented only for other commands");
+    say("lite-fuzz-ioctl: DSM: " + std::to_string(dsm_maps) + " mappings, " + std::to_string(dsm_loads) + " loads, " +
+        std::to_string(dsm_stores) + " stores, " + std::to_string(dsm_sigbus) + " accesses ended by SIGBUS (" +
+        std::to_string(dsm_sigbus_dead) + " in regions the worker had destroyed, " + std::to_string(dsm_sigbus_odd) +
+        " in live regions only the worker used), " + std::to_string(dsm_verified) + " words read as expected");
 
     // Everything the workers held must be gone, the cluster whole.
     std::string why;
@@ -3559,18 +4393,20 @@ int parent(const Options& opt)
 
     std::array<char, 512> line{};
     (void)std::snprintf(line.data(), line.size(),
-                        "lite-fuzz-ioctl: %" PRIu64 " calls (%" PRIu64 " ioctl, %" PRIu64
-                        " io_uring) in %.1f s, %d workers, seed %" PRIu64 ", %" PRIu64 " findings",
-                        calls, ioctls, urings, secs, opt.workers, opt.seed, findings);
+                        "lite-fuzz-ioctl: %" PRIu64 " calls (%" PRIu64 " ioctl, %" PRIu64 " io_uring, %" PRIu64
+                        " DSM mmap and close) in %.1f s, %d workers, seed %" PRIu64 ", %" PRIu64 " findings",
+                        calls, ioctls, urings, dsm_calls, secs, opt.workers, opt.seed, findings);
     std::printf("%s\n", line.data());
     (void)std::fflush(stdout);
     if (const char* out = std::getenv("LITE_OUT"); out != nullptr && *out != 0) {
         std::array<char, 512> js{};
         (void)std::snprintf(js.data(), js.size(),
                             "{\"calls\": %" PRIu64 ", \"ioctl\": %" PRIu64 ", \"uring\": %" PRIu64
-                            ", \"seconds\": %.1f, \"findings\": %" PRIu64 ", \"seed\": %" PRIu64
-                            ", \"workers\": %d, \"notes\": %" PRIu64 ", \"failed_workers\": %d}",
-                            calls, ioctls, urings, secs, findings, opt.seed, opt.workers, notes, failed);
+                            ", \"dsm_calls\": %" PRIu64 ", \"dsm_maps\": %" PRIu64 ", \"dsm_accesses\": %" PRIu64
+                            ", \"dsm_sigbus\": %" PRIu64 ", \"seconds\": %.1f, \"findings\": %" PRIu64
+                            ", \"seed\": %" PRIu64 ", \"workers\": %d, \"notes\": %" PRIu64 ", \"failed_workers\": %d}",
+                            calls, ioctls, urings, dsm_calls, dsm_maps, dsm_loads + dsm_stores, dsm_sigbus, secs,
+                            findings, opt.seed, opt.workers, notes, failed);
         if (!write_text(std::string(out) + "/fuzz-ioctl.json", js.data()))
             say("lite-fuzz-ioctl: cannot write " + std::string(out) + "/fuzz-ioctl.json");
     }
