@@ -123,9 +123,9 @@ guest_tests() {
 	step "guest tests and guest fuzzing (ioctl, io_uring): one guest, nodes on rxe0 (lite-vm)"
 	rm -rf "$out/guest1" "$out/guest2" "$out/guest3"
 	mkdir -p "$out/guest1" "$out/guest2" "$out/guest3"
-	local rc=0 trc frc
+	local rc=0 trc frc slack=${DETECT_SLACK_S:-0}
 	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
-		env BUILD="$build" LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" \
+		env BUILD="$build" LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" LITE_DETECT_SLACK_S="$slack" \
 		tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
@@ -144,7 +144,7 @@ guest_tests() {
 	rc=0
 	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
 	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest2" -- \
-		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*:MultiGuestLoss.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
+		env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*:MultiGuestLoss.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" || rc=$?
 	record "guest tests ($n guests)" "$rc" "$out"/guest2/multi-*.json
 
@@ -154,7 +154,7 @@ guest_tests() {
 	rc=0
 	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
 	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest3" -- \
-		sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuestReset.*" --gtest_output=json:/run/lite-out/reset-$LITE_GUEST_INDEX.json' \
+		env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuestReset.*" --gtest_output=json:/run/lite-out/reset-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" || rc=$?
 	local reports=()
 	for ((g = 0; g < n - 1; g++)); do reports+=("$out/guest3/reset-$g.json"); done

@@ -89,7 +89,7 @@ unsigned module_param(const std::string& name, unsigned fallback);
 
 // The bound, in seconds, within which a silent member is declared dead with
 // the loaded module's heartbeat_ms and dead_ms (the default: 1.7 s), plus
-// @slack seconds.
+// @slack seconds, plus $LITE_DETECT_SLACK_S (make check-debug: 5 s).
 double detect_bound_s(double slack);
 
 // Path of the litectl built next to this test binary.
