@@ -19,6 +19,7 @@
 //   app,backend,nodes,threads,run,seconds,digest,reference,match
 //
 // exit 0 ok, 1 error or a result that differs from the reference, 2 usage.
+#include "dsm_apps_opts.hpp"
 #include "lat.hpp"
 
 #include <lite/dsm.hpp>
@@ -55,13 +56,10 @@ const char* const kUsage = "usage: dsm-apps --app stencil|matmul|pagerank|all --
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kWait{60'000}; // a barrier or a lock (lite's longest)
 
-struct Options {
-    std::vector<std::string> apps;
+struct Options : bench::AppOptions {
     std::string backend;
     std::vector<unsigned> instances{0, 1, 2};
     unsigned threads = 4;
-    unsigned scale = 1;
-    unsigned runs = 1;
 };
 
 Options parse(int argc, char** argv)
@@ -74,14 +72,9 @@ Options parse(int argc, char** argv)
         if (i + 1 >= argc)
             throw bench::UsageError(a + " needs a value");
         const std::string v = argv[++i];
-        if (a == "--app") {
-            if (v == "all") {
-                o.apps = dsm_apps::app_names();
-            } else {
-                (void)dsm_apps::make_app(v); // throws with the names it knows
-                o.apps = {v};
-            }
-        } else if (a == "--backend") {
+        if (bench::parse_app_option(o, a, v))
+            continue;
+        if (a == "--backend") {
             if (v != "kernel" && v != "user" && v != "local")
                 throw bench::UsageError("--backend: '" + v + "' is none of kernel, user, local");
             o.backend = v;
@@ -91,10 +84,6 @@ Options parse(int argc, char** argv)
             });
         } else if (a == "--threads") {
             o.threads = static_cast<unsigned>(bench::parse_number(v, a, 1, 64));
-        } else if (a == "--scale") {
-            o.scale = static_cast<unsigned>(bench::parse_number(v, a, 1, 64));
-        } else if (a == "--runs") {
-            o.runs = static_cast<unsigned>(bench::parse_number(v, a, 1, 1000));
         } else {
             throw bench::UsageError("unknown option " + a);
         }

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "dsm_apps_opts.hpp"
 #include "kernels.hpp"
 #include "lat.hpp"
 
@@ -49,11 +50,7 @@ using Clock = std::chrono::steady_clock;
 using dsm_apps::Range;
 using dsm_apps::split;
 
-struct Options {
-    std::vector<std::string> apps;
-    unsigned scale = 1;
-    unsigned runs = 1;
-};
+using Options = bench::AppOptions;
 
 Options parse(int argc, char** argv)
 {
@@ -65,20 +62,8 @@ Options parse(int argc, char** argv)
         if (i + 1 >= argc)
             throw bench::UsageError(a + " needs a value");
         const std::string v = argv[++i];
-        if (a == "--app") {
-            if (v == "all") {
-                o.apps = dsm_apps::app_names();
-            } else {
-                (void)dsm_apps::make_app(v);
-                o.apps = {v};
-            }
-        } else if (a == "--scale") {
-            o.scale = static_cast<unsigned>(bench::parse_number(v, a, 1, 64));
-        } else if (a == "--runs") {
-            o.runs = static_cast<unsigned>(bench::parse_number(v, a, 1, 1000));
-        } else {
+        if (!bench::parse_app_option(o, a, v))
             throw bench::UsageError("unknown option " + a);
-        }
     }
     if (o.apps.empty())
         throw bench::UsageError("--app is required");
