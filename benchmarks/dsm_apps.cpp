@@ -65,15 +65,9 @@ struct Options : bench::AppOptions {
 Options parse(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i];
-        if (a == "--help" || a == "-h")
-            throw bench::UsageError("");
-        if (i + 1 >= argc)
-            throw bench::UsageError(a + " needs a value");
-        const std::string v = argv[++i];
+    bench::for_each_option(argc, argv, [&](const std::string& a, const std::string& v) {
         if (bench::parse_app_option(o, a, v))
-            continue;
+            return;
         if (a == "--backend") {
             if (v != "kernel" && v != "user" && v != "local")
                 throw bench::UsageError("--backend: '" + v + "' is none of kernel, user, local");
@@ -87,7 +81,7 @@ Options parse(int argc, char** argv)
         } else {
             throw bench::UsageError("unknown option " + a);
         }
-    }
+    });
     if (o.apps.empty() || o.backend.empty())
         throw bench::UsageError("--app and --backend are required");
     if (o.instances.empty() || o.instances.size() > 16)

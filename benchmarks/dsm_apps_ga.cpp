@@ -55,16 +55,10 @@ using Options = bench::AppOptions;
 Options parse(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i];
-        if (a == "--help" || a == "-h")
-            throw bench::UsageError("");
-        if (i + 1 >= argc)
-            throw bench::UsageError(a + " needs a value");
-        const std::string v = argv[++i];
+    bench::for_each_option(argc, argv, [&](const std::string& a, const std::string& v) {
         if (!bench::parse_app_option(o, a, v))
             throw bench::UsageError("unknown option " + a);
-    }
+    });
     if (o.apps.empty())
         throw bench::UsageError("--app is required");
     return o;

@@ -47,4 +47,18 @@ inline bool parse_app_option(AppOptions& o, const std::string& a, const std::str
     return true;
 }
 
+// Calls @fn(option, value) for each "--option value" pair of argv; --help
+// (or -h) throws the empty UsageError that prints the usage.
+template <class Fn> void for_each_option(int argc, char** argv, const Fn& fn)
+{
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        if (a == "--help" || a == "-h")
+            throw UsageError("");
+        if (i + 1 >= argc)
+            throw UsageError(a + " needs a value");
+        fn(a, std::string(argv[++i]));
+    }
+}
+
 } // namespace bench

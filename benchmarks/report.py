@@ -185,6 +185,19 @@ def section_dsm(d, summary):
     return ok
 
 
+def finish(fig, ax, labels, ylabel, what, path, rotation=0):
+    """Labels, title and legend of a bar chart; saves it to PATH."""
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=rotation)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{what} ({WHERE})", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(path)
+
+
 def plot_dsm(d, faults, raw, apps):
     if faults:
         fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -197,30 +210,16 @@ def plot_dsm(d, faults, raw, apps):
         if raw:
             ax.axhline(raw, color="tab:green", linestyle="--", label=f"raw 4 KiB LITE_read ({raw:.0f} us)")
             ax.axhline(1.3 * raw, color="tab:green", linestyle=":", label="1.3 x raw read")
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels([f[0] for f in faults], rotation=15)
-        ax.set_ylabel("median latency (us)")
-        ax.set_title(f"DSM fault latency ({WHERE})", fontsize=10)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "dsm.png"), dpi=110)
-        plt.close(fig)
-        print(os.path.join(d, "dsm.png"))
+        finish(fig, ax, [f[0] for f in faults], "median latency (us)", "DSM fault latency",
+               os.path.join(d, "dsm.png"), rotation=15)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     colors = {"kernel": "tab:blue", "user": "tab:orange", "ga": "tab:red", "local": "tab:gray"}
     w = 0.2
     for i, b in enumerate(BACKENDS):
         ys = [(apps[p].get(b) or (None,))[0] or 0 for p, _ in PROGRAMS]
         ax.bar([x + (i - 1.5) * w for x in range(len(PROGRAMS))], ys, w, label=b, color=colors[b])
-    ax.set_xticks(range(len(PROGRAMS)))
-    ax.set_xticklabels([p for p, _ in PROGRAMS])
-    ax.set_ylabel("median run time (s)")
-    ax.set_title(f"DSM programs against Global Arrays ({WHERE})", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(d, "dsm_apps.png"), dpi=110)
-    plt.close(fig)
-    print(os.path.join(d, "dsm_apps.png"))
+    finish(fig, ax, [p for p, _ in PROGRAMS], "median run time (s)", "DSM programs against Global Arrays",
+           os.path.join(d, "dsm_apps.png"))
 
 
 SECTIONS = {"dsm": section_dsm}

@@ -61,6 +61,18 @@ protected:
             EXPECT_EQ(errors[n], "") << "node " << n;
         return app.result(maps[2]);
     }
+
+    // The region @name for @app: created on node 1 with the input written,
+    // then opened on nodes 2 and 3 (lite::Dsm or udsm::Region).
+    template <class Region> std::vector<Region> three_maps(const dsm_apps::App& app, const std::string& name)
+    {
+        std::vector<Region> r;
+        r.push_back(Region::create(s_[0], name, app.region_bytes()));
+        app.init(r[0].data());
+        r.push_back(Region::open(s_[1], name));
+        r.push_back(Region::open(s_[2], name));
+        return r;
+    }
 };
 
 TEST_P(DsmApps, KernelDsmGivesTheSingleNodeResult)
@@ -68,16 +80,13 @@ TEST_P(DsmApps, KernelDsmGivesTheSingleNodeResult)
     const auto app = dsm_apps::make_app(GetParam());
     const uint64_t ref = dsm_apps::reference(*app);
     const std::string name = "apps-k-" + GetParam();
-    auto home = lite::Dsm::create(s_[0], name, app->region_bytes());
-    app->init(home.data());
-    auto b = lite::Dsm::open(s_[1], name);
-    auto c = lite::Dsm::open(s_[2], name);
+    auto r = three_maps<lite::Dsm>(*app, name);
     const auto before = dev_->status(inst_[1]).dsm;
-    const uint64_t got = run_on_three(*app, {home.data(), b.data(), c.data()}, name);
+    const uint64_t got = run_on_three(*app, {r[0].data(), r[1].data(), r[2].data()}, name);
     EXPECT_EQ(got, ref) << app->describe() << ": differs from the single-node run";
     const auto after = dev_->status(inst_[1]).dsm;
     EXPECT_GT(after.fetches, before.fetches) << "node 2 fetched no page: the program did not cross nodes";
-    home.destroy();
+    r[0].destroy();
 }
 
 TEST_P(DsmApps, UserLevelDsmGivesTheSingleNodeResult)
@@ -85,12 +94,11 @@ TEST_P(DsmApps, UserLevelDsmGivesTheSingleNodeResult)
     const auto app = dsm_apps::make_app(GetParam());
     const uint64_t ref = dsm_apps::reference(*app);
     const std::string name = "apps-u-" + GetParam();
-    auto home = udsm::Region::create(s_[0], name, app->region_bytes());
-    app->init(home.data());
-    auto b = udsm::Region::open(s_[1], name);
-    auto c = udsm::Region::open(s_[2], name);
-    const uint64_t got = run_on_three(*app, {home.data(), b.data(), c.data()}, name);
+    auto r = three_maps<udsm::Region>(*app, name);
+    const uint64_t got = run_on_three(*app, {r[0].data(), r[1].data(), r[2].data()}, name);
     EXPECT_EQ(got, ref) << app->describe() << ": differs from the single-node run";
+    while (!r.empty())
+        r.pop_back(); // udsm's home leaves last
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, DsmApps, ::testing::ValuesIn(dsm_apps::app_names()),
