@@ -255,6 +255,14 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 			pr_info_ratelimited("lite%u: receive failed: %s\n",
 					    conn->node->instance,
 					    ib_wc_status_msg(wc->status));
+		/*
+		 * A refused connect: rdma_cm moves the QP to the error state
+		 * before it reports why (REJECTED, UNREACHABLE), and that
+		 * event fails the connect with the reason.
+		 */
+		if (wc->status == IB_WC_WR_FLUSH_ERR &&
+		    lite_conn_state(conn) == LITE_CONN_CONNECTING)
+			return;
 		lite_conn_close(conn);
 		return;
 	}
