@@ -257,7 +257,7 @@ static void lite_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 					    ib_wc_status_msg(wc->status));
 		/*
 		 * A refused connect: rdma_cm moves the QP to the error state
-		 * before it reports why (REJECTED, UNREACHABLE), and that
+		 * before it reports why (REJECTED, CONNECT_ERROR), and that
 		 * event fails the connect with the reason.
 		 */
 		if (wc->status == IB_WC_WR_FLUSH_ERR &&
