@@ -2390,6 +2390,13 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
     if (c.region_fd)
         return; // nothing ran on /dev/lite
     if (c.side_fd) {
+        if (c.cmd == C_ATTACH && err == EFAULT) {
+            // The kernel may have attached it before the node id could not
+            // be written back (docs/uapi.md): go on with a file known to
+            // be unattached.
+            open_side();
+            return;
+        }
         if (c.cmd == C_ATTACH && err == 0) {
             side_attached_ = true;
             if (out != nullptr) {
