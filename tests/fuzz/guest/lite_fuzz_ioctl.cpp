@@ -3193,8 +3193,13 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
         check(op.c, true, op.res);
         const int err = op.res < 0 ? -op.res : 0;
         const bool real_cmd = op.c.nr == cmds()[static_cast<size_t>(op.c.cmd)].nr;
-        if (!real_cmd || op.c.fd != fd_ || (op.sqe_flags & IOSQE_FIXED_FILE) != 0)
-            continue; // nothing ran on this file's LMRs
+        // Nothing ran on this file's LMRs, tokens or names: another command
+        // number or file, or a command with no io_uring form (lite never
+        // saw it; io_uring itself may have failed it, e.g. EFAULT for a
+        // fixed-buffer flag without registered buffers).
+        if (!real_cmd || !cmds()[static_cast<size_t>(op.c.cmd)].uring || op.c.fd != fd_ ||
+            (op.sqe_flags & IOSQE_FIXED_FILE) != 0)
+            continue;
         const bool alone = !op.sqe_mutated;
         if (op.c.cmd == C_FETCH_ADD || op.c.cmd == C_CMP_SWAP) {
             auto at = op.c.get<lite_atomic>();
