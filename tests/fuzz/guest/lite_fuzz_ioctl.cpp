@@ -553,7 +553,9 @@ const std::vector<CmdInfo>& cmds()
                      base | errs({EBADFD, EBADF, EACCES, ERANGE, EAGAIN, EDEADLK, ETIMEDOUT, EKEYREVOKED, ENOTCONN,
                                   EINTR, EOVERFLOW, EHOSTDOWN}),
                      false};
-        t[C_UNLOCK] = {"UNLOCK", LITE_IOC_UNLOCK, sizeof(L), lk, base | errs({EBADFD, EBADF, EPERM, ENOTCONN}), false};
+        t[C_UNLOCK] = {
+            "UNLOCK", LITE_IOC_UNLOCK, sizeof(L), lk, base | errs({EBADFD, EBADF, EPERM, ENOTCONN, EKEYREVOKED}),
+            false};
         using B = lite_barrier;
         t[C_BARRIER] = {
             "BARRIER",
@@ -2704,7 +2706,7 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
         touch(lk.handle, lk.offset, 8, [&](Shadow& s) { s.forget(lk.offset, 8); });
         if (Lmr* l = live(lk.handle); l != nullptr && l->shadow && !(err != 0 && no_effect(err)))
             l->shadow->make_volatile(lk.offset);
-        if (good) {
+        if (good || err == EKEYREVOKED) { // revoked: the lock went with the LMR
             for (auto it = locks_.begin(); it != locks_.end(); ++it) {
                 if (it->handle == lk.handle && it->offset == lk.offset) {
                     locks_.erase(it);
