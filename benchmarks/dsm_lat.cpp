@@ -20,6 +20,16 @@
 // same protocol over liblite with userfaultfd), as user_read_fault,
 // user_read_fault_dirty, user_write_fault_0/1/2.
 //
+//   protect_64     the protection change for a group of 64 pages: the
+//                  faulting node holds read copies of 64 pages, the home
+//                  writes them all, and each write takes the faulting
+//                  node's copy away. The time is what the faulting node
+//                  spent changing its page tables for the group, as each
+//                  DSM counts it (the kernel: lite's dsm prot_ns, an unmap
+//                  in the kernel per page; udsm: its madvise system calls),
+//                  not the network round trips around them.
+//   user_protect_64  the same through udsm
+//
 // Each fault is timed around one 8-byte access to a page the faulting node
 // never touched (a fresh page per run). CSV on stdout:
 //
@@ -30,6 +40,7 @@
 #include "lite_util.hpp"
 
 #include <lite/dsm.hpp>
+#include <lite/lite.hpp>
 #include <lite/session.hpp>
 #include <udsm.hpp>
 #include <unistd.h>
@@ -39,7 +50,9 @@
 #include <cstdio>
 #include <ctime>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace
@@ -117,6 +130,35 @@ void faults(const std::string& prefix, std::byte* h, std::byte* f, std::byte* o,
         true);
 }
 
+constexpr uint64_t kGroup = 64;
+
+// protect_64 (see the top): @groups groups of fresh pages from @first on.
+// @counter returns the faulting node's {page-table changes, ns} so far.
+void protect(const std::string& prefix, std::byte* h, std::byte* f, uint64_t first, unsigned groups,
+             const std::function<std::pair<uint64_t, uint64_t>()>& counter)
+{
+    std::vector<double> times;
+    for (unsigned g = 0; g < groups; g++) {
+        std::byte* hp = h + (first + g * kGroup) * kPage;
+        std::byte* fp = f + (first + g * kGroup) * kPage;
+        for (uint64_t i = 0; i < kGroup; i++) {
+            (void)load(fp + i * kPage);
+        }
+        const auto before = counter();
+        for (uint64_t i = 0; i < kGroup; i++) {
+            store(hp + i * kPage, i + 1);
+        }
+        const auto after = counter();
+        if (after.first - before.first != kGroup) {
+            throw std::runtime_error(prefix + "protect_64: the faulting node changed " +
+                                     std::to_string(after.first - before.first) + " pages, not " +
+                                     std::to_string(kGroup));
+        }
+        times.push_back(static_cast<double>(after.second - before.second) / 1e3);
+    }
+    row((prefix + "protect_" + std::to_string(kGroup)).c_str(), times);
+}
+
 int run(int argc, char** argv)
 {
     std::vector<unsigned> inst;
@@ -159,16 +201,27 @@ int run(int argc, char** argv)
     row("raw_read", t);
 
     const std::string name = "dsm-lat-" + std::to_string(::getpid());
-    const uint64_t pages = uint64_t{6} * runs;
+    const unsigned groups = std::max(10U, runs / 20);
+    const uint64_t first = uint64_t{5} * runs; // faults() uses the pages before
+    const uint64_t pages = first + groups * kGroup;
     auto h = lite::Dsm::create(home, name, pages * kPage);
     auto f = lite::Dsm::open(faulter, name);
     auto o = lite::Dsm::open(other, name);
     faults("", h.data(), f.data(), o.data(), runs);
+    const auto dev = lite::Device::open();
+    protect("", h.data(), f.data(), first, groups, [&] {
+        const auto st = dev.status(inst[1]);
+        return std::pair{st.dsm.prot_changes, st.dsm.prot_ns};
+    });
     {
         auto uh = udsm::Region::create(home, "u" + name, pages * kPage);
         auto uf = udsm::Region::open(faulter, "u" + name);
         auto uo = udsm::Region::open(other, "u" + name);
         faults("user_", uh.data(), uf.data(), uo.data(), runs);
+        protect("user_", uh.data(), uf.data(), first, groups, [&] {
+            const auto st = uf.stats();
+            return std::pair{st.prot_changes, st.prot_ns};
+        });
     }
     h.destroy();
     return 0;

@@ -9,10 +9,12 @@ Sections it knows (the others are still joined by bench.sh and plotted by
 plot.py):
 
   dsm   from DIR/dsm-lat.csv (dsm-lat) and DIR/dsm-apps-{kernel,user,local,
-        ga}.csv (dsm-apps, dsm-apps-ga): dsm.txt (both tables), dsm.csv
-        (fault latencies), dsm_apps.csv (program run times), dsm.png,
-        dsm_apps.png; summary keys dsm_read_fault, dsm_write_fault_2,
-        dsm_kernel_vs_user, dsm_stencil, dsm_matmul, dsm_irregular.
+        ga}.csv (dsm-apps, dsm-apps-ga): dsm.txt (the three tables), dsm.csv
+        (fault latencies), dsm_apps.csv (program run times),
+        dsm_seed000.csv (kernel against user-level DSM: fault latency,
+        protection change for 64 pages, run times), dsm.png, dsm_apps.png;
+        summary keys dsm_read_fault, dsm_write_fault_2, dsm_kernel_vs_user,
+        dsm_protect_64, dsm_stencil, dsm_matmul, dsm_irregular.
 
 DIR/summary.json maps each headline figure's key to {"lite", "native",
 "ratio", "unit"} (lite's figure, the baseline's from the same run, lite
@@ -92,7 +94,31 @@ def dsm_faults(d):
     for name, what in FAULTS:
         k, u = lat.get(name), lat.get("user_" + name)
         table.append((name, what, k, u, raw, ratio(k, raw), ratio(u, raw), ratio(k, u)))
-    return raw, table
+    return raw, table, (lat.get("protect_64"), lat.get("user_protect_64"))
+
+
+def seed000_table(d, faults, protect, apps, summary):
+    """Seed 000's comparison: the kernel DSM against the user-level one."""
+    by = {row[0]: row for row in faults}
+    rows = []
+    if "read_fault" in by:
+        rows.append(("read fault latency (us)", by["read_fault"][2], by["read_fault"][3], 1))
+    rows.append(("protection change, 64 pages (us)", protect[0], protect[1], 1))
+    for p, _ in PROGRAMS:
+        k, u = (apps[p].get(b) for b in ("kernel", "user"))
+        rows.append((f"{p} run time (s)", k[0] if k else None, u[0] if u else None, 3))
+    lines = ["", f"Seed 000's comparison, {WHERE}: lite's kernel DSM against the user-level baseline (udsm)",
+             f"{'measure':<34} {'kernel':>10} {'user':>10} {'kern/user':>9}"]
+    csv_rows = [["measure", "kernel", "user", "kernel_over_user"]]
+    for what, k, u, digits in rows:
+        lines.append(f"{what:<34} {fmt(k, digits):>10} {fmt(u, digits):>10} {fmt(ratio(k, u), 2):>9}")
+        csv_rows.append([what, fmt(k, 4), fmt(u, 4), fmt(ratio(k, u), 3)])
+    lines.append("protection change: the time the faulting node spent changing its page tables while the home")
+    lines.append("took 64 of its read copies (kernel: unmap_mapping_range per page; udsm: madvise system calls)")
+    with open(os.path.join(d, "dsm_seed000.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(csv_rows)
+    summary["dsm_protect_64"] = pair(protect[0], protect[1], "us")
+    return lines
 
 
 def dsm_apps(d):
@@ -120,10 +146,10 @@ def section_dsm(d, summary):
     ok = True
     lines = []
     try:
-        raw, faults = dsm_faults(d)
+        raw, faults, protect = dsm_faults(d)
     except Missing as e:
         note(f"dsm: {e}")
-        raw, faults, ok = None, [], False
+        raw, faults, protect, ok = None, [], (None, None), False
     lines.append(f"DSM page-fault latency, {WHERE}; median microseconds of one 8-byte access to a page")
     lines.append("the faulting node never touched (dsm-lat); raw read = one 4 KiB LITE_read between the same")
     lines.append("nodes; kernel = lite's DSM (faults served in the kernel), user = udsm (userfaultfd + liblite)")
@@ -171,6 +197,7 @@ def section_dsm(d, summary):
     lines.append("same guest; local: the same program on one node's plain memory (context, not a peer)")
     with open(os.path.join(d, "dsm_apps.csv"), "w", newline="") as f:
         csv.writer(f).writerows(app_rows)
+    lines += seed000_table(d, faults, protect, apps, summary)
 
     by = {row[0]: row for row in faults}
     if by:

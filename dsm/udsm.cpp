@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #pragma GCC diagnostic push
@@ -113,6 +114,8 @@ struct Region::Impl {
     std::map<uint32_t, lite::Lmr> peer_frames; // mapped LMRs of the others
 
     std::atomic<bool> stop{false};
+    mutable std::atomic<uint64_t> prot_changes{0}; // Region::stats()
+    mutable std::atomic<uint64_t> prot_ns{0};
     std::thread handler;
     std::thread service;
 
@@ -219,6 +222,17 @@ struct Region::Impl {
             die("UFFDIO_WRITEPROTECT", errno);
     }
 
+    // Run @change, one protection change of a page for the protocol, timed
+    // for Region::stats().
+    template <class F> void protect(F&& change) const
+    {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::forward<F>(change)();
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
+        prot_ns += static_cast<uint64_t>(ns.count());
+        prot_changes++;
+    }
+
     // Keep the bytes others may read in our LMR.
     void snapshot(uint64_t page) { frames->write(page * kPage, std::span<const std::byte>(mem + page * kPage, kPage)); }
 
@@ -230,14 +244,16 @@ struct Region::Impl {
             return false;
         if (what == LITE_DSM_INVALIDATE && state[page] != kInvalid) {
             if (state[page] == kExcl) {
-                write_protect(page, true); // no store after the snapshot
+                protect([&] { write_protect(page, true); }); // no store after the snapshot
                 snapshot(page);
             }
-            if (::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
-                die("madvise", errno);
+            protect([&] {
+                if (::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
+                    die("madvise", errno);
+            });
             state[page] = kInvalid;
         } else if (what == LITE_DSM_DOWNGRADE && state[page] == kExcl) {
-            write_protect(page, true);
+            protect([&] { write_protect(page, true); });
             snapshot(page);
             state[page] = kShared;
         }
@@ -350,8 +366,12 @@ struct Region::Impl {
                         peer(r.from).read(page * kPage, std::span<std::byte>(staging, kPage));
                     }
                     frames->write(page * kPage, std::span<const std::byte>(staging, kPage));
-                    if (state[page] != kInvalid && ::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
-                        die("madvise", errno);
+                    if (state[page] != kInvalid) {
+                        protect([&] {
+                            if (::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
+                                die("madvise", errno);
+                        });
+                    }
                     install(page, staging, write);
                 }
                 if (status == 0) {
@@ -566,6 +586,10 @@ uint64_t Region::size() const noexcept
 uint32_t Region::home() const noexcept
 {
     return impl_->home;
+}
+Region::Stats Region::stats() const noexcept
+{
+    return {impl_->prot_changes.load(), impl_->prot_ns.load()};
 }
 
 } // namespace udsm

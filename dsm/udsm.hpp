@@ -50,6 +50,17 @@ public:
     [[nodiscard]] std::byte* data() const noexcept;
     [[nodiscard]] uint64_t size() const noexcept;
     [[nodiscard]] uint32_t home() const noexcept;
+
+    // The page protection this participant changed for the protocol, as
+    // lite's kernel DSM counts its own (lite_dsm_counters.prot_changes and
+    // prot_ns): pages dropped (madvise) or write-protected (userfaultfd)
+    // for another participant or before new bytes, and the time those
+    // system calls took.
+    struct Stats {
+        uint64_t prot_changes = 0;
+        uint64_t prot_ns = 0;
+    };
+    [[nodiscard]] Stats stats() const noexcept;
     template <class T> [[nodiscard]] T* as(uint64_t offset = 0) const noexcept
     {
         return reinterpret_cast<T*>(data() + offset); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)

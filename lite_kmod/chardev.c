@@ -345,6 +345,8 @@ static void lite_status_fill(struct lite_node *node,
 	st->dsm.invalidations = atomic64_read(&node->dsm_stats.invalidations);
 	st->dsm.home_txns = atomic64_read(&node->dsm_stats.home_txns);
 	st->dsm.sigbus = atomic64_read(&node->dsm_stats.sigbus);
+	st->dsm.prot_changes = atomic64_read(&node->dsm_stats.prot_changes);
+	st->dsm.prot_ns = atomic64_read(&node->dsm_stats.prot_ns);
 }
 
 static long lite_ioc_node_status(struct lite_ctx *ctx, void __user *argp)

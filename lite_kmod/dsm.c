@@ -351,6 +351,24 @@ static void lite_dsm_fetch_queue(struct lite_dsm_fetch *f, u8 stage)
 }
 
 /*
+ * Take page @index away from every mapping of @r on this node (its next
+ * access faults), timed for the DSM counters: this is the DSM's protection
+ * change, done in the kernel with no system call. Caller holds
+ * @r->zap_sem for write.
+ */
+static void lite_dsm_zap_page(struct lite_dsm_region *r, u64 index)
+{
+	struct lite_dsm_stats *st = &r->node->dsm_stats;
+	u64 t0 = ktime_get_ns();
+
+	lockdep_assert_held_write(&r->zap_sem);
+	unmap_mapping_range(r->inode->i_mapping, (loff_t)index << PAGE_SHIFT,
+			    PAGE_SIZE, 1);
+	atomic64_add(ktime_get_ns() - t0, &st->prot_ns);
+	atomic64_inc(&st->prot_changes);
+}
+
+/*
  * Unmap our copy: before new bytes go into the frame, or when the home may
  * never have heard our DONE (it may forget that we hold the page: we must
  * not keep using it). The frame keeps its bytes: if the home did hear, it
@@ -363,8 +381,7 @@ static void lite_dsm_drop_copy(struct lite_dsm_region *r,
 	spin_lock_bh(&r->lock);
 	frame->state = LITE_DSM_L_INVALID;
 	spin_unlock_bh(&r->lock);
-	unmap_mapping_range(r->inode->i_mapping, (loff_t)index << PAGE_SHIFT,
-			    PAGE_SIZE, 1);
+	lite_dsm_zap_page(r, index);
 	up_write(&r->zap_sem);
 }
 
@@ -923,8 +940,7 @@ void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
 	}
 	spin_unlock_bh(&r->lock);
 	if (zap)
-		unmap_mapping_range(r->inode->i_mapping,
-				    (loff_t)index << PAGE_SHIFT, PAGE_SIZE, 1);
+		lite_dsm_zap_page(r, index);
 	up_write(&r->zap_sem);
 	if (zap)
 		atomic64_inc(&r->node->dsm_stats.invalidations);

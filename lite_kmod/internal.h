@@ -168,6 +168,8 @@ struct lite_dsm_stats {
 	atomic64_t invalidations;
 	atomic64_t home_txns;
 	atomic64_t sigbus;
+	atomic64_t prot_changes;
+	atomic64_t prot_ns;
 };
 
 struct lite_node {

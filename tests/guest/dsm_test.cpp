@@ -94,6 +94,12 @@ TEST_F(Dsm, WritesOnOneNodeAreReadOnTheOthers)
     auto st = dsm(1);
     EXPECT_GT(st.fetches, 0U) << "node 2 never fetched a page: the test did not cross nodes";
     EXPECT_GT(dsm(0).invalidations + dsm(1).invalidations + dsm(2).invalidations, 0U);
+    for (size_t i = 0; i < 3; i++) {
+        // Every copy dropped or downgraded was a page-table change, timed.
+        const auto d = dsm(i);
+        EXPECT_GE(d.prot_changes, d.invalidations) << "node " << i + 1;
+        EXPECT_EQ(d.prot_changes == 0, d.prot_ns == 0) << "node " << i + 1;
+    }
 }
 
 TEST_F(Dsm, CountersUnderALockAreExact)

@@ -295,6 +295,10 @@ TEST_F(Uapi, StatusRejections)
     EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "async_peak is an output";
     st = {};
     st.instance = u.instance;
+    st.dsm.prot_ns = 1;
+    EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "the DSM counters are outputs";
+    st = {};
+    st.instance = u.instance;
     st.members_cap = 4;
     EXPECT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), -EINVAL) << "capacity without buffer";
     st = {};

@@ -310,7 +310,8 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
           << R"(   "dsm": {"regions": )" << s.dsm.regions << R"(, "pages": )" << s.dsm.pages << R"(, "read_faults": )"
           << s.dsm.read_faults << R"(, "write_faults": )" << s.dsm.write_faults << R"(, "fetches": )" << s.dsm.fetches
           << R"(, "invalidations": )" << s.dsm.invalidations << R"(, "home_txns": )" << s.dsm.home_txns
-          << R"(, "sigbus": )" << s.dsm.sigbus << "},\n"
+          << R"(, "sigbus": )" << s.dsm.sigbus << R"(, "prot_changes": )" << s.dsm.prot_changes << R"(, "prot_ns": )"
+          << s.dsm.prot_ns << "},\n"
           << R"(   "expelled": )" << (s.expelled ? "true" : "false") << R"(, "no_manager": )"
           << (s.no_manager ? "true" : "false") << ",\n"
           << R"(   "members": [)";
@@ -358,11 +359,12 @@ void print_text(const lite::NodeStatus& s)
                 static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs));
     const auto& d = s.dsm;
     std::printf("  DSM: %llu regions open, %llu pages held; faults %llu read, %llu write; %llu pages fetched, "
-                "%llu copies dropped, %llu home transactions, %llu SIGBUS\n",
+                "%llu copies dropped, %llu home transactions, %llu SIGBUS; %llu page-table changes in %llu us\n",
                 static_cast<unsigned long long>(d.regions), static_cast<unsigned long long>(d.pages),
                 static_cast<unsigned long long>(d.read_faults), static_cast<unsigned long long>(d.write_faults),
                 static_cast<unsigned long long>(d.fetches), static_cast<unsigned long long>(d.invalidations),
-                static_cast<unsigned long long>(d.home_txns), static_cast<unsigned long long>(d.sigbus));
+                static_cast<unsigned long long>(d.home_txns), static_cast<unsigned long long>(d.sigbus),
+                static_cast<unsigned long long>(d.prot_changes), static_cast<unsigned long long>(d.prot_ns / 1000));
 }
 
 int cmd_status(Args& args)

@@ -15,7 +15,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define LITE_ABI_VERSION	2
+#define LITE_ABI_VERSION	3
 #define LITE_DEVICE_PATH	"/dev/lite"
 
 #define LITE_DEVNAME_MAX	64	/* RDMA device name, NUL-terminated */
@@ -132,6 +132,10 @@ struct lite_dsm_counters {
 	__u64 invalidations;	/* copies dropped or downgraded for another */
 	__u64 home_txns;	/* transactions run as a region's home */
 	__u64 sigbus;		/* faults refused: page lost, region gone */
+	__u64 prot_changes;	/* pages unmapped on this node for the
+				 * protocol (invalidations, downgrades,
+				 * new bytes) */
+	__u64 prot_ns;		/* wall time those unmaps took, ns */
 };
 
 /* LITE_IOC_NODE_STATUS */

@@ -414,7 +414,7 @@ const std::vector<CmdInfo>& cmds()
                             {fld(&St::instance, K_INST), fld(&St::members_cap, K_CAP), fld(&St::members_ptr, K_PTR),
                              fld(&St::node_id, K_OUT), fld(&St::n_members, K_OUT), fld(&St::dev_name, K_OUT),
                              fld(&St::cq_mode, K_OUT), fld(&St::counters, K_OUT), fld(&St::async_inflight, K_OUT),
-                             fld(&St::reconnects, K_OUT), fld(&St::flags, K_OUT)},
+                             fld(&St::reconnects, K_OUT), fld(&St::flags, K_OUT), fld(&St::dsm, K_OUT)},
                             base | errs({ENOENT}),
                             false};
         using P = lite_ping;
