@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+//
+// lite-MapReduce's backend-free part: records, splits, partitioning and
+// the single-process engine, checked against direct computations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mapreduce/job.hpp"
+#include "mapreduce/records.hpp"
+
+namespace
+{
+
+// Words of @text: runs of letters, lower-cased.
+template <class F> void each_word(std::string_view text, F fn)
+{
+    std::string w;
+    for (const char c : text) {
+        if (std::isalpha(static_cast<unsigned char>(c)) != 0) {
+            w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+        } else if (!w.empty()) {
+            fn(w);
+            w.clear();
+        }
+    }
+    if (!w.empty()) {
+        fn(w);
+    }
+}
+
+std::string sum_values(std::string_view /*key*/, mr::Values values)
+{
+    uint64_t n = 0;
+    for (const auto v : values) {
+        n += std::stoull(std::string(v));
+    }
+    return std::to_string(n);
+}
+
+mr::Job word_count(bool combine)
+{
+    mr::Job job;
+    job.map = [](std::string_view split, mr::Emitter& out) {
+        each_word(split, [&](const std::string& w) { out.emit(w, "1"); });
+    };
+    job.reduce = sum_values;
+    if (combine) {
+        job.combine = sum_values;
+    }
+    return job;
+}
+
+// Zipf-ish text: a few words very often, many rarely; lines of 1-12 words.
+std::string make_text(size_t words, uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::vector<std::string> vocab;
+    for (int i = 0; i < 500; i++) {
+        std::string w;
+        for (int k = 0, len = 2 + i % 9; k < len; k++) {
+            w.push_back(static_cast<char>('a' + (i * 7 + k * 13) % 26));
+        }
+        vocab.push_back(w);
+    }
+    std::string text;
+    for (size_t i = 0; i < words; i++) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        const auto idx = static_cast<size_t>(static_cast<double>(vocab.size()) * u * u * u);
+        text += vocab[std::min(idx, vocab.size() - 1)];
+        text += (rng() % 8 == 0) ? "\n" : (rng() % 5 == 0 ? ", " : " ");
+    }
+    return text;
+}
+
+} // namespace
+
+TEST(MapReduceRecords, RoundTripIncludingEmptyAndBinary)
+{
+    std::string data;
+    const std::string bin("\0\xff\n", 3);
+    mr::put_record(data, "key", "value");
+    mr::put_record(data, "", "");
+    mr::put_record(data, bin, "x");
+    std::vector<std::pair<std::string, std::string>> got;
+    mr::for_each_record(data, [&](std::string_view k, std::string_view v) { got.emplace_back(k, v); });
+    ASSERT_EQ(got.size(), 3U);
+    EXPECT_EQ(got[0], (std::pair<std::string, std::string>{"key", "value"}));
+    EXPECT_EQ(got[1], (std::pair<std::string, std::string>{"", ""}));
+    EXPECT_EQ(got[2].first, bin);
+    EXPECT_EQ(data.size(), 3U * 8 + 3 + 5 + 3 + 1);
+}
+
+TEST(MapReduceRecords, CutDataIsAnErrorNamingTheOffset)
+{
+    std::string data;
+    mr::put_record(data, "alpha", "beta");
+    mr::put_record(data, "gamma", "delta");
+    const size_t first = 8 + 5 + 4;
+    for (size_t cut = 1; cut < data.size(); cut++) {
+        if (cut == first) {
+            continue; // a record boundary: one whole record
+        }
+        size_t seen = 0;
+        try {
+            mr::for_each_record(std::string_view(data).substr(0, cut), [&](auto, auto) { seen++; });
+            ADD_FAILURE() << "cut at " << cut << " decoded";
+        } catch (const mr::BadRecords& e) {
+            const std::string at = "offset " + std::to_string(cut < first ? 0 : first);
+            EXPECT_NE(std::string(e.what()).find(at), std::string::npos) << e.what();
+        }
+        EXPECT_EQ(seen, cut < first ? 0U : 1U);
+    }
+    // A length field claiming more than the data holds, near 4 GiB.
+    std::string bad = data;
+    bad[0] = '\xff';
+    bad[1] = '\xff';
+    bad[2] = '\xff';
+    bad[3] = '\xff';
+    EXPECT_THROW(mr::for_each_record(bad, [](auto, auto) {}), mr::BadRecords);
+}
+
+TEST(MapReduceSplit, LinesAreNeverCutAndSplitsCoverTheText)
+{
+    const std::string text = make_text(20000, 1);
+    for (const size_t target : {1UL, 7UL, 100UL, 4096UL, text.size(), text.size() * 2}) {
+        const auto splits = mr::split_lines(text, target);
+        std::string joined;
+        for (size_t i = 0; i < splits.size(); i++) {
+            joined += splits[i];
+            if (i + 1 < splits.size()) {
+                EXPECT_EQ(splits[i].back(), '\n') << "split " << i << " of size " << target;
+            }
+            EXPECT_FALSE(splits[i].empty());
+        }
+        EXPECT_EQ(joined, text) << "target " << target;
+    }
+    EXPECT_TRUE(mr::split_lines("", 10).empty());
+    EXPECT_EQ(mr::split_lines("no newline at all", 3).size(), 1U);
+    EXPECT_THROW((void)mr::split_lines("x", 0), std::invalid_argument);
+}
+
+TEST(MapReducePartition, StableAndSpread)
+{
+    // FNV-1a of the bytes: fixed values, so every node agrees.
+    EXPECT_EQ(mr::partition_of("", 1000), 2166136261U % 1000);
+    EXPECT_EQ(mr::partition_of("a", 1U << 31), 0xe40c292cU % (1U << 31));
+    std::vector<int> hits(7, 0);
+    for (int i = 0; i < 7000; i++) {
+        hits[mr::partition_of("word" + std::to_string(i), 7)]++;
+    }
+    for (const int h : hits) {
+        EXPECT_GT(h, 700);
+        EXPECT_LT(h, 1300);
+    }
+}
+
+TEST(MapReduceLocal, WordCountEqualsADirectCount)
+{
+    const std::string text = make_text(200000, 2);
+    std::map<std::string, uint64_t> want;
+    each_word(text, [&](const std::string& w) { want[w]++; });
+    const auto splits = mr::split_lines(text, 16384);
+    ASSERT_GT(splits.size(), 10U);
+    for (const bool combine : {false, true}) {
+        for (const unsigned threads : {1U, 4U}) {
+            for (const uint32_t reducers : {1U, 5U}) {
+                const auto got = mr::run_local(word_count(combine), splits, threads, reducers);
+                ASSERT_EQ(got.size(), want.size()) << combine << threads << reducers;
+                auto it = want.begin();
+                for (const auto& [k, v] : got) {
+                    ASSERT_EQ(k, it->first);
+                    ASSERT_EQ(v, std::to_string(it->second)) << "word " << k;
+                    ++it;
+                }
+            }
+        }
+    }
+}
+
+TEST(MapReduceLocal, KeyOrderIsTheJobs)
+{
+    auto job = word_count(true);
+    job.key_less = [](std::string_view a, std::string_view b) { return a > b; };
+    const std::string text = "b a c\nb a\nb\n";
+    const std::vector<std::string_view> splits = mr::split_lines(text, 2);
+    const auto got = mr::run_local(job, splits, 2, 3);
+    const std::vector<mr::Pair> want = {{"c", "1"}, {"b", "3"}, {"a", "2"}};
+    EXPECT_EQ(got, want);
+}
+
+TEST(MapReduceLocal, AMapFailureEndsTheJobWithItsError)
+{
+    auto job = word_count(false);
+    job.map = [](std::string_view split, mr::Emitter& out) {
+        if (split.find("bad") != std::string_view::npos) {
+            throw std::runtime_error("map: bad input");
+        }
+        out.emit(split, "1");
+    };
+    const std::vector<std::string_view> splits = {"x", "y", "bad", "z"};
+    try {
+        (void)mr::run_local(job, splits, 3, 2);
+        ADD_FAILURE() << "no error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "map: bad input");
+    }
+    mr::Job empty;
+    EXPECT_THROW((void)mr::run_local(empty, splits, 1, 1), std::invalid_argument);
+    EXPECT_THROW(mr::Partitions(0, nullptr), std::invalid_argument);
+}
