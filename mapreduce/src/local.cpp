@@ -81,6 +81,18 @@ std::vector<std::string_view> split_lines(std::string_view text, size_t target)
     return out;
 }
 
+std::vector<std::string_view> split_bytes(std::string_view data, size_t target)
+{
+    if (target == 0) {
+        throw std::invalid_argument("mapreduce: split size 0");
+    }
+    std::vector<std::string_view> out;
+    for (size_t at = 0; at < data.size(); at += target) {
+        out.push_back(data.substr(at, target));
+    }
+    return out;
+}
+
 uint32_t partition_of(std::string_view key, uint32_t n)
 {
     uint32_t h = 2166136261U;

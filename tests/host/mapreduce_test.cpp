@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mapreduce/apps.hpp"
 #include "mapreduce/job.hpp"
 #include "mapreduce/records.hpp"
 
@@ -215,4 +216,41 @@ TEST(MapReduceLocal, AMapFailureEndsTheJobWithItsError)
     mr::Job empty;
     EXPECT_THROW((void)mr::run_local(empty, splits, 1, 1), std::invalid_argument);
     EXPECT_THROW(mr::Partitions(0, nullptr), std::invalid_argument);
+}
+
+TEST(MapReduceApps, EachEqualsItsReference)
+{
+    std::string words;
+    for (int i = 0; i < 3000; i++) { // letters only, some capitalised: 3000 distinct words
+        std::string w = i % 3 == 0 ? "W" : "w";
+        for (int v = i; v > 0; v /= 26) {
+            w.push_back(static_cast<char>('a' + v % 26));
+        }
+        words += w + "\n";
+    }
+    const std::string text = mr::apps::make_zipf_text(words, 1U << 20, 5);
+    ASSERT_GE(text.size(), 1U << 20);
+    EXPECT_EQ(text, mr::apps::make_zipf_text(words, 1U << 20, 5)) << "the generator is deterministic";
+    std::string bytes(300000, '\0');
+    std::mt19937_64 rng(6);
+    for (auto& b : bytes) {
+        b = static_cast<char>(rng() % 97 * (rng() % 3)); // skewed, some values never occur
+    }
+    const std::string points = mr::apps::make_points(50000, 7);
+    for (const unsigned threads : {1U, 3U}) {
+        const auto wc = mr::run_local(mr::apps::word_count(), mr::split_lines(text, 65536), threads, 4);
+        EXPECT_EQ(wc, mr::apps::word_count_reference(text));
+        EXPECT_GT(wc.size(), 1000U);
+        const auto hist = mr::run_local(mr::apps::histogram(), mr::split_bytes(bytes, 10000), threads, 3);
+        EXPECT_EQ(hist, mr::apps::histogram_reference(bytes));
+        EXPECT_EQ(hist.front().first, "0");
+        EXPECT_LT(hist.size(), 256U);
+        const auto lr = mr::run_local(mr::apps::linear_regression(), mr::split_lines(points, 4096), threads, 2);
+        EXPECT_EQ(lr, mr::apps::linear_regression_reference(points));
+        ASSERT_EQ(lr.size(), 5U);
+        EXPECT_EQ(lr[0], (mr::Pair{"n", "50000"}));
+    }
+    EXPECT_THROW((void)mr::run_local(mr::apps::linear_regression(), std::vector<std::string_view>{"1 2\n3\n"}, 1, 1),
+                 std::invalid_argument);
+    EXPECT_THROW((void)mr::apps::make_zipf_text("", 10, 1), std::invalid_argument);
 }

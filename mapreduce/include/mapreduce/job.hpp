@@ -62,6 +62,9 @@ using Pair = std::pair<std::string, std::string>;
 // cover @text exactly, in order.
 std::vector<std::string_view> split_lines(std::string_view text, size_t target);
 
+// Cuts binary data into splits of @target bytes (the last one shorter).
+std::vector<std::string_view> split_bytes(std::string_view data, size_t target);
+
 // Which of @n reducers owns @key: the same on every node and every run
 // (FNV-1a of the bytes).
 uint32_t partition_of(std::string_view key, uint32_t n);
