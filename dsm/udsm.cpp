@@ -233,6 +233,15 @@ struct Region::Impl {
         prot_changes++;
     }
 
+    // Drop our copy of @page from the mapping (its next access faults).
+    void drop(uint64_t page) const
+    {
+        protect([&] {
+            if (::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
+                die("madvise", errno);
+        });
+    }
+
     // Keep the bytes others may read in our LMR.
     void snapshot(uint64_t page) { frames->write(page * kPage, std::span<const std::byte>(mem + page * kPage, kPage)); }
 
@@ -247,10 +256,7 @@ struct Region::Impl {
                 protect([&] { write_protect(page, true); }); // no store after the snapshot
                 snapshot(page);
             }
-            protect([&] {
-                if (::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
-                    die("madvise", errno);
-            });
+            drop(page);
             state[page] = kInvalid;
         } else if (what == LITE_DSM_DOWNGRADE && state[page] == kExcl) {
             protect([&] { write_protect(page, true); });
@@ -366,12 +372,8 @@ struct Region::Impl {
                         peer(r.from).read(page * kPage, std::span<std::byte>(staging, kPage));
                     }
                     frames->write(page * kPage, std::span<const std::byte>(staging, kPage));
-                    if (state[page] != kInvalid) {
-                        protect([&] {
-                            if (::madvise(mem + page * kPage, kPage, MADV_DONTNEED) < 0)
-                                die("madvise", errno);
-                        });
-                    }
+                    if (state[page] != kInvalid)
+                        drop(page);
                     install(page, staging, write);
                 }
                 if (status == 0) {

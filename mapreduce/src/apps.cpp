@@ -69,6 +69,22 @@ bool numeric_less(std::string_view a, std::string_view b)
     return to_i64(a) < to_i64(b);
 }
 
+// Each byte value of @data that occurs, as {"0".."255", count}.
+std::vector<Pair> byte_counts(std::string_view data)
+{
+    std::array<int64_t, 256> counts{};
+    for (const char c : data) {
+        counts.at(static_cast<unsigned char>(c))++;
+    }
+    std::vector<Pair> out;
+    for (size_t b = 0; b < counts.size(); b++) {
+        if (counts.at(b) != 0) {
+            out.emplace_back(std::to_string(b), std::to_string(counts.at(b)));
+        }
+    }
+    return out;
+}
+
 template <class M> std::vector<Pair> pairs_of(const M& m)
 {
     std::vector<Pair> out;
@@ -143,14 +159,8 @@ Job histogram()
 {
     Job job;
     job.map = [](std::string_view split, Emitter& out) {
-        std::array<int64_t, 256> counts{};
-        for (const char c : split) {
-            counts.at(static_cast<unsigned char>(c))++;
-        }
-        for (size_t b = 0; b < counts.size(); b++) {
-            if (counts.at(b) != 0) {
-                out.emit(std::to_string(b), std::to_string(counts.at(b)));
-            }
+        for (const auto& [k, v] : byte_counts(split)) {
+            out.emit(k, v);
         }
     };
     job.reduce = sum;
@@ -161,17 +171,7 @@ Job histogram()
 
 std::vector<Pair> histogram_reference(std::string_view data)
 {
-    std::array<int64_t, 256> counts{};
-    for (const char c : data) {
-        counts.at(static_cast<unsigned char>(c))++;
-    }
-    std::vector<Pair> out;
-    for (size_t b = 0; b < counts.size(); b++) {
-        if (counts.at(b) != 0) {
-            out.emplace_back(std::to_string(b), std::to_string(counts.at(b)));
-        }
-    }
-    return out;
+    return byte_counts(data);
 }
 
 Job linear_regression()

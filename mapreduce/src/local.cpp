@@ -133,7 +133,7 @@ std::vector<Pair> run_local(const Job& job, std::span<const std::string_view> sp
     for (auto& r : reduced) {
         std::move(r.begin(), r.end(), std::back_inserter(out));
     }
-    auto less = job.key_less ? job.key_less : [](std::string_view a, std::string_view b) { return a < b; };
+    const auto less = key_order(job);
     std::sort(out.begin(), out.end(), [&](const Pair& a, const Pair& b) { return less(a.first, b.first); });
     return out;
 }

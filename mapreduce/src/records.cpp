@@ -122,9 +122,17 @@ std::string Partitions::take(uint32_t i)
     return out;
 }
 
+std::function<bool(std::string_view, std::string_view)> key_order(const Job& job)
+{
+    if (job.key_less) {
+        return job.key_less;
+    }
+    return [](std::string_view a, std::string_view b) { return a < b; };
+}
+
 std::vector<Pair> reduce_partitions(const Job& job, const std::vector<std::string>& parts)
 {
-    auto less = job.key_less ? job.key_less : [](std::string_view a, std::string_view b) { return a < b; };
+    const auto less = key_order(job);
     std::map<std::string_view, std::vector<std::string_view>, decltype(less)> groups(less);
     for (const auto& part : parts) {
         for_each_record(part, [&](std::string_view k, std::string_view v) { groups[k].push_back(v); });

@@ -4,9 +4,6 @@
 // the single-process engine, checked against direct computations.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cctype>
-#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -20,65 +17,27 @@
 namespace
 {
 
-// Words of @text: runs of letters, lower-cased.
-template <class F> void each_word(std::string_view text, F fn)
+// 3000 distinct words of letters only, some capitalised, one per line.
+std::string word_list()
 {
-    std::string w;
-    for (const char c : text) {
-        if (std::isalpha(static_cast<unsigned char>(c)) != 0) {
-            w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-        } else if (!w.empty()) {
-            fn(w);
-            w.clear();
+    std::string words;
+    for (int i = 0; i < 3000; i++) {
+        std::string w = i % 3 == 0 ? "W" : "w";
+        for (int v = i; v > 0; v /= 26) {
+            w.push_back(static_cast<char>('a' + v % 26));
         }
+        words += w + "\n";
     }
-    if (!w.empty()) {
-        fn(w);
-    }
-}
-
-std::string sum_values(std::string_view /*key*/, mr::Values values)
-{
-    uint64_t n = 0;
-    for (const auto v : values) {
-        n += std::stoull(std::string(v));
-    }
-    return std::to_string(n);
+    return words;
 }
 
 mr::Job word_count(bool combine)
 {
-    mr::Job job;
-    job.map = [](std::string_view split, mr::Emitter& out) {
-        each_word(split, [&](const std::string& w) { out.emit(w, "1"); });
-    };
-    job.reduce = sum_values;
-    if (combine) {
-        job.combine = sum_values;
+    mr::Job job = mr::apps::word_count();
+    if (!combine) {
+        job.combine = nullptr;
     }
     return job;
-}
-
-// Zipf-ish text: a few words very often, many rarely; lines of 1-12 words.
-std::string make_text(size_t words, uint64_t seed)
-{
-    std::mt19937_64 rng(seed);
-    std::vector<std::string> vocab;
-    for (int i = 0; i < 500; i++) {
-        std::string w;
-        for (int k = 0, len = 2 + i % 9; k < len; k++) {
-            w.push_back(static_cast<char>('a' + (i * 7 + k * 13) % 26));
-        }
-        vocab.push_back(w);
-    }
-    std::string text;
-    for (size_t i = 0; i < words; i++) {
-        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
-        const auto idx = static_cast<size_t>(static_cast<double>(vocab.size()) * u * u * u);
-        text += vocab[std::min(idx, vocab.size() - 1)];
-        text += (rng() % 8 == 0) ? "\n" : (rng() % 5 == 0 ? ", " : " ");
-    }
-    return text;
 }
 
 } // namespace
@@ -130,7 +89,7 @@ TEST(MapReduceRecords, CutDataIsAnErrorNamingTheOffset)
 
 TEST(MapReduceSplit, LinesAreNeverCutAndSplitsCoverTheText)
 {
-    const std::string text = make_text(20000, 1);
+    const std::string text = mr::apps::make_zipf_text(word_list(), 150000, 1);
     for (const size_t target : {1UL, 7UL, 100UL, 4096UL, text.size(), text.size() * 2}) {
         const auto splits = mr::split_lines(text, target);
         std::string joined;
@@ -165,9 +124,8 @@ TEST(MapReducePartition, StableAndSpread)
 
 TEST(MapReduceLocal, WordCountEqualsADirectCount)
 {
-    const std::string text = make_text(200000, 2);
-    std::map<std::string, uint64_t> want;
-    each_word(text, [&](const std::string& w) { want[w]++; });
+    const std::string text = mr::apps::make_zipf_text(word_list(), 1U << 20, 2);
+    const auto want = mr::apps::word_count_reference(text);
     const auto splits = mr::split_lines(text, 16384);
     ASSERT_GT(splits.size(), 10U);
     for (const bool combine : {false, true}) {
@@ -178,7 +136,7 @@ TEST(MapReduceLocal, WordCountEqualsADirectCount)
                 auto it = want.begin();
                 for (const auto& [k, v] : got) {
                     ASSERT_EQ(k, it->first);
-                    ASSERT_EQ(v, std::to_string(it->second)) << "word " << k;
+                    ASSERT_EQ(v, it->second) << "word " << k;
                     ++it;
                 }
             }
@@ -220,14 +178,7 @@ TEST(MapReduceLocal, AMapFailureEndsTheJobWithItsError)
 
 TEST(MapReduceApps, EachEqualsItsReference)
 {
-    std::string words;
-    for (int i = 0; i < 3000; i++) { // letters only, some capitalised: 3000 distinct words
-        std::string w = i % 3 == 0 ? "W" : "w";
-        for (int v = i; v > 0; v /= 26) {
-            w.push_back(static_cast<char>('a' + v % 26));
-        }
-        words += w + "\n";
-    }
+    const std::string words = word_list();
     const std::string text = mr::apps::make_zipf_text(words, 1U << 20, 5);
     ASSERT_GE(text.size(), 1U << 20);
     EXPECT_EQ(text, mr::apps::make_zipf_text(words, 1U << 20, 5)) << "the generator is deterministic";

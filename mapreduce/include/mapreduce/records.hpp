@@ -60,6 +60,9 @@ private:
     std::vector<std::unordered_map<std::string, std::vector<std::string>>> groups_; // with one
 };
 
+// The job's key order (bytewise if it gives none).
+std::function<bool(std::string_view, std::string_view)> key_order(const Job& job);
+
 // A reducer's work: every record of @parts (whole partitions from the
 // mappers), grouped by key, each group reduced, in the job's key order.
 std::vector<Pair> reduce_partitions(const Job& job, const std::vector<std::string>& parts);
