@@ -19,16 +19,6 @@ namespace mr
 namespace
 {
 
-class PartitionEmitter final : public Emitter
-{
-public:
-    explicit PartitionEmitter(Partitions& p) : p_(p) {}
-    void emit(std::string_view key, std::string_view value) override { p_.add(key, value); }
-
-private:
-    Partitions& p_;
-};
-
 // Runs @fn(i) for i in [0, n) on @threads threads; the first exception
 // ends the work and is rethrown here.
 template <class F> void parallel_for(size_t n, unsigned threads, F fn)
@@ -62,12 +52,12 @@ template <class F> void parallel_for(size_t n, unsigned threads, F fn)
 
 } // namespace
 
-std::vector<std::string_view> split_lines(std::string_view text, size_t target)
+std::vector<Split> split_lines(std::string_view text, size_t target, std::string_view name)
 {
     if (target == 0) {
         throw std::invalid_argument("mapreduce: split size 0");
     }
-    std::vector<std::string_view> out;
+    std::vector<Split> out;
     size_t at = 0;
     while (at < text.size()) {
         size_t end = std::min(text.size(), at + target);
@@ -75,35 +65,30 @@ std::vector<std::string_view> split_lines(std::string_view text, size_t target)
             const size_t nl = text.find('\n', end - 1);
             end = nl == std::string_view::npos ? text.size() : nl + 1;
         }
-        out.push_back(text.substr(at, end - at));
+        out.push_back({text.substr(at, end - at), name, at});
         at = end;
     }
     return out;
 }
 
-std::vector<std::string_view> split_bytes(std::string_view data, size_t target)
+std::vector<Split> split_bytes(std::string_view data, size_t target, std::string_view name)
 {
     if (target == 0) {
         throw std::invalid_argument("mapreduce: split size 0");
     }
-    std::vector<std::string_view> out;
+    std::vector<Split> out;
     for (size_t at = 0; at < data.size(); at += target) {
-        out.push_back(data.substr(at, target));
+        out.push_back({data.substr(at, target), name, at});
     }
     return out;
 }
 
 uint32_t partition_of(std::string_view key, uint32_t n)
 {
-    uint32_t h = 2166136261U;
-    for (const char c : key) {
-        h = (h ^ static_cast<unsigned char>(c)) * 16777619U;
-    }
-    return n != 0 ? h % n : 0;
+    return n != 0 ? static_cast<uint32_t>(key_hash(key) % n) : 0;
 }
 
-std::vector<Pair> run_local(const Job& job, std::span<const std::string_view> splits, unsigned threads,
-                            uint32_t reducers)
+std::vector<Pair> run_local(const Job& job, std::span<const Split> splits, unsigned threads, uint32_t reducers)
 {
     if (!job.map || !job.reduce) {
         throw std::invalid_argument("mapreduce: a job needs map and reduce");

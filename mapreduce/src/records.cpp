@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -15,40 +16,76 @@ namespace
 {
 
 constexpr size_t kHeader = 8;
+// A key's values are folded by the combiner when this many are waiting.
+constexpr size_t kFoldAt = 32;
 
-void put_u32(std::string& out, uint32_t v)
+static_assert(std::endian::native == std::endian::little, "records are little endian, as this host");
+
+inline void put_u32(std::string& out, uint32_t v)
 {
     std::array<char, 4> b{};
-    for (size_t i = 0; i < b.size(); i++) {
-        b.at(i) = static_cast<char>((v >> (8 * i)) & 0xff);
-    }
+    std::memcpy(b.data(), &v, b.size());
     out.append(b.data(), b.size());
 }
 
-uint32_t get_u32(std::string_view data, size_t at)
+inline uint32_t get_u32(std::string_view data, size_t at)
 {
     uint32_t v = 0;
-    for (size_t i = 0; i < 4; i++) {
-        v |= static_cast<uint32_t>(static_cast<unsigned char>(data[at + i])) << (8 * i);
-    }
+    std::memcpy(&v, data.data() + at, sizeof(v));
     return v;
 }
 
-uint32_t checked_len(std::string_view s, const char* what)
+[[noreturn]] void too_long(size_t n, const char* what)
 {
-    if (s.size() > std::numeric_limits<uint32_t>::max()) {
-        throw std::length_error(std::string("mapreduce: a ") + what + " of " + std::to_string(s.size()) +
-                                " bytes does not fit in a record");
+    throw std::length_error(std::string("mapreduce: a ") + what + " of " + std::to_string(n) +
+                            " bytes does not fit in a record");
+}
+
+inline uint32_t checked_len(std::string_view s, const char* what)
+{
+    if (s.size() > std::numeric_limits<uint32_t>::max()) [[unlikely]] {
+        too_long(s.size(), what);
     }
     return static_cast<uint32_t>(s.size());
 }
 
-// Folds @values of @key with @fn (combine or reduce).
-std::string fold(const std::function<std::string(std::string_view, Values)>& fn, std::string_view key,
-                 const std::vector<std::string>& values)
+} // namespace
+
+uint64_t key_hash(std::string_view key)
 {
-    std::vector<std::string_view> views(values.begin(), values.end());
-    return fn(key, Values(views));
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ key.size();
+    size_t i = 0;
+    for (; i + 8 <= key.size(); i += 8) {
+        uint64_t w = 0;
+        std::memcpy(&w, key.data() + i, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 31;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, key.data() + i, key.size() - i);
+    h = (h ^ tail) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 29);
+}
+
+namespace
+{
+
+void put_value(std::string& out, std::string_view v)
+{
+    put_u32(out, checked_len(v, "value"));
+    out.append(v);
+}
+
+void values_of(std::string_view buf, size_t count, std::vector<std::string_view>& out)
+{
+    out.clear();
+    out.reserve(count);
+    size_t at = 0;
+    while (at < buf.size()) {
+        const uint32_t n = get_u32(buf, at);
+        out.push_back(buf.substr(at + 4, n));
+        at += 4 + n;
+    }
 }
 
 } // namespace
@@ -81,6 +118,92 @@ void for_each_record(std::string_view data, const std::function<void(std::string
     }
 }
 
+size_t KeyGroups::add(std::string_view key, std::string_view value)
+{
+    return add(key, key_hash(key), value);
+}
+
+size_t KeyGroups::add(std::string_view key, uint64_t h, std::string_view value)
+{
+    if ((entries_.size() + 1) * 2 > slots_.size()) {
+        grow();
+    }
+    // The slot from the hash's top bits: the partition took the low ones.
+    const size_t mask = slots_.size() - 1;
+    const auto tag = static_cast<uint32_t>(h >> 32);
+    for (size_t i = tag & mask;; i = (i + 1) & mask) {
+        const uint32_t slot = slots_[i].entry;
+        if (slot == 0) {
+            Entry e;
+            e.hash = h;
+            e.key_at = keys_.size();
+            e.key_len = checked_len(key, "key");
+            keys_.append(key);
+            entries_.push_back(std::move(e));
+            slots_[i] = {tag, static_cast<uint32_t>(entries_.size())};
+            last_ = entries_.size() - 1;
+            break;
+        }
+        if (slots_[i].tag != tag) {
+            continue;
+        }
+        const Entry& e = entries_[slot - 1];
+        if (e.hash == h && key_of(e) == key) {
+            last_ = slot - 1;
+            break;
+        }
+    }
+    Entry& e = entries_[last_];
+    put_value(e.values, value);
+    return ++e.count;
+}
+
+void KeyGroups::replace_last(std::string_view value)
+{
+    Entry& e = entries_.at(last_);
+    e.values.clear(); // keeps its capacity for the values to come
+    put_value(e.values, value);
+    e.count = 1;
+}
+
+Values KeyGroups::last_values()
+{
+    const Entry& e = entries_.at(last_);
+    values_of(e.values, e.count, scratch_);
+    return scratch_;
+}
+
+void KeyGroups::for_each(const std::function<void(std::string_view, Values)>& fn)
+{
+    for (const auto& e : entries_) {
+        values_of(e.values, e.count, scratch_);
+        fn(key_of(e), scratch_);
+    }
+}
+
+void KeyGroups::clear()
+{
+    keys_.clear();
+    entries_.clear();
+    slots_.clear();
+    last_ = 0;
+}
+
+void KeyGroups::grow()
+{
+    std::vector<Slot> slots(std::max<size_t>(64, slots_.size() * 2));
+    const size_t mask = slots.size() - 1;
+    for (size_t n = 0; n < entries_.size(); n++) {
+        const auto tag = static_cast<uint32_t>(entries_[n].hash >> 32);
+        size_t i = tag & mask;
+        while (slots[i].entry != 0) {
+            i = (i + 1) & mask;
+        }
+        slots[i] = {tag, static_cast<uint32_t>(n + 1)};
+    }
+    slots_ = std::move(slots);
+}
+
 Partitions::Partitions(uint32_t n, std::function<std::string(std::string_view, Values)> combine)
     : combine_(std::move(combine)), encoded_(n)
 {
@@ -94,18 +217,16 @@ Partitions::Partitions(uint32_t n, std::function<std::string(std::string_view, V
 
 void Partitions::add(std::string_view key, std::string_view value)
 {
-    const uint32_t p = partition_of(key, size());
+    const uint64_t h = key_hash(key);
+    const auto p = static_cast<uint32_t>(h % size());
     if (!combine_) {
         put_record(encoded_.at(p), key, value);
         return;
     }
-    auto& group = groups_.at(p)[std::string(key)];
-    group.emplace_back(value);
+    auto& groups = groups_.at(p);
     // Keep a hot key's list short: fold it as it grows.
-    if (group.size() >= 64) {
-        std::string folded = fold(combine_, key, group);
-        group.clear();
-        group.push_back(std::move(folded));
+    if (groups.add(key, h, value) >= kFoldAt) {
+        groups.replace_last(combine_(key, groups.last_values()));
     }
 }
 
@@ -114,9 +235,9 @@ std::string Partitions::take(uint32_t i)
     std::string out = std::move(encoded_.at(i));
     encoded_.at(i).clear();
     if (combine_) {
-        for (auto& [key, values] : groups_.at(i)) {
-            put_record(out, key, values.size() == 1 ? values.front() : fold(combine_, key, values));
-        }
+        groups_.at(i).for_each([&](std::string_view key, Values values) {
+            put_record(out, key, values.size() == 1 ? values.front() : combine_(key, values));
+        });
         groups_.at(i).clear();
     }
     return out;
@@ -132,16 +253,15 @@ std::function<bool(std::string_view, std::string_view)> key_order(const Job& job
 
 std::vector<Pair> reduce_partitions(const Job& job, const std::vector<std::string>& parts)
 {
-    const auto less = key_order(job);
-    std::map<std::string_view, std::vector<std::string_view>, decltype(less)> groups(less);
+    KeyGroups groups;
     for (const auto& part : parts) {
-        for_each_record(part, [&](std::string_view k, std::string_view v) { groups[k].push_back(v); });
+        for_each_record(part, [&](std::string_view k, std::string_view v) { groups.add(k, v); });
     }
     std::vector<Pair> out;
     out.reserve(groups.size());
-    for (const auto& [key, values] : groups) {
-        out.emplace_back(std::string(key), job.reduce(key, Values(values)));
-    }
+    groups.for_each([&](std::string_view key, Values values) { out.emplace_back(key, job.reduce(key, values)); });
+    const auto less = key_order(job);
+    std::sort(out.begin(), out.end(), [&](const Pair& a, const Pair& b) { return less(a.first, b.first); });
     return out;
 }
 

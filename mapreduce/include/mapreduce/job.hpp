@@ -42,9 +42,16 @@ public:
 // All values of one key, in no particular order.
 using Values = std::span<const std::string_view>;
 
+// One piece of the input: bytes, and where they come from.
+struct Split {
+    std::string_view data{}; // the bytes to map
+    std::string_view name{}; // the file they were read from ("" for memory)
+    uint64_t offset = 0;     // where @data starts in that file
+};
+
 struct Job {
-    // One split of the input (a byte range of a file, or bytes in memory).
-    std::function<void(std::string_view split, Emitter& out)> map;
+    // Emits the pairs of one split of the input.
+    std::function<void(const Split& split, Emitter& out)> map;
     // Required: the one value a key ends with.
     std::function<std::string(std::string_view key, Values values)> reduce;
     // Optional: folds a mapper's values of one key before the shuffle; the
@@ -59,21 +66,22 @@ using Pair = std::pair<std::string, std::string>;
 
 // Cuts text into splits of about @target bytes that end at a line end (or
 // at the end of @text), so that no word or line is cut in two. Splits
-// cover @text exactly, in order.
-std::vector<std::string_view> split_lines(std::string_view text, size_t target);
+// cover @text exactly, in order, and carry @name and their offsets.
+std::vector<Split> split_lines(std::string_view text, size_t target, std::string_view name = {});
 
 // Cuts binary data into splits of @target bytes (the last one shorter).
-std::vector<std::string_view> split_bytes(std::string_view data, size_t target);
+std::vector<Split> split_bytes(std::string_view data, size_t target, std::string_view name = {});
 
-// Which of @n reducers owns @key: the same on every node and every run
-// (FNV-1a of the bytes).
+// A 64-bit hash of @key's bytes: the same on every node and every run.
+uint64_t key_hash(std::string_view key);
+
+// Which of @n reducers owns @key: key_hash(@key) % @n.
 uint32_t partition_of(std::string_view key, uint32_t n);
 
 // Runs @job over @splits in this process with @threads mapping threads and
 // @reducers partitions, through the same encode, combine, partition,
 // decode and reduce steps as the cluster engine. Returns the output in the
 // job's key order.
-std::vector<Pair> run_local(const Job& job, std::span<const std::string_view> splits, unsigned threads,
-                            uint32_t reducers);
+std::vector<Pair> run_local(const Job& job, std::span<const Split> splits, unsigned threads, uint32_t reducers);
 
 } // namespace mr
