@@ -7,7 +7,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
 .PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
-	debug-kernel debug-kmod check-debug fuzz fuzz-host fuzz-guest install-udev soak
+	debug-kernel debug-kmod check-debug fuzz fuzz-host fuzz-guest install-udev soak mr-data
 
 all: kmod user
 
@@ -78,16 +78,23 @@ demo: deps kmod user
 # 7 GiB: the MR scalability sweep holds a 4 GiB region (on one side at a
 # time). BENCH_ONLY="NAME ..." runs only those sections.
 BENCH_MEM ?= 7168
-bench: deps kmod user
+bench: deps kmod user mr-data
 	@rm -f build/bench/*.txt build/bench/*.csv
 	@rm -f build/bench/*.png
 	@echo "make bench: booting a guest, 2 lite nodes on Soft-RoCE, native and lite runs (about 12 min)..."
 	tools/vm/lite-vm --quiet --mem $(BENCH_MEM) --timeout 1800 --out build/bench -- \
 		env BUILD=$(BUILD) BENCH_ONLY="$(BENCH_ONLY)" bash benchmarks/bench.sh
-	@for t in $(or $(BENCH_ONLY),latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm); do \
+	@for t in $(or $(BENCH_ONLY),latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm mapreduce); do \
 		echo; cat build/bench/$$t.txt; done
 	@echo; ls build/bench/*.png
 	@echo; echo "headline figures: build/bench/summary.json"
+
+# The MapReduce inputs (tools/mr-data.sh): generated here, natively, by
+# lite-mr gen from fixed seeds, and Debian's GCIDE dictionary as text; the
+# guests read them over the host share. Made once, kept in MR_DATA.
+MR_DATA ?= build/mr-data
+mr-data: user
+	@tools/mr-data.sh $(BUILD)/mapreduce/lite-mr $(MR_DATA)
 
 # The guest tests under a debug kernel (KASAN, lockdep, kmemleak, UBSAN, ...)
 # built once into DEBUG_CACHE by tools/vm/debug-kernel.sh (about 20 min).

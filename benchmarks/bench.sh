@@ -45,6 +45,15 @@
 #                user-level DSM and local memory, and their Global Arrays
 #                peer (dsm-apps-ga under mpirun); tables, CSVs, figures and
 #                summary.json keys by benchmarks/report.py
+#   mapreduce    with the third node: lite-MapReduce (lite-mr, a master
+#                and one worker per node) against MapReduce-MPI (mr-mpi
+#                under mpirun, as many ranks) and the single-process
+#                baseline (lite-mr serial) on the inputs of make mr-data:
+#                word count at 16, 64 and 256 MiB and on GCIDE, byte
+#                histogram at 256 MiB, inverted index over 64 files; 1, 2
+#                and 3 processes for word count at 256 MiB. Every run's
+#                output is compared byte for byte with the others'.
+#                report.py makes the tables, CSVs, figure and summary keys
 #
 # Every native measurement is made in both of the native programs' poll
 # modes: busy (ibv_poll_cq in a loop) and event (sleeping on a completion
@@ -90,6 +99,8 @@ async_tput=$build/benchmarks/async-tput
 dsm_lat=$build/benchmarks/dsm-lat
 dsm_apps=$build/benchmarks/dsm-apps
 dsm_apps_ga=$build/benchmarks/dsm-apps-ga
+lite_mr=$build/mapreduce/lite-mr
+mr_mpi=$build/benchmarks/mr-mpi
 iters=${BENCH_ITERS:-1000}
 warmup=${BENCH_WARMUP:-100}
 sizes=${BENCH_SIZES:-8,64,512,4096,32768}
@@ -104,7 +115,7 @@ say() { echo "bench: $*" >&2; }
 # The sections (each a table, NAME.txt and NAME.csv); want NAME: whether
 # BENCH_ONLY asks for it. The sections' code below is not indented under
 # its "if want NAME" guard.
-sections="latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm"
+sections="latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm mapreduce"
 only=${BENCH_ONLY:-$sections}
 for s in $only; do
 	[[ " $sections " == *" $s "* ]] || { say "BENCH_ONLY: no section '$s' (there are: $sections)"; exit 2; }
@@ -112,7 +123,7 @@ done
 want() { [[ " $only " == *" $1 "* ]]; }
 
 for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$mr_scale" \
-	"$async_tput" "$dsm_lat" "$dsm_apps" "$dsm_apps_ga"; do
+	"$async_tput" "$dsm_lat" "$dsm_apps" "$dsm_apps_ga" "$lite_mr" "$mr_mpi"; do
 	[ -x "$f" ] || { say "$f not built (make user)"; exit 1; }
 done
 
@@ -784,6 +795,69 @@ py=python3
 cat "$out/dsm.txt"
 fi # dsm
 
+if want mapreduce; then
+# MapReduce on three nodes (the two above and a third for this section):
+# lite-mr (master on node 1, one worker process per node) against mr-mpi
+# (mpirun, one rank per lite worker, btl tcp,self, in this guest) and the
+# single-process reference (lite-mr serial), on the inputs of make
+# mr-data. Each writes every pair to a file; the files must be equal.
+mr_data=${BENCH_MR_DATA:-build/mr-data}
+mr_page=${BENCH_MR_PAGE_MB:-512}
+re='^instance ([0-9]+): node ([0-9]+)'
+line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515")
+echo "$line" >&2
+[[ $line =~ $re ]] || { say "cannot read the instance from litectl up: $line"; exit 1; }
+third_inst=${BASH_REMATCH[1]}
+up+=("$third_inst")
+insts=("$client_inst" "$server_inst" "$third_inst")
+rm -f "$out/mr-lite.csv" "$out/mr-mpi.csv" "$out/mr-serial.csv"
+# One job on all three; APP INPUT LABEL PROCS [SERIAL]
+mr_job() {
+	local app=$1 input=$2 label=$3 procs=$4 serial=${5:-}
+	local on res=$work/mr-out st
+	on=$(IFS=,; echo "${insts[*]:0:$procs}")
+	[ -e "$mr_data/$input" ] || { say "FAILED: $mr_data/$input missing (make mr-data)"; failed+=("mr-data"); rc=1; return; }
+	cat "$mr_data/$input" >/dev/null 2>&1 || find "$mr_data/$input" -type f -exec cat {} + >/dev/null
+	say "lite-mr $app $label, $procs worker(s): $lite_mr run"
+	st=0
+	"$lite_mr" run --instance "$client_inst" --spawn-on "$on" --app "$app" --top 0 --output "$res.lite" \
+		--stats "$out/mr-lite.csv" --label "$label" "$mr_data/$input" >&2 || st=$?
+	[ "$st" -eq 0 ] || { say "FAILED (exit $st): lite-mr $app $label"; failed+=("lite-mr $app $label"); rc=1; }
+	say "mr-mpi $app $label, $procs rank(s): mpirun $mr_mpi"
+	st=0
+	mpirun --allow-run-as-root --oversubscribe -np "$procs" --mca btl tcp,self "$mr_mpi" --app "$app" \
+		--page-mb "$mr_page" --label "$label" --output "$res.mpi" "$mr_data/$input" \
+		>>"$out/mr-mpi.csv" || st=$?
+	[ "$st" -eq 0 ] || { say "FAILED (exit $st): mr-mpi $app $label"; failed+=("mr-mpi $app $label"); rc=1; }
+	if [ -n "$serial" ]; then
+		say "serial $app $label: $lite_mr serial"
+		st=0
+		"$lite_mr" serial --app "$app" --top 0 --output "$res.serial" --stats "$out/mr-serial.csv" \
+			--label "$label" "$mr_data/$input" >&2 || st=$?
+		[ "$st" -eq 0 ] || { say "FAILED (exit $st): serial $app $label"; failed+=("serial $app $label"); rc=1; }
+		cmp -s "$res.lite" "$res.serial" ||
+			{ say "FAILED: lite-mr and the serial reference differ ($app $label)"; failed+=("mr $app $label"); rc=1; }
+	fi
+	cmp -s "$res.lite" "$res.mpi" ||
+		{ say "FAILED: lite-mr and mr-mpi differ ($app $label)"; failed+=("mr $app $label"); rc=1; }
+	rm -f "$res".*
+}
+mr_job wordcount text-16m.txt 16m 3 serial
+mr_job wordcount text-64m.txt 64m 3 serial
+mr_job wordcount text-256m.txt 256m 3 serial
+mr_job wordcount text-256m.txt 256m 2
+mr_job wordcount text-256m.txt 256m 1
+mr_job wordcount gcide.txt gcide 3 serial
+mr_job histogram bytes-256m.bin 256m 3 serial
+mr_job invindex docs-32m docs-32m 3 serial
+"$litectl" down -i "$third_inst" >&2 || { say "litectl down -i $third_inst failed"; rc=1; }
+unset 'up[-1]'
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" "$(dirname "$0")/report.py" "$out" mapreduce >/dev/null || { say "FAILED: report.py mapreduce"; rc=1; }
+cat "$out/mapreduce.txt"
+fi # mapreduce
+
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
@@ -802,8 +876,8 @@ say "CSV in $csvs"
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 plot=$(dirname "$0")/plot.py
-if [ "$only" = dsm ]; then
-	: # report.py made the DSM figures; plot.py has none of its CSVs
+if [ "$only" = dsm ] || [ "$only" = mapreduce ] || [ "$only" = "dsm mapreduce" ]; then
+	: # report.py made these sections' figures; plot.py has none of their CSVs
 else
 say "plotting: $py $plot $out"
 if pngs=$("$py" "$plot" "$out"); then

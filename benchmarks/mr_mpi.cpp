@@ -254,12 +254,14 @@ int main(int argc, char** argv)
     int page_mb = 64;
     bool check = false;
     std::string fpath = "/tmp";
+    std::string output;
     std::vector<std::string> inputs;
     cli.add_option("--app", app, "wordcount, histogram or invindex")->capture_default_str();
     cli.add_option("--label", label, "the first CSV column");
     cli.add_option("--split-mb", split_mb, "map chunk size")->capture_default_str();
     cli.add_option("--page-mb", page_mb, "MR-MPI's page size (memsize)")->capture_default_str();
     cli.add_option("--fpath", fpath, "where MR-MPI spills pages that do not fit in memory")->capture_default_str();
+    cli.add_option("--output", output, "rank 0 writes every pair to this file, key<TAB>value");
     cli.add_flag("--check", check, "compare rank 0's output with the single-process reference");
     cli.add_option("inputs", inputs, "input files or directories")->required();
     try {
@@ -333,6 +335,16 @@ int main(int argc, char** argv)
         std::printf("%s,%s,%d,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%zu\n", label.c_str(), app.c_str(), nprocs,
                     static_cast<unsigned long long>(total), t_end - t0, t_map - t0, t_compress - t_map,
                     t_collate - t_compress, t_reduce - t_collate, t_end - t_reduce, out.pairs.size());
+        if (!output.empty()) {
+            std::ofstream f(output, std::ios::trunc);
+            for (const auto& [k, v] : out.pairs) {
+                f << k << '\t' << v << '\n';
+            }
+            if (!f.flush()) {
+                std::cerr << "mr-mpi: cannot write " << output << "\n";
+                rc = 1;
+            }
+        }
         if (check) {
             std::vector<std::string> store;
             std::vector<mr::Split> splits;

@@ -16,6 +16,16 @@ plot.py):
         summary keys dsm_read_fault, dsm_write_fault_2, dsm_kernel_vs_user,
         dsm_protect_64, dsm_stencil, dsm_matmul, dsm_irregular.
 
+  mapreduce
+        from DIR/mr-lite.csv (lite-mr run --stats), DIR/mr-mpi.csv (mr-mpi,
+        no header) and DIR/mr-serial.csv (lite-mr serial --stats):
+        mapreduce.txt (job times against MR-MPI and the serial baseline,
+        lite's phases, MR-MPI's steps), mapreduce.csv, mapreduce.png;
+        summary keys mr_wordcount_256m, mr_histogram, mr_invindex (lite
+        over MR-MPI, three processes each), mr_wordcount_serial (lite on
+        three nodes over the single-process baseline), all on 256 MiB
+        except the inverted index (64 files, 32 MiB).
+
 DIR/summary.json maps each headline figure's key to {"lite", "native",
 "ratio", "unit"} (lite's figure, the baseline's from the same run, lite
 over baseline) or {"value", "unit"}; this script replaces the keys of the
@@ -249,7 +259,131 @@ def plot_dsm(d, faults, raw, apps):
            os.path.join(d, "dsm_apps.png"))
 
 
-SECTIONS = {"dsm": section_dsm}
+# ---- mapreduce ------------------------------------------------------------
+
+MPI_FIELDS = ["label", "app", "workers", "input_bytes", "total_s", "map_s", "compress_s", "collate_s", "reduce_s",
+              "gather_sort_s", "output_pairs"]
+MR_KEYS = [("mr_wordcount_256m", "wordcount", "256m"), ("mr_histogram", "histogram", "256m"),
+           ("mr_invindex", "invindex", "docs-32m")]
+
+
+def mr_rows(d):
+    """(app, label, processes) -> row, for lite, MR-MPI and serial runs."""
+    def index(rows):
+        return {(r["app"], r["label"], int(r["workers"])): r for r in rows}
+
+    lite = index(rows_of(os.path.join(d, "mr-lite.csv")))
+    path = os.path.join(d, "mr-mpi.csv")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        raise Missing("mr-mpi.csv missing or empty")
+    with open(path, newline="") as f:
+        mpi = index(csv.DictReader(f, fieldnames=MPI_FIELDS))
+    try:
+        serial = {(r["app"], r["label"]): r for r in rows_of(os.path.join(d, "mr-serial.csv"))}
+    except Missing as e:
+        note(f"mapreduce: {e}")
+        serial = {}
+    return lite, mpi, serial
+
+
+def num(row, key):
+    return None if row is None or row.get(key) in (None, "", "-") else float(row[key])
+
+
+def section_mapreduce(d, summary):
+    try:
+        lite, mpi, serial = mr_rows(d)
+    except Missing as e:
+        note(f"mapreduce: {e}")
+        return False
+    ok = True
+    keys = sorted(set(lite) | set(mpi), key=lambda k: (k[0] != "wordcount", k[0], k[1] != "16m", k[1] != "64m",
+                                                       k[1], -k[2]))
+    lines = [f"MapReduce job time, {WHERE}; seconds from the job's start to the merged output on the master",
+             "(lite-mr: master on node 1, one worker process per node, threads = vCPUs / workers) or on rank 0",
+             "(MR-MPI: map, compress, collate, reduce, gather, sort_keys; mpirun --mca btl tcp,self, one rank",
+             "per process); serial = the single-process reference, timed (reading the input included)",
+             f"{'application':<10} {'input':<9} {'procs':>5} {'lite':>8} {'MR-MPI':>8} {'serial':>8} "
+             f"{'lite/MPI':>8} {'MPI/lite':>8} {'lite/ser':>8} {'pairs':>8}"]
+    rows = [["app", "input", "processes", "input_bytes", "lite_s", "mrmpi_s", "serial_s", "lite_over_mrmpi",
+             "lite_over_serial", "setup_s", "map_shuffle_s", "reduce_s", "merge_s", "cleanup_s", "shuffle_bytes",
+             "push_s", "map_tasks", "partitions", "mpi_map_s", "mpi_compress_s", "mpi_collate_s", "mpi_reduce_s",
+             "mpi_gather_sort_s", "output_pairs"]]
+    for k in keys:
+        app, label, procs = k
+        l, m = lite.get(k), mpi.get(k)
+        s_row = serial.get((app, label)) if procs == 3 else None
+        lt, mt, st = num(l, "total_s"), num(m, "total_s"), num(s_row, "total_s")
+        if l is None or m is None:
+            ok = False
+        pairs = (l or m or {}).get("output_pairs", "-")
+        lines.append(f"{app:<10} {label:<9} {procs:>5} {fmt(lt, 2):>8} {fmt(mt, 2):>8} {fmt(st, 2):>8} "
+                     f"{fmt(ratio(lt, mt), 2):>8} {fmt(ratio(mt, lt), 2):>8} {fmt(ratio(lt, st), 2):>8} {pairs:>8}")
+        rows.append([app, label, procs, (l or m or {}).get("input_bytes", ""), fmt(lt, 3), fmt(mt, 3), fmt(st, 3),
+                     fmt(ratio(lt, mt), 3), fmt(ratio(lt, st), 3)] +
+                    [fmt(num(l, c), 3) for c in ("setup_s", "map_s", "reduce_s", "merge_s", "cleanup_s")] +
+                    [(l or {}).get("shuffle_bytes", ""), fmt(num(l, "push_s"), 3), (l or {}).get("map_tasks", ""),
+                     (l or {}).get("partitions", "")] +
+                    [fmt(num(m, c), 3) for c in ("map_s", "compress_s", "collate_s", "reduce_s", "gather_sort_s")] +
+                    [pairs])
+    lines.append("")
+    lines.append("lite-MapReduce phases (seconds; map includes the shuffle: partitions are pushed with one-sided")
+    lines.append("writes as each map task ends; push = time the mapping threads spent pushing, summed)")
+    lines.append(f"{'application':<10} {'input':<9} {'procs':>5} {'setup':>6} {'map':>7} {'reduce':>7} {'merge':>6} "
+                 f"{'clean':>6} {'shuffle MB':>10} {'push s':>7} {'MB/s':>6}")
+    for k in keys:
+        l = lite.get(k)
+        if l is None:
+            continue
+        mb = float(l["shuffle_bytes"]) / 1e6
+        push = num(l, "push_s")
+        lines.append(f"{k[0]:<10} {k[1]:<9} {k[2]:>5} {fmt(num(l, 'setup_s'), 2):>6} {fmt(num(l, 'map_s'), 2):>7} "
+                     f"{fmt(num(l, 'reduce_s'), 2):>7} {fmt(num(l, 'merge_s'), 2):>6} "
+                     f"{fmt(num(l, 'cleanup_s'), 2):>6} {mb:>10.1f} {fmt(push, 2):>7} "
+                     f"{fmt(mb / push if push else None, 1):>6}")
+    lines.append("")
+    lines.append("MR-MPI steps (seconds)")
+    lines.append(f"{'application':<10} {'input':<9} {'procs':>5} {'map':>7} {'compress':>8} {'collate':>7} "
+                 f"{'reduce':>7} {'gather+sort':>11}")
+    for k in keys:
+        m = mpi.get(k)
+        if m is None:
+            continue
+        lines.append(f"{k[0]:<10} {k[1]:<9} {k[2]:>5} " + " ".join(
+            f"{fmt(num(m, c), 2):>{w}}" for c, w in (("map_s", 7), ("compress_s", 8), ("collate_s", 7),
+                                                     ("reduce_s", 7), ("gather_sort_s", 11))))
+    with open(os.path.join(d, "mapreduce.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    for key, app, label in MR_KEYS:
+        k = (app, label, 3)
+        summary[key] = pair(num(lite.get(k), "total_s"), num(mpi.get(k), "total_s"), "s")
+        if summary[key] is None:
+            ok = False
+    k = ("wordcount", "256m", 3)
+    summary["mr_wordcount_serial"] = pair(num(lite.get(k), "total_s"),
+                                          num(serial.get(("wordcount", "256m")), "total_s"), "s")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, "mapreduce.txt"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    plot_mapreduce(d, keys, lite, mpi, serial)
+    return ok
+
+
+def plot_mapreduce(d, keys, lite, mpi, serial):
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    w = 0.27
+    xs = range(len(keys))
+    for i, (name, runs, color) in enumerate((("lite-MapReduce", lite, "tab:blue"), ("MR-MPI", mpi, "tab:red"))):
+        ax.bar([x + (i - 1) * w for x in xs], [num(runs.get(k), "total_s") or 0 for k in keys], w, label=name,
+               color=color)
+    ax.bar([x + w for x in xs], [num(serial.get((k[0], k[1])), "total_s") or 0 if k[2] == 3 else 0 for k in keys],
+           w, label="serial", color="tab:gray")
+    finish(fig, ax, [f"{k[0]}\n{k[1]} x{k[2]}" for k in keys], "job time (s)", "MapReduce against MapReduce-MPI",
+           os.path.join(d, "mapreduce.png"), rotation=0)
+
+
+SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce}
 
 
 def main(argv):

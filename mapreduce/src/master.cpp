@@ -342,12 +342,13 @@ void Master::Impl::report(Worker& wk, Reader& r)
         const uint32_t blame = r.u32();
         const std::string what = r.str();
         if (current) {
-            std::string why = describe(wk.info) + " failed in the " + phase_name(phase) + " phase: " + what;
             const Worker* b = find(blame);
             if (b != nullptr) {
-                why += " (" + describe(b->info) + " is gone or unreachable)";
+                fail(describe(b->info) + " is gone or unreachable in the " + phase_name(phase) +
+                     " phase: " + describe(wk.info) + " reports: " + what);
+            } else {
+                fail(describe(wk.info) + " failed in the " + phase_name(phase) + " phase: " + what);
             }
-            fail(why);
         }
         break;
     }

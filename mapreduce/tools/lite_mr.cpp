@@ -167,6 +167,7 @@ struct RunOptions {
     std::optional<uint32_t> instance;
     uint32_t workers = 0;
     bool spawn = false;
+    std::vector<uint32_t> spawn_on;
     unsigned threads = 0;
     std::string app = "wordcount";
     std::vector<std::string> patterns;
@@ -310,8 +311,8 @@ int run(const RunOptions& o)
     cfg.job_timeout = std::chrono::seconds(o.timeout_s);
     Children children;
     uint32_t workers = o.workers;
-    if (o.spawn) {
-        const auto instances = dev.instances();
+    if (o.spawn || !o.spawn_on.empty()) {
+        const auto instances = o.spawn_on.empty() ? dev.instances() : o.spawn_on;
         const unsigned threads =
             o.threads != 0
                 ? o.threads
@@ -474,7 +475,8 @@ int main(int argc, char** argv)
     auto add_job_options = [&](CLI::App* c) {
         c->add_option("--app", ro.app, "wordcount, histogram, linreg, kmeans, strmatch or invindex")
             ->capture_default_str();
-        c->add_option("--pattern", ro.patterns, "strmatch: a string to count the lines of (repeatable)");
+        c->add_option("--pattern", ro.patterns, "strmatch: a string to count the lines of (repeatable)")
+            ->allow_extra_args(false);
         c->add_option("--k", ro.k, "kmeans: clusters")->capture_default_str();
         c->add_option("--seed", ro.seed, "kmeans: seed of the starting centroids")->capture_default_str();
         c->add_option("--top", ro.top, "print this many pairs (the largest counts first)")->capture_default_str();
@@ -488,6 +490,7 @@ int main(int argc, char** argv)
     run_cmd->add_option("--instance", ro.instance, "the local node instance the master runs on");
     run_cmd->add_option("--workers", ro.workers, "wait for this many workers (default with --spawn: one per node)");
     run_cmd->add_flag("--spawn", ro.spawn, "start a worker on every lite node of this host");
+    run_cmd->add_option("--spawn-on", ro.spawn_on, "start workers on these node instances only")->delimiter(',');
     run_cmd->add_option("--threads", ro.threads, "threads per spawned worker (default: CPUs / nodes)");
     run_cmd->add_option("--iterations", ro.iterations, "kmeans: jobs to run")->capture_default_str();
     run_cmd->add_option("--split", ro.split, "map task size (K, M, G)")->capture_default_str();
