@@ -70,6 +70,14 @@ echo "on node 2 with 4 KiB writes and a fetch-and-add per block, reads it back:"
 say build/meson/examples/async_fill --instance 0 --node 2 --size 8M --block 4K --depth 256
 
 echo
+echo "MapReduce across the three nodes: a master on node 1 and a lite-mr worker on"
+echo "each node count the words of this repository's documents and the licenses"
+echo "Debian ships, shuffle with one-sided writes, and check the result against"
+echo "a single-process count:"
+say build/meson/mapreduce/lite-mr run --instance 0 --spawn --check --top 10 --split 64K \
+	README.md docs/*.md /usr/share/common-licenses
+
+echo
 echo "A node with the wrong secret is refused:"
 echo "not-the-secret" >/tmp/lite-wrong
 say "$litectl" up --dev rxe0 --listen "$addr:18518" --secret-file /tmp/lite-wrong \
