@@ -239,9 +239,11 @@ std::vector<std::string> expand(const std::vector<std::string>& inputs)
 
 } // namespace
 
-int main(int argc, char** argv)
+namespace
 {
-    MPI_Init(&argc, &argv);
+
+int mr_mpi(int argc, char** argv)
+{
     int me = 0;
     int nprocs = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
@@ -285,6 +287,7 @@ int main(int argc, char** argv)
         total += std::filesystem::file_size(f);
     }
     std::vector<char*> names;
+    names.reserve(files.size());
     for (const auto& f : files) {
         names.push_back(const_cast<char*>(f.c_str()));
     }
@@ -370,4 +373,18 @@ int main(int argc, char** argv)
     }
     MPI_Finalize();
     return rc;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    MPI_Init(&argc, &argv);
+    try {
+        return mr_mpi(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "mr-mpi: " << e.what() << "\n";
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
+    }
 }

@@ -35,9 +35,12 @@ using wire::Writer;
 
 // How long a NEXT waits in the master for a task before answering "wait".
 constexpr std::chrono::milliseconds kLongPoll{200};
-// Handler threads: enough that long-polling workers do not queue behind
-// each other for long.
-constexpr unsigned kServerThreads = 8;
+// Handler threads. At most all but kFreeHandlers of them long-poll, so
+// that HELLO and BEAT never queue behind NEXTs; a NEXT that finds them
+// taken is answered "wait kBusyPause" at once.
+constexpr unsigned kServerThreads = 16;
+constexpr unsigned kFreeHandlers = 4;
+constexpr std::chrono::milliseconds kBusyPause{50};
 
 enum class Phase { idle, setup, map, reduce, merge, cleanup, done };
 
@@ -72,7 +75,7 @@ struct Worker {
     bool joined = false;
     bool cleaning = false;
     bool cleaned = false;
-    bool told_exit = false;
+    unsigned exits = 0; // NEXTs answered "exit"
 };
 
 struct MapTask {
@@ -104,35 +107,41 @@ std::string describe(const WorkerInfo& w)
            ")";
 }
 
-// Every regular file of @inputs, directories walked in name order.
+// Every regular file of @inputs, directories walked in name order; each
+// must be readable. Throws std::invalid_argument naming the input.
 std::vector<std::pair<std::string, uint64_t>> input_files(const std::vector<std::string>& inputs)
 {
     namespace fs = std::filesystem;
     std::vector<std::pair<std::string, uint64_t>> out;
+    auto add = [&](const std::string& name) {
+        if (access(name.c_str(), R_OK) != 0) {
+            throw std::invalid_argument("mapreduce: input '" + name + "' is not readable");
+        }
+        out.emplace_back(name, fs::file_size(name));
+    };
     for (const auto& in : inputs) {
-        std::error_code ec;
-        const auto st = fs::status(in, ec);
-        if (ec) {
-            throw std::invalid_argument("mapreduce: input '" + in + "': " + ec.message());
-        }
-        if (fs::is_directory(st)) {
-            std::vector<std::string> names;
-            for (const auto& e : fs::recursive_directory_iterator(in)) {
-                if (e.is_regular_file()) {
-                    names.push_back(e.path().string());
+        try {
+            const auto st = fs::status(in);
+            if (fs::is_directory(st)) {
+                std::vector<std::string> names;
+                for (const auto& e : fs::recursive_directory_iterator(in)) {
+                    if (e.is_regular_file()) {
+                        names.push_back(e.path().string());
+                    }
                 }
+                std::sort(names.begin(), names.end());
+                for (const auto& n : names) {
+                    add(n);
+                }
+            } else if (fs::is_regular_file(st)) {
+                add(in);
+            } else if (!fs::exists(st)) {
+                throw std::invalid_argument("mapreduce: input '" + in + "' does not exist");
+            } else {
+                throw std::invalid_argument("mapreduce: input '" + in + "' is not a file or a directory");
             }
-            std::sort(names.begin(), names.end());
-            for (auto& n : names) {
-                out.emplace_back(n, fs::file_size(n));
-            }
-        } else if (fs::is_regular_file(st)) {
-            out.emplace_back(in, fs::file_size(in));
-        } else {
-            throw std::invalid_argument("mapreduce: input '" + in + "' is not a file or a directory");
-        }
-        if (access(out.empty() ? in.c_str() : out.back().first.c_str(), R_OK) != 0) {
-            throw std::invalid_argument("mapreduce: input '" + in + "' is not readable");
+        } catch (const fs::filesystem_error& e) {
+            throw std::invalid_argument("mapreduce: input '" + in + "': " + e.code().message());
         }
     }
     return out;
@@ -179,6 +188,7 @@ struct Master::Impl {
     std::condition_variable cv;
     std::vector<Worker> workers; // guarded by mu; index = id - 1
     bool shutting_down = false;  // guarded by mu
+    unsigned polling = 0;        // handlers in a long poll; guarded by mu
     // The job, guarded by mu.
     uint32_t job_id = 0;
     Phase phase = Phase::idle;
@@ -258,6 +268,15 @@ void Master::Impl::hello(Reader& r, Writer& w)
     wk.info.threads = std::max(1U, r.u32());
     wk.info.pid = r.u32();
     r.end();
+    for (auto& old : workers) {
+        // A HELLO retried after its reply was lost: the same worker.
+        if (old.info.alive && old.info.node == wk.info.node && old.info.pid == wk.info.pid &&
+            old.info.port == wk.info.port) {
+            old.last_seen = Clock::now();
+            w.u32(0).u32(old.info.id).u32(static_cast<uint32_t>(cfg.lease.count()));
+            return;
+        }
+    }
     wk.info.id = static_cast<uint32_t>(workers.size() + 1);
     wk.info.alive = true;
     wk.last_seen = Clock::now();
@@ -277,14 +296,29 @@ void Master::Impl::next(Reader& r, Writer& w, std::unique_lock<std::mutex>& lock
     wk->last_seen = Clock::now();
     report(*wk, r);
     r.end();
-    const auto deadline = Clock::now() + kLongPoll;
     Writer task;
     task.u32(0);
-    while (!pick(*find(id), task)) {
+    if (pick(*find(id), task)) {
+        w = std::move(task);
+        return;
+    }
+    if (polling + kFreeHandlers >= kServerThreads) {
+        task.op(wire::Task::wait).u32(static_cast<uint32_t>(kBusyPause.count()));
+        w = std::move(task);
+        return;
+    }
+    // Long poll: answer as soon as there is a task, or "wait" (no pause).
+    polling++;
+    const auto deadline = Clock::now() + kLongPoll;
+    bool got = false;
+    while (!(got = pick(*find(id), task))) {
         if (cv.wait_until(lock, deadline) == std::cv_status::timeout) {
-            task.op(wire::Task::wait);
             break;
         }
+    }
+    polling--;
+    if (!got) {
+        task.op(wire::Task::wait).u32(0);
     }
     w = std::move(task);
 }
@@ -361,7 +395,7 @@ void Master::Impl::report(Worker& wk, Reader& r)
 bool Master::Impl::pick(Worker& wk, Writer& w)
 {
     if (shutting_down) {
-        wk.told_exit = true;
+        wk.exits++;
         cv.notify_all();
         w.op(wire::Task::exit);
         return true;
@@ -439,7 +473,10 @@ void Master::Impl::check_leases(Clock::time_point now)
             continue;
         }
         wk.info.alive = false;
-        if (wk.in_job && phase != Phase::idle && phase != Phase::done) {
+        // A worker lost in the cleanup of a job that succeeded takes
+        // nothing with it: its LMRs go with its process or node.
+        const bool harmless = phase == Phase::cleanup && failure.empty();
+        if (wk.in_job && phase != Phase::idle && phase != Phase::done && !harmless) {
             fail(describe(wk.info) + " stopped answering in the " + phase_name(phase) + " phase: nothing from it for " +
                  seconds(now - wk.last_seen) + " (lease " + seconds(cfg.lease) + ")");
         }
@@ -486,8 +523,8 @@ std::vector<Pair> Master::Impl::merge(const Job& job)
 
 Master::Master(const lite::Session& session, MasterConfig cfg) : impl_(std::make_unique<Impl>(session, cfg))
 {
-    if (cfg.lease.count() <= 0) {
-        throw std::invalid_argument("mapreduce: the lease must be positive");
+    if (cfg.lease < std::chrono::milliseconds(100)) {
+        throw std::invalid_argument("mapreduce: a lease under 100 ms");
     }
     Impl* impl = impl_.get();
     impl_->server = std::make_unique<lite::Server>(
@@ -651,8 +688,10 @@ void Master::shutdown() noexcept
             const auto deadline = Clock::now() + m.cfg.lease;
             while (Clock::now() < deadline) {
                 m.check_leases(Clock::now());
+                // Every thread of every worker told: none of their calls
+                // is left to fail when the port goes.
                 if (std::all_of(m.workers.begin(), m.workers.end(),
-                                [](const Worker& w) { return w.told_exit || !w.info.alive; })) {
+                                [](const Worker& w) { return w.exits >= w.info.threads || !w.info.alive; })) {
                     break;
                 }
                 m.cv.wait_for(lock, std::chrono::milliseconds(50));

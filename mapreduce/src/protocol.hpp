@@ -31,7 +31,7 @@ enum class MasterOp : uint32_t {
 
 // Calls on a worker's port.
 enum class WorkerOp : uint32_t {
-    reserve = 1, // job, partition, bytes -> segment, name, offset
+    reserve = 1, // job, partition, bytes -> segment name, offset
 };
 
 // What a worker tells the master with NEXT about the task it just did.
@@ -46,7 +46,7 @@ enum class Report : uint32_t {
 
 // What the master answers NEXT with.
 enum class Task : uint32_t {
-    wait = 0,    // nothing now: ask again
+    wait = 0,    // nothing now: ask again after the pause (ms) it carries
     job = 1,     // job, app, params, inbox hint, partitions and their owners
     map = 2,     // job, task, file, offset, length
     reduce = 3,  // job, partition

@@ -23,6 +23,7 @@
 
 #include "mapreduce/apps.hpp"
 #include "mapreduce/cluster.hpp"
+#include "mapreduce/input.hpp"
 #include "mapreduce/records.hpp"
 #include "protocol.hpp"
 
@@ -86,102 +87,27 @@ struct JobState {
     bool closing = false;
 };
 
-class FileReader
-{
-public:
-    explicit FileReader(const std::string& path) : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
-    {
-        if (fd_ < 0) {
-            throw std::system_error(errno, std::generic_category(), "open input " + path);
-        }
-    }
-    FileReader(const FileReader&) = delete;
-    FileReader& operator=(const FileReader&) = delete;
-    FileReader(FileReader&&) = delete;
-    FileReader& operator=(FileReader&&) = delete;
-    ~FileReader() { ::close(fd_); }
-
-    // Appends up to @len bytes at @off to @out; returns how many (fewer
-    // only at the end of the file).
-    size_t read(uint64_t off, size_t len, std::string& out) const
-    {
-        const size_t at = out.size();
-        out.resize(at + len);
-        size_t got = 0;
-        while (got < len) {
-            const ssize_t n = ::pread(fd_, out.data() + at + got, len - got, static_cast<off_t>(off + got));
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n < 0) {
-                throw std::system_error(errno, std::generic_category(), "read input " + path_);
-            }
-            if (n == 0) {
-                break;
-            }
-            got += static_cast<size_t>(n);
-        }
-        out.resize(at + got);
-        return got;
-    }
-
-private:
-    std::string path_;
-    int fd_;
-};
-
-// The bytes of a map task: [off, off + len) of a binary input exactly;
-// of text, the lines that start in that range (a split owns a line if the
-// line starts in it), so that no line is cut or mapped twice. Sets
-// @start to the file offset of the first byte.
-std::string read_split(const std::string& path, uint64_t off, uint64_t len, bool binary, uint64_t& start)
-{
-    const FileReader f(path);
-    std::string data;
-    start = off;
-    if (binary) {
-        if (f.read(off, len, data) != len) {
-            throw std::runtime_error("input " + path + " is shorter than when the job started");
-        }
-        return data;
-    }
-    const uint64_t from = off == 0 ? 0 : off - 1; // to see whether a line starts at off
-    f.read(from, len + (off - from), data);
-    size_t begin = 0;
-    if (off > 0) {
-        const size_t nl = data.find('\n');
-        if (nl == std::string::npos) {
-            return {}; // one line runs through: the split where it starts has it
-        }
-        begin = nl + 1;
-    }
-    // Extend to the end of the line that crosses off + len.
-    const size_t last = len + (off - from) - 1; // index of byte off + len - 1
-    size_t end = std::string::npos;
-    if (data.size() > last && (end = data.find('\n', std::max(begin, last))) == std::string::npos) {
-        for (;;) {
-            const size_t had = data.size();
-            if (f.read(from + had, 65536, data) == 0) {
-                break;
-            }
-            end = data.find('\n', had);
-            if (end != std::string::npos) {
-                break;
-            }
-        }
-    }
-    if (begin > last) {
-        return {}; // the only line that starts here starts past the range
-    }
-    data.resize(end == std::string::npos ? data.size() : end + 1);
-    start = from + begin;
-    return data.substr(begin);
-}
-
 class Worker
 {
 public:
     Worker(const lite::Session& s, const WorkerConfig& cfg) : s_(s), cfg_(cfg) {}
+
+    // A task of a job running: counted, so that cleanup waits for it.
+    class Active
+    {
+    public:
+        Active(Worker& w, std::shared_ptr<JobState> job) : w_(w), job_(std::move(job)) {}
+        Active(const Active&) = delete;
+        Active& operator=(const Active&) = delete;
+        Active(Active&&) = delete;
+        Active& operator=(Active&&) = delete;
+        ~Active() { w_.leave(job_); }
+        [[nodiscard]] const std::shared_ptr<JobState>& job() const noexcept { return job_; }
+
+    private:
+        Worker& w_;
+        std::shared_ptr<JobState> job_;
+    };
 
     void run();
 
@@ -199,7 +125,7 @@ private:
     void push(JobState& job, uint32_t partition, std::string data);
     std::shared_ptr<JobState> enter(uint32_t job);
     void leave(const std::shared_ptr<JobState>& job);
-    std::string prefix(uint32_t job) const;
+    [[nodiscard]] std::string prefix(uint32_t job) const;
     Reader call_master(const Writer& w, std::vector<std::byte>& buf, std::chrono::milliseconds timeout) const;
     void stop(const std::string& why);
 
@@ -417,7 +343,7 @@ void Worker::push(JobState& job, uint32_t partition, std::string data)
             Writer w;
             w.op(wire::WorkerOp::reserve).u32(job.id).u32(partition).u64(data.size());
             std::vector<std::byte> buf(256);
-            buf.resize(s_.call(o.node, o.port, w.bytes(), buf));
+            buf.resize(s_.call(o.node, o.port, w.bytes(), buf, lease_));
             Reader r(buf);
             const uint32_t status = r.u32();
             if (status != 0) {
@@ -457,12 +383,8 @@ void Worker::map_task(uint32_t job_id, Reader& r, Writer& rep)
     const uint64_t off = r.u64();
     const uint64_t len = r.u64();
     r.end();
-    const auto job = enter(job_id);
-    struct Leave {
-        Worker* w;
-        const std::shared_ptr<JobState>& j;
-        ~Leave() { w->leave(j); }
-    } leave{this, job};
+    const Active active(*this, enter(job_id));
+    const auto& job = active.job();
     const auto t0 = Clock::now();
     uint64_t start = 0;
     const std::string data = read_split(file, off, len, job->built.binary, start);
@@ -488,12 +410,8 @@ void Worker::reduce_task(uint32_t job_id, Reader& r, Writer& rep)
 {
     const uint32_t p = r.u32();
     r.end();
-    const auto job = enter(job_id);
-    struct Leave {
-        Worker* w;
-        const std::shared_ptr<JobState>& j;
-        ~Leave() { w->leave(j); }
-    } leave{this, job};
+    const Active active(*this, enter(job_id));
+    const auto& job = active.job();
     const auto t0 = Clock::now();
     std::vector<Chunk> chunks;
     std::vector<std::shared_ptr<lite::Lmr>> segs;
@@ -541,14 +459,18 @@ void Worker::cleanup(uint32_t job_id, Reader& r, Writer& rep)
     {
         std::unique_lock lock(mu_);
         if (job_ && job_->id == job_id) {
-            job_->closing = true; // no new task or push of it starts
-            // Tasks still running end in bounded time (their RPCs have
-            // timeouts); then nothing uses the LMRs.
-            cv_.wait(lock, [&] { return job_->active == 0; });
-            job = std::move(job_);
+            job = job_;
+            job->closing = true; // no new task or push of it starts
+            // Tasks still running end in bounded time (each RPC has the
+            // lease as its timeout); the wait has a bound of its own too.
+            // The tasks keep the JobState alive until they end.
+            cv_.wait_for(lock, 2 * lease_, [&] { return job->active == 0; });
+            if (job_ == job) {
+                job_.reset();
+            }
         }
     }
-    job.reset(); // frees and unmaps the job's LMRs
+    job.reset(); // frees and unmaps the job's LMRs once no task holds them
     rep.op(wire::Report::cleaned).u32(job_id);
 }
 
@@ -572,21 +494,29 @@ void Worker::task_loop()
                 throw lite::Error(static_cast<int>(status), "the master refused: " + r->str());
             }
         } catch (const std::exception& e) {
-            stop("worker " + std::to_string(id_) + ": asking the master for work: " + e.what());
+            // After another thread heard "exit", the master stops serving:
+            // a call that fails then is no error.
+            if (!stop_) {
+                stop("worker " + std::to_string(id_) + ": asking the master for work: " + e.what());
+            }
             return;
         }
         report = Writer();
-        const auto task = r->op<wire::Task>();
-        if (task == wire::Task::exit) {
-            stop("");
-            return;
-        }
-        if (task == wire::Task::wait) {
-            report.op(wire::Report::none);
-            continue;
-        }
         uint32_t job_id = 0;
         try {
+            const auto task = r->op<wire::Task>();
+            if (task == wire::Task::exit) {
+                stop("");
+                return;
+            }
+            if (task == wire::Task::wait) {
+                // The master may ask for a pause (its handlers are busy).
+                const std::chrono::milliseconds pause(r->u32());
+                report.op(wire::Report::none);
+                std::unique_lock lock(mu_);
+                cv_.wait_for(lock, pause, [&] { return stop_.load(); });
+                continue;
+            }
             job_id = r->u32();
             switch (task) {
             case wire::Task::job:
@@ -600,6 +530,9 @@ void Worker::task_loop()
                 break;
             case wire::Task::cleanup:
                 cleanup(job_id, *r, report);
+                break;
+            case wire::Task::exit:
+            case wire::Task::wait:
                 break;
             default:
                 throw wire::BadMessage("unknown task " + std::to_string(static_cast<uint32_t>(task)));

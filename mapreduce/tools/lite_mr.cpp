@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -55,10 +56,9 @@ uint64_t parse_size(const std::string& text)
     } else if (unit == "g" || unit == "G") {
         mult = 1ULL << 30;
     } else if (!unit.empty()) {
-        ec == std::errc() ? void() : void();
         throw CLI::ValidationError("size", "'" + text + "' is not a size (a number with K, M or G)");
     }
-    if (ec != std::errc() || end == text.data()) {
+    if (ec != std::errc() || end == text.data() || v > std::numeric_limits<uint64_t>::max() / mult) {
         throw CLI::ValidationError("size", "'" + text + "' is not a size (a number with K, M or G)");
     }
     return v * mult;
@@ -125,6 +125,7 @@ public:
     void spawn(const std::vector<std::string>& args)
     {
         std::vector<char*> argv;
+        argv.reserve(args.size() + 1);
         for (const auto& a : args) {
             argv.push_back(const_cast<char*>(a.c_str())); // NOLINT(*-const-cast)
         }
@@ -251,12 +252,16 @@ void show(const RunOptions& o, const std::vector<mr::Pair>& out)
         return;
     }
     std::vector<const mr::Pair*> top;
+    top.reserve(out.size());
     for (const auto& p : out) {
         top.push_back(&p);
     }
     if (std::all_of(out.begin(), out.end(), [](const mr::Pair& p) { return is_count(p.second); })) {
+        // Decimal counts without leading zeros: longer is larger.
         std::stable_sort(top.begin(), top.end(), [](const mr::Pair* a, const mr::Pair* b) {
-            return std::stoull(a->second) > std::stoull(b->second);
+            const auto& x = a->second;
+            const auto& y = b->second;
+            return x.size() != y.size() ? x.size() > y.size() : x > y;
         });
     }
     for (size_t i = 0; i < std::min(o.top, top.size()); i++) {
@@ -294,9 +299,9 @@ void check(const std::string& app, const std::string& params, const std::vector<
         while (i < got.size() && i < want.size() && got[i] == want[i]) {
             i++;
         }
-        std::cerr << "lite-mr: CHECK FAILED: " << got.size() << " pairs, the reference has " << want.size()
-                  << "; first difference at pair " << i << "\n";
-        std::exit(1); // NOLINT(concurrency-mt-unsafe)
+        throw std::runtime_error("CHECK FAILED: " + std::to_string(got.size()) + " pairs, the reference has " +
+                                 std::to_string(want.size()) + "; the first difference is at pair " +
+                                 std::to_string(i));
     }
     std::cerr << "lite-mr: check: the output equals the single-process reference (" << want.size() << " pairs)\n";
 }
@@ -313,6 +318,9 @@ int run(const RunOptions& o)
     uint32_t workers = o.workers;
     if (o.spawn || !o.spawn_on.empty()) {
         const auto instances = o.spawn_on.empty() ? dev.instances() : o.spawn_on;
+        if (instances.empty()) {
+            throw std::runtime_error("--spawn: no lite node is up on this host (litectl up)");
+        }
         const unsigned threads =
             o.threads != 0
                 ? o.threads
@@ -430,8 +438,9 @@ void write_out(const GenOptions& o, const std::string& data)
         size_t end = i + 1 == o.files ? data.size() : std::min(data.size(), (data.size() / o.files) * (i + 1));
         const size_t nl = data.find('\n', end == 0 ? 0 : end - 1);
         end = (i + 1 == o.files || nl == std::string::npos) ? data.size() : nl + 1;
-        char name[32];
-        std::snprintf(name, sizeof(name), "part-%04u.txt", i); // NOLINT(*-vararg)
+        const std::string n = std::to_string(i);
+        std::string name = "part-";
+        name.append(4 - std::min<size_t>(4, n.size()), '0').append(n).append(".txt");
         write_file((fs::path(o.out) / name).string(), std::string_view(data).substr(at, end - at));
         at = end;
     }
@@ -466,7 +475,10 @@ int gen(const GenOptions& o)
 
 } // namespace
 
-int main(int argc, char** argv)
+namespace
+{
+
+int lite_mr(int argc, char** argv)
 {
     CLI::App cli("lite-MapReduce: jobs on a lite cluster, their workers, the serial baseline, inputs");
     cli.require_subcommand(1);
@@ -543,6 +555,18 @@ int main(int argc, char** argv)
         return gen(go);
     } catch (const CLI::Error& e) {
         return cli.exit(e);
+    } catch (const std::exception& e) {
+        std::cerr << "lite-mr: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        return lite_mr(argc, argv);
     } catch (const std::exception& e) {
         std::cerr << "lite-mr: " << e.what() << "\n";
         return 1;

@@ -8,12 +8,12 @@
 // with an error naming it and the phase, in bounded time, and leave the
 // others usable.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -65,6 +65,7 @@ public:
                                          "--master-port", std::to_string(kMasterPort),
                                          "--threads",     std::to_string(threads)};
         std::vector<char*> argv;
+        argv.reserve(args.size() + 1);
         for (auto& a : args) {
             argv.push_back(a.data());
         }
@@ -177,7 +178,7 @@ protected:
         uint64_t lmrs = 0;
         bool operator==(const Memory&) const = default;
     };
-    std::vector<Memory> memory() const
+    [[nodiscard]] std::vector<Memory> memory() const
     {
         std::vector<Memory> m;
         for (const uint32_t inst : inst_) {

@@ -4,13 +4,17 @@
 // the single-process engine, checked against direct computations.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "mapreduce/apps.hpp"
+#include "mapreduce/input.hpp"
 #include "mapreduce/job.hpp"
 #include "mapreduce/records.hpp"
 
@@ -206,4 +210,91 @@ TEST(MapReduceApps, EachEqualsItsReference)
     EXPECT_THROW((void)mr::run_local(mr::apps::linear_regression(), std::vector<mr::Split>{{"1 2\n3\n"}}, 1, 1),
                  std::invalid_argument);
     EXPECT_THROW((void)mr::apps::make_zipf_text("", 10, 1), std::invalid_argument);
+}
+
+TEST(MapReduceInput, TextSplitsMapEveryLineExactlyOnce)
+{
+    // Files with short and long lines, with and without a final newline,
+    // cut into ranges of every size from 1 byte up: the splits' bytes,
+    // joined, are the file, and each split starts at a line start.
+    const std::string path = ::testing::TempDir() + "mr-input-test.txt";
+    std::mt19937_64 rng(9);
+    for (int round = 0; round < 40; round++) {
+        std::string text;
+        const int lines = static_cast<int>(rng() % 30);
+        for (int l = 0; l < lines; l++) {
+            text.append(rng() % 4 == 0 ? rng() % 70 : rng() % 8, static_cast<char>('a' + l % 26));
+            text += '\n';
+        }
+        if (rng() % 2 == 0) {
+            text += "tail without newline";
+        }
+        {
+            std::ofstream out(path, std::ios::binary | std::ios::trunc);
+            out << text;
+        }
+        for (const uint64_t len : {1ULL, 2ULL, 3ULL, 7ULL, 64ULL, 1000ULL}) {
+            std::string joined;
+            for (uint64_t off = 0; off < text.size(); off += len) {
+                uint64_t start = 0;
+                const std::string got =
+                    mr::read_split(path, off, std::min<uint64_t>(len, text.size() - off), false, start);
+                if (!got.empty()) {
+                    EXPECT_EQ(start, joined.size()) << "round " << round << " len " << len << " off " << off;
+                    EXPECT_TRUE(start == 0 || text[start - 1] == '\n');
+                }
+                joined += got;
+            }
+            ASSERT_EQ(joined, text) << "round " << round << " split " << len;
+        }
+        if (text.size() >= 3) {
+            uint64_t start = 0;
+            EXPECT_EQ(mr::read_split(path, 1, 2, true, start), text.substr(1, 2)) << "binary: the bytes exactly";
+        }
+    }
+    uint64_t start = 0;
+    EXPECT_THROW((void)mr::read_split(path, 0, 1U << 20, true, start), std::runtime_error);
+    EXPECT_THROW((void)mr::read_split(path + ".missing", 0, 1, false, start), std::system_error);
+    std::filesystem::remove(path);
+}
+
+TEST(MapReduceApps, NewApplicationsEqualTheirReferences)
+{
+    const std::string text = mr::apps::make_zipf_text(word_list(), 1U << 19, 8);
+    const std::string a = text.substr(0, text.size() / 2 + 37);
+    const std::string b = "some other words\nand " + a.substr(0, a.find(' ')) + " lines\n"; // a word of a too
+    const std::vector<mr::Split> files = {{a, "a.txt", 0}, {b, "b.txt", 0}};
+    // string match and the inverted index over two files
+    std::vector<mr::Split> splits;
+    for (const auto& f : files) {
+        for (auto s : mr::split_lines(f.data, 4096, f.name)) {
+            splits.push_back(s);
+        }
+    }
+    const auto sm = mr::apps::make_app("strmatch", "wa\nb\nnever-there\n");
+    EXPECT_EQ(mr::run_local(sm.job, splits, 2, 3), mr::apps::reference("strmatch", "wa\nb\nnever-there\n", files));
+    const auto ii = mr::run_local(mr::apps::inverted_index(), splits, 2, 3);
+    EXPECT_EQ(ii, mr::apps::reference("invindex", "", files));
+    bool both = false;
+    for (const auto& [w, names] : ii) {
+        both = both || names == "a.txt\nb.txt";
+    }
+    EXPECT_TRUE(both) << "some word is in both files";
+    // k-means: iterations through the engine equal the direct ones
+    const std::string pts = mr::apps::make_clusters(20000, 4, 5);
+    auto c = mr::apps::initial_centroids(4, 6);
+    auto direct = c;
+    for (int it = 0; it < 3; it++) {
+        const auto params = mr::apps::format_centroids(c);
+        EXPECT_EQ(mr::apps::parse_centroids(params), c) << "centroids round-trip exactly";
+        const auto got = mr::run_local(mr::apps::kmeans(c), mr::split_lines(pts, 10000), 3, 2);
+        EXPECT_EQ(got, mr::apps::kmeans_reference(pts, direct));
+        c = mr::apps::kmeans_update(c, got);
+        direct = mr::apps::kmeans_update(direct, mr::apps::kmeans_reference(pts, direct));
+    }
+    EXPECT_EQ(c, direct);
+    EXPECT_THROW((void)mr::apps::make_app("kmeans", "1 2\nx\n"), std::invalid_argument);
+    EXPECT_THROW((void)mr::apps::make_app("strmatch", ""), std::invalid_argument);
+    EXPECT_THROW((void)mr::apps::make_app("wordcount", "p"), std::invalid_argument);
+    EXPECT_THROW((void)mr::apps::make_app("nope", ""), std::invalid_argument);
 }

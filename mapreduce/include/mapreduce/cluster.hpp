@@ -83,10 +83,11 @@ public:
 
 struct MasterConfig {
     uint32_t port = 7300; // the master's RPC port on its node
-    // A worker not heard from for this long is dead.
+    // A worker not heard from for this long is dead (at least 100 ms).
     std::chrono::milliseconds lease{4000};
-    // The most a job may take (0: no bound but the leases).
-    std::chrono::milliseconds job_timeout{0};
+    // The most a job may take (0: no bound but the leases, which do not
+    // catch a worker that answers but whose task never ends).
+    std::chrono::milliseconds job_timeout{std::chrono::hours(1)};
 };
 
 // A worker as the master knows it.
