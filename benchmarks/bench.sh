@@ -224,6 +224,21 @@ say "bringing up 2 lite nodes on $dev ($addr:18515, $addr:18516)"
 nodes_up
 
 rc=0
+# A third node for the sections that need one (dsm, mapreduce): joins as
+# node 3, its instance in third_inst; third_down takes it down again.
+third_up() {
+	local re='^instance ([0-9]+): node ([0-9]+)' line
+	line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515")
+	echo "$line" >&2
+	[[ $line =~ $re ]] || { say "cannot read the instance from litectl up: $line"; exit 1; }
+	third_inst=${BASH_REMATCH[1]}
+	up+=("$third_inst")
+}
+third_down() {
+	"$litectl" down -i "$third_inst" >&2 || { say "litectl down -i $third_inst failed"; rc=1; }
+	unset 'up[-1]'
+}
+
 if want latency; then
 say "native verbs: $native (--poll busy, then --poll event)"
 run_to "$out/native.csv" "$native" --addr "$addr" --poll busy "${opts[@]}" || true
@@ -770,12 +785,7 @@ if want dsm; then
 dsm_runs=${BENCH_DSM_RUNS:-300}
 dsm_app_runs=${BENCH_DSM_APP_RUNS:-3}
 dsm_threads=${BENCH_DSM_THREADS:-4}
-re='^instance ([0-9]+): node ([0-9]+)'
-line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515")
-echo "$line" >&2
-[[ $line =~ $re ]] || { say "cannot read the instance from litectl up: $line"; exit 1; }
-third_inst=${BASH_REMATCH[1]}
-up+=("$third_inst")
+third_up
 three="$client_inst,$server_inst,$third_inst"
 say "DSM fault latency ($dsm_runs runs each, instances $three): $dsm_lat"
 run_to "$out/dsm-lat.csv" "$dsm_lat" --instances "$three" --runs "$dsm_runs" || true
@@ -787,8 +797,7 @@ done
 say "DSM programs on Global Arrays (mpirun -np 3, btl tcp,self): $dsm_apps_ga"
 run_to "$out/dsm-apps-ga.csv" mpirun --allow-run-as-root --oversubscribe -np 3 --mca btl tcp,self \
 	"$dsm_apps_ga" --app all --runs "$dsm_app_runs" || true
-"$litectl" down -i "$third_inst" >&2 || { say "litectl down -i $third_inst failed"; rc=1; }
-unset 'up[-1]'
+third_down
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" "$(dirname "$0")/report.py" "$out" dsm >/dev/null || { say "FAILED: report.py dsm"; rc=1; }
@@ -803,12 +812,7 @@ if want mapreduce; then
 # mr-data. Each writes every pair to a file; the files must be equal.
 mr_data=${BENCH_MR_DATA:-build/mr-data}
 mr_page=${BENCH_MR_PAGE_MB:-512}
-re='^instance ([0-9]+): node ([0-9]+)'
-line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515")
-echo "$line" >&2
-[[ $line =~ $re ]] || { say "cannot read the instance from litectl up: $line"; exit 1; }
-third_inst=${BASH_REMATCH[1]}
-up+=("$third_inst")
+third_up
 insts=("$client_inst" "$server_inst" "$third_inst")
 rm -f "$out/mr-lite.csv" "$out/mr-mpi.csv" "$out/mr-serial.csv"
 # One job on all three; APP INPUT LABEL PROCS [SERIAL]
@@ -844,14 +848,14 @@ mr_job() {
 }
 mr_job wordcount text-16m.txt 16m 3 serial
 mr_job wordcount text-64m.txt 64m 3 serial
+mr_job wordcount text-64m.txt 64m 2
 mr_job wordcount text-256m.txt 256m 3 serial
 mr_job wordcount text-256m.txt 256m 2
 mr_job wordcount text-256m.txt 256m 1
 mr_job wordcount gcide.txt gcide 3 serial
 mr_job histogram bytes-256m.bin 256m 3 serial
 mr_job invindex docs-32m docs-32m 3 serial
-"$litectl" down -i "$third_inst" >&2 || { say "litectl down -i $third_inst failed"; rc=1; }
-unset 'up[-1]'
+third_down
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" "$(dirname "$0")/report.py" "$out" mapreduce >/dev/null || { say "FAILED: report.py mapreduce"; rc=1; }

@@ -29,12 +29,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "mapreduce/apps.hpp"
+#include "mapreduce/input.hpp"
 
 namespace
 {
@@ -140,18 +141,21 @@ void ii_map(int /*task*/, char* file, KeyValue* kv, void* /*ptr*/)
     std::ostringstream s;
     s << in.rdbuf();
     const std::string text = s.str();
-    std::set<std::string> words;
-    each_word(text.data(), text.size(), [&](const std::string& w) { words.insert(w); });
+    // Each distinct word of the file once, as lite-MapReduce's map does.
+    std::unordered_set<std::string> seen;
+    seen.reserve(1U << 14);
     const auto len = static_cast<int>(std::strlen(file));
-    for (const auto& w : words) {
-        kv->add(const_cast<char*>(w.data()), static_cast<int>(w.size()), file, len);
-    }
+    each_word(text.data(), text.size(), [&](const std::string& w) {
+        if (seen.insert(w).second) {
+            kv->add(const_cast<char*>(w.data()), static_cast<int>(w.size()), file, len);
+        }
+    });
 }
 
 // Values are names or '\n'-joined lists of names (from compress).
 void union_names(char* key, int keybytes, char* multivalue, int nvalues, int* valuebytes, KeyValue* kv, void* /*ptr*/)
 {
-    std::set<std::string> names;
+    std::vector<std::string_view> names;
     const char* v = multivalue;
     for (int i = 0; i < nvalues; i++) {
         std::string_view list(v, static_cast<size_t>(valuebytes[i]));
@@ -161,14 +165,19 @@ void union_names(char* key, int keybytes, char* multivalue, int nvalues, int* va
             if (end == std::string_view::npos) {
                 end = list.size();
             }
-            names.emplace(list.substr(at, end - at));
+            names.push_back(list.substr(at, end - at));
             at = end + 1;
         }
         v += valuebytes[i];
     }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
     std::string out;
-    for (const auto& n : names) {
-        out += (out.empty() ? "" : "\n") + n;
+    for (const auto n : names) {
+        if (!out.empty()) {
+            out += '\n';
+        }
+        out += n;
     }
     kv->add(key, keybytes, out.data(), static_cast<int>(out.size()));
 }
@@ -216,27 +225,6 @@ int compare_int(char* a, int /*alen*/, char* b, int /*blen*/)
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-std::vector<std::string> expand(const std::vector<std::string>& inputs)
-{
-    namespace fs = std::filesystem;
-    std::vector<std::string> out;
-    for (const auto& in : inputs) {
-        if (fs::is_directory(in)) {
-            std::vector<std::string> names;
-            for (const auto& e : fs::recursive_directory_iterator(in)) {
-                if (e.is_regular_file()) {
-                    names.push_back(e.path().string());
-                }
-            }
-            std::sort(names.begin(), names.end());
-            out.insert(out.end(), names.begin(), names.end());
-        } else {
-            out.push_back(in);
-        }
-    }
-    return out;
-}
-
 } // namespace
 
 namespace
@@ -281,7 +269,7 @@ int mr_mpi(int argc, char** argv)
         return 2;
     }
 
-    const auto files = expand(inputs);
+    const auto files = mr::list_inputs(inputs);
     uint64_t total = 0;
     for (const auto& f : files) {
         total += std::filesystem::file_size(f);

@@ -20,7 +20,8 @@ plot.py):
         from DIR/mr-lite.csv (lite-mr run --stats), DIR/mr-mpi.csv (mr-mpi,
         no header) and DIR/mr-serial.csv (lite-mr serial --stats):
         mapreduce.txt (job times against MR-MPI and the serial baseline,
-        lite's phases, MR-MPI's steps), mapreduce.csv, mapreduce.png;
+        lite's phases, MR-MPI's steps, and the two-guest point from
+        DIR/mr-2guest.csv if it is there), mapreduce.csv, mapreduce.png;
         summary keys mr_wordcount_256m, mr_histogram, mr_invindex (lite
         over MR-MPI, three processes each), mr_wordcount_serial (lite on
         three nodes over the single-process baseline), all on 256 MiB
@@ -352,6 +353,24 @@ def section_mapreduce(d, summary):
         lines.append(f"{k[0]:<10} {k[1]:<9} {k[2]:>5} " + " ".join(
             f"{fmt(num(m, c), 2):>{w}}" for c, w in (("map_s", 7), ("compress_s", 8), ("collate_s", 7),
                                                      ("reduce_s", 7), ("gather_sort_s", 11))))
+    two = os.path.join(d, "mr-2guest.csv")
+    if os.path.exists(two) and os.path.getsize(two) > 0:
+        g = rows_of(two)[-1]
+        k = ("wordcount", "64m", 2)
+        one, m = num(lite.get(k), "total_s"), num(mpi.get(k), "total_s")
+        t = num(g, "total_s")
+        lines.append("")
+        lines.append("Two guests (one lite node and one vCPU each, over the guests' virtual link) against two nodes")
+        lines.append("in one guest (two vCPUs, rxe loopback); word count, 64 MiB, 2 workers (seconds)")
+        lines.append(f"  2 guests {fmt(t, 2)}   1 guest {fmt(one, 2)}   MR-MPI 1 guest {fmt(m, 2)}   "
+                     f"2 guests / 1 guest {fmt(ratio(t, one), 2)}   shuffle {float(g['shuffle_bytes']) / 1e6:.1f} MB "
+                     f"in {fmt(num(g, 'push_s'), 2)} s of pushing")
+        rows.append(["wordcount", "64m-2guests", 2, g.get("input_bytes", ""), fmt(t, 3), "", "", "", ""] +
+                    [fmt(num(g, c), 3) for c in ("setup_s", "map_s", "reduce_s", "merge_s", "cleanup_s")] +
+                    [g.get("shuffle_bytes", ""), fmt(num(g, "push_s"), 3), g.get("map_tasks", ""),
+                     g.get("partitions", ""), "", "", "", "", "", g.get("output_pairs", "")])
+    else:
+        note("mapreduce: no mr-2guest.csv (the two-guest point did not run)")
     with open(os.path.join(d, "mapreduce.csv"), "w", newline="") as f:
         csv.writer(f).writerows(rows)
     for key, app, label in MR_KEYS:

@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace mr::apps
 {
@@ -84,13 +85,18 @@ bool numeric_less(std::string_view a, std::string_view b)
     return to_i64(a) < to_i64(b);
 }
 
-// Each byte value of @data that occurs, as {"0".."255", count}.
-std::vector<Pair> byte_counts(std::string_view data)
+using ByteCounts = std::array<int64_t, 256>;
+
+void count_bytes(std::string_view data, ByteCounts& counts)
 {
-    std::array<int64_t, 256> counts{};
     for (const char c : data) {
         counts.at(static_cast<unsigned char>(c))++;
     }
+}
+
+// Each byte value that occurs, as {"0".."255", count}.
+std::vector<Pair> byte_pairs(const ByteCounts& counts)
+{
     std::vector<Pair> out;
     for (size_t b = 0; b < counts.size(); b++) {
         if (counts.at(b) != 0) {
@@ -98,6 +104,13 @@ std::vector<Pair> byte_counts(std::string_view data)
         }
     }
     return out;
+}
+
+std::vector<Pair> byte_counts(std::string_view data)
+{
+    ByteCounts counts{};
+    count_bytes(data, counts);
+    return byte_pairs(counts);
 }
 
 template <class M> std::vector<Pair> pairs_of(const M& m)
@@ -380,10 +393,12 @@ std::vector<int64_t> line_matches(std::string_view text, const std::vector<std::
 // The union of '\n'-separated sorted name lists, sorted, without repeats.
 std::string union_of_names(std::string_view /*key*/, Values values)
 {
-    std::set<std::string_view> names;
+    std::vector<std::string_view> names;
     for (const auto v : values) {
-        each_line(v, [&](std::string_view name) { names.insert(name); });
+        each_line(v, [&](std::string_view name) { names.push_back(name); });
     }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
     std::string out;
     for (const auto name : names) {
         if (!out.empty()) {
@@ -569,11 +584,14 @@ Job inverted_index()
 {
     Job job;
     job.map = [](const Split& split, Emitter& out) {
-        std::set<std::string> words;
-        each_word(split.data, [&](std::string_view w) { words.emplace(w); });
-        for (const auto& w : words) {
-            out.emit(w, split.name);
-        }
+        // Each distinct word of the split once.
+        std::unordered_set<std::string> seen;
+        seen.reserve(1U << 14);
+        each_word(split.data, [&](std::string_view w) {
+            if (seen.emplace(w).second) {
+                out.emit(w, split.name);
+            }
+        });
     };
     job.reduce = union_of_names;
     job.combine = union_of_names;
@@ -648,19 +666,11 @@ std::vector<Pair> reference(std::string_view name, std::string_view params, std:
         return out;
     }
     if (name == "histogram") {
-        std::array<int64_t, 256> counts{};
+        ByteCounts counts{};
         for (const auto& f : files) {
-            for (const char c : f.data) {
-                counts.at(static_cast<unsigned char>(c))++;
-            }
+            count_bytes(f.data, counts);
         }
-        std::vector<Pair> out;
-        for (size_t b = 0; b < counts.size(); b++) {
-            if (counts.at(b) != 0) {
-                out.emplace_back(std::to_string(b), std::to_string(counts.at(b)));
-            }
-        }
-        return out;
+        return byte_pairs(counts);
     }
     if (name == "linreg") {
         std::array<int64_t, 5> total{};

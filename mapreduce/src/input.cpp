@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <stdexcept>
 #include <system_error>
 
@@ -103,6 +104,36 @@ std::string read_split(const std::string& path, uint64_t off, uint64_t len, bool
     data.resize(end == std::string::npos ? data.size() : end + 1);
     start = from + begin;
     return data.substr(begin);
+}
+
+std::vector<std::string> list_inputs(const std::vector<std::string>& inputs)
+{
+    namespace fs = std::filesystem;
+    std::vector<std::string> out;
+    for (const auto& in : inputs) {
+        try {
+            const auto st = fs::status(in);
+            if (fs::is_directory(st)) {
+                std::vector<std::string> names;
+                for (const auto& e : fs::recursive_directory_iterator(in)) {
+                    if (e.is_regular_file()) {
+                        names.push_back(e.path().string());
+                    }
+                }
+                std::sort(names.begin(), names.end());
+                out.insert(out.end(), names.begin(), names.end());
+            } else if (fs::is_regular_file(st)) {
+                out.push_back(in);
+            } else if (!fs::exists(st)) {
+                throw std::invalid_argument("mapreduce: input '" + in + "' does not exist");
+            } else {
+                throw std::invalid_argument("mapreduce: input '" + in + "' is not a file or a directory");
+            }
+        } catch (const fs::filesystem_error& e) {
+            throw std::invalid_argument("mapreduce: input '" + in + "': " + e.code().message());
+        }
+    }
+    return out;
 }
 
 } // namespace mr

@@ -20,6 +20,7 @@
 
 #include "mapreduce/apps.hpp"
 #include "mapreduce/cluster.hpp"
+#include "mapreduce/input.hpp"
 #include "mapreduce/records.hpp"
 #include "protocol.hpp"
 
@@ -107,42 +108,18 @@ std::string describe(const WorkerInfo& w)
            ")";
 }
 
-// Every regular file of @inputs, directories walked in name order; each
-// must be readable. Throws std::invalid_argument naming the input.
+// Every regular file of @inputs with its size; each must be readable.
+// Throws std::invalid_argument naming the input.
 std::vector<std::pair<std::string, uint64_t>> input_files(const std::vector<std::string>& inputs)
 {
-    namespace fs = std::filesystem;
     std::vector<std::pair<std::string, uint64_t>> out;
-    auto add = [&](const std::string& name) {
-        if (access(name.c_str(), R_OK) != 0) {
+    for (auto& name : list_inputs(inputs)) {
+        std::error_code ec;
+        const auto size = std::filesystem::file_size(name, ec);
+        if (ec || access(name.c_str(), R_OK) != 0) {
             throw std::invalid_argument("mapreduce: input '" + name + "' is not readable");
         }
-        out.emplace_back(name, fs::file_size(name));
-    };
-    for (const auto& in : inputs) {
-        try {
-            const auto st = fs::status(in);
-            if (fs::is_directory(st)) {
-                std::vector<std::string> names;
-                for (const auto& e : fs::recursive_directory_iterator(in)) {
-                    if (e.is_regular_file()) {
-                        names.push_back(e.path().string());
-                    }
-                }
-                std::sort(names.begin(), names.end());
-                for (const auto& n : names) {
-                    add(n);
-                }
-            } else if (fs::is_regular_file(st)) {
-                add(in);
-            } else if (!fs::exists(st)) {
-                throw std::invalid_argument("mapreduce: input '" + in + "' does not exist");
-            } else {
-                throw std::invalid_argument("mapreduce: input '" + in + "' is not a file or a directory");
-            }
-        } catch (const fs::filesystem_error& e) {
-            throw std::invalid_argument("mapreduce: input '" + in + "': " + e.code().message());
-        }
+        out.emplace_back(std::move(name), size);
     }
     return out;
 }

@@ -33,6 +33,7 @@
 
 #include "mapreduce/apps.hpp"
 #include "mapreduce/cluster.hpp"
+#include "mapreduce/input.hpp"
 
 extern char** environ; // NOLINT(readability-redundant-declaration)
 
@@ -85,25 +86,6 @@ void write_file(const std::string& path, std::string_view data)
 }
 
 // Every regular file under @inputs, as the master splits them.
-std::vector<std::string> expand(const std::vector<std::string>& inputs)
-{
-    std::vector<std::string> out;
-    for (const auto& in : inputs) {
-        if (fs::is_directory(in)) {
-            std::vector<std::string> names;
-            for (const auto& e : fs::recursive_directory_iterator(in)) {
-                if (e.is_regular_file()) {
-                    names.push_back(e.path().string());
-                }
-            }
-            std::sort(names.begin(), names.end());
-            out.insert(out.end(), names.begin(), names.end());
-        } else {
-            out.push_back(in);
-        }
-    }
-    return out;
-}
 
 lite::Session open_session(std::optional<uint32_t> instance)
 {
@@ -344,7 +326,7 @@ int run(const RunOptions& o)
     spec.inputs = o.inputs;
     spec.split_bytes = parse_size(o.split);
     spec.reducers_per_worker = o.reducers;
-    const auto files = expand(o.inputs);
+    const auto files = mr::list_inputs(o.inputs);
     if (o.app == "strmatch") {
         for (const auto& p : o.patterns) {
             spec.params += p + "\n";
@@ -393,7 +375,7 @@ int serial(const RunOptions& o)
     if (o.app == "kmeans") {
         params = mr::apps::format_centroids(mr::apps::initial_centroids(o.k, o.seed));
     }
-    const auto files = expand(o.inputs);
+    const auto files = mr::list_inputs(o.inputs);
     const auto t0 = Clock::now();
     std::vector<std::string> store;
     const auto splits = load(files, store);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mr
 {
@@ -18,5 +19,10 @@ namespace mr
 // the file if it cannot be read, std::runtime_error if a binary input is
 // shorter than the range.
 std::string read_split(const std::string& path, uint64_t off, uint64_t len, bool binary, uint64_t& start);
+
+// The regular files @inputs name: files as given, directories walked
+// (recursively) in name order. Throws std::invalid_argument naming an
+// input that does not exist or is neither.
+std::vector<std::string> list_inputs(const std::vector<std::string>& inputs);
 
 } // namespace mr
