@@ -17,7 +17,9 @@ namespace
 
 constexpr size_t kHeader = 8;
 // A key's values are folded by the combiner when this many are waiting.
-constexpr size_t kFoldAt = 32;
+// (Measured in the guest, word count, 64 MiB, one thread: 8: 7.1 s,
+// 32: 6.8 s, 128: 6.6 s; the serial reference 5.8 s.)
+constexpr size_t kFoldAt = 64;
 
 static_assert(std::endian::native == std::endian::little, "records are little endian, as this host");
 
