@@ -75,6 +75,12 @@ public:
         b_.append(s);
         return *this;
     }
+    // Appends what another Writer wrote (a report inside a NEXT).
+    Writer& append(const Writer& w)
+    {
+        b_.append(w.b_);
+        return *this;
+    }
     [[nodiscard]] std::span<const std::byte> bytes() const noexcept { return std::as_bytes(std::span(b_)); }
 
 private:

@@ -481,18 +481,10 @@ void Worker::task_loop()
     report.op(wire::Report::none);
     while (!stop_) {
         Writer next;
-        next.op(wire::MasterOp::next).u32(id_);
-        std::vector<std::byte> msg(next.bytes().begin(), next.bytes().end());
-        msg.insert(msg.end(), report.bytes().begin(), report.bytes().end());
+        next.op(wire::MasterOp::next).u32(id_).append(report);
         std::optional<Reader> r;
         try {
-            buf.resize(LITE_RPC_MAX);
-            buf.resize(s_.call(cfg_.master_node, cfg_.master_port, msg, buf, lease_));
-            r.emplace(buf);
-            const uint32_t status = r->u32();
-            if (status != 0) {
-                throw lite::Error(static_cast<int>(status), "the master refused: " + r->str());
-            }
+            r.emplace(call_master(next, buf, lease_));
         } catch (const std::exception& e) {
             // After another thread heard "exit", the master stops serving:
             // a call that fails then is no error.
