@@ -55,6 +55,9 @@
 #                output is compared byte for byte with the others'.
 #                report.py makes the tables, CSVs, figure and summary keys
 #
+# The headline figures of rpc, rpc_tput, latency, ops, async, first_op and
+# reg go into summary.json too (report.py core, after the last section).
+#
 # Every native measurement is made in both of the native programs' poll
 # modes: busy (ibv_poll_cq in a loop) and event (sleeping on a completion
 # channel). Busy polling from user space is the fastest way on real
@@ -69,7 +72,7 @@
 # BENCH_ZITERS (300), BENCH_RPC_ITERS (BENCH_ITERS), BENCH_RPC_SIZES
 # (8,64,512,4096,32768,65536), BENCH_TPUT_THREADS (1,2,4), BENCH_TPUT_SIZE
 # (64), BENCH_TPUT_SECONDS (3), BENCH_CQ_MODES ("busy softirq workqueue
-# adaptive"), BENCH_CQ_ITERS (BENCH_ITERS), BENCH_CQ_SIZES (8,4096),
+# adaptive poll"), BENCH_CQ_ITERS (BENCH_ITERS), BENCH_CQ_SIZES (8,4096),
 # BENCH_OPS_ITERS (500), BENCH_OPS_SIZES (BENCH_SIZES), BENCH_FIRST_RUNS
 # (20), BENCH_REG_SIZES (4K,64K,1M,16M,256M,1G), BENCH_MR_SIZES
 # (1M,16M,256M,1G,4G), BENCH_MR_REGIONS (1,10,100,1000,10000),
@@ -413,7 +416,7 @@ if want cq_modes; then
 # a small and a page-sized call and lite-lat at 8 bytes, against native runs
 # made once here in both poll modes (native code does not depend on lite's
 # mode).
-cq_modes=${BENCH_CQ_MODES:-busy softirq workqueue adaptive}
+cq_modes=${BENCH_CQ_MODES:-busy softirq workqueue adaptive poll}
 cq_iters=${BENCH_CQ_ITERS:-$iters}
 cq_sizes=${BENCH_CQ_SIZES:-8,4096}
 cq_opts=(--iters "$cq_iters" --warmup "$warmup")
@@ -861,6 +864,16 @@ py=python3
 "$py" "$(dirname "$0")/report.py" "$out" mapreduce >/dev/null || { say "FAILED: report.py mapreduce"; rc=1; }
 cat "$out/mapreduce.txt"
 fi # mapreduce
+
+# The headline figures of the sections above (their tables are made) into
+# summary.json: benchmarks/report.py core.
+case " $only " in
+*" rpc "* | *" rpc_tput "* | *" latency "* | *" ops "* | *" async "* | *" first_op "* | *" reg "*)
+	py=python3
+	[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+	"$py" "$(dirname "$0")/report.py" "$out" core >/dev/null || { say "FAILED: report.py core"; rc=1; }
+	;;
+esac
 
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
 // lite-rpc: RPC round trips through liblite's C API (LITE_rpc_call,
-// LITE_rpc_recv, LITE_rpc_reply in lite/lite.h), to compare with native-rpc
+// LITE_rpc_reply_recv in lite/lite.h), to compare with native-rpc
 // (see benchmarks/bench.sh).
 //
 // Brings nothing up itself: the nodes must already run (litectl up). One
 // process is both sides: it attaches to node instance SERVER_INSTANCE,
 // registers PORT there and echoes every call from as many server threads as
-// the run has client threads at most (each LITE_rpc_recv, then
-// LITE_rpc_reply with the same bytes); and it attaches to CLIENT_INSTANCE
+// the run has client threads at most (each LITE_rpc_reply_recv: the echo of
+// the last call and the next receive in one system call); and it attaches
+// to CLIENT_INSTANCE
 // and calls PORT on the server instance's node, one call at a time per
 // client thread. Every reply is checked against its request (rpc.hpp): a
 // wrong reply, or a server thread that failed, fails the run.
@@ -120,13 +121,27 @@ private:
     void serve(std::exception_ptr& error, std::vector<uint8_t> buf, const std::stop_token& st) noexcept
     {
         try {
+            // Each echo goes out with the next receive (one system call per
+            // call): the reply is read from buf before the next request
+            // lands in it.
+            uint64_t token = 0;
+            size_t len = 0;
             while (!st.stop_requested()) {
                 lite_rpc_in_t in{};
-                int rc = LITE_rpc_recv(lite_, port_, buf.data(), buf.size(), kRecvWaitMs, &in);
+                int rc =
+                    LITE_rpc_reply_recv(lite_, token, buf.data(), len, port_, buf.data(), buf.size(), kRecvWaitMs, &in);
+                if (token != 0) {
+                    if (in.reply_status < 0) {
+                        throw lite_error("server: LITE_rpc_reply_recv(reply of " + std::to_string(len) + " bytes)",
+                                         in.reply_status);
+                    }
+                    served_.fetch_add(1, std::memory_order_relaxed);
+                    token = 0;
+                }
                 if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EINTR)
                     continue; // nothing yet: look at st again
                 if (rc < 0)
-                    throw lite_error("server: LITE_rpc_recv(port " + std::to_string(port_) + ")", rc);
+                    throw lite_error("server: LITE_rpc_reply_recv(port " + std::to_string(port_) + ")", rc);
                 if (in.token == 0) {
                     throw std::runtime_error("server: a one-way message of " + std::to_string(in.len) +
                                              " bytes from node " + std::to_string(in.src_node) +
@@ -136,9 +151,13 @@ private:
                     throw std::runtime_error("server: LITE_rpc_recv reported " + std::to_string(in.len) +
                                              " bytes in a buffer of " + std::to_string(buf.size()));
                 }
-                rc = LITE_rpc_reply(lite_, in.token, buf.data(), in.len);
+                token = in.token;
+                len = in.len;
+            }
+            if (token != 0) {
+                int rc = LITE_rpc_reply(lite_, token, buf.data(), len);
                 if (rc < 0)
-                    throw lite_error("server: LITE_rpc_reply(" + std::to_string(in.len) + " bytes)", rc);
+                    throw lite_error("server: LITE_rpc_reply(" + std::to_string(len) + " bytes)", rc);
                 served_.fetch_add(1, std::memory_order_relaxed);
             }
         } catch (...) {

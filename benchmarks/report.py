@@ -27,6 +27,18 @@ plot.py):
         three nodes over the single-process baseline), all on 256 MiB
         except the inverted index (64 files, 32 MiB).
 
+  core  from the tables bench.sh's other sections wrote (rpc.csv,
+        rpc_tput.csv, latency.csv, ops.csv, async.csv, first_op.csv,
+        reg.csv), whichever are there: summary keys rpc_lat_8,
+        rpc_lat_64, rpc_lat_4096, rpc_lat_65536 (median round trip against
+        the better native median), rpc_tput_1, rpc_tput_2, rpc_tput_4
+        (64-byte calls/s against the higher native), write_lat_8,
+        read_lat_8, write_lat_4096, read_lat_4096, fetch_add_lat,
+        async_write_qd1, async_write_qd32, async_read_qd32 (lite's
+        io_uring ops/s against the higher native), first_op, alloc_4096,
+        alloc_1g (LMR allocation against native registration). Each names
+        its native baseline in "native_mode".
+
 DIR/summary.json maps each headline figure's key to {"lite", "native",
 "ratio", "unit"} (lite's figure, the baseline's from the same run, lite
 over baseline) or {"value", "unit"}; this script replaces the keys of the
@@ -402,7 +414,92 @@ def plot_mapreduce(d, keys, lite, mpi, serial):
            os.path.join(d, "mapreduce.png"), rotation=0)
 
 
-SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce}
+# ---- core: RPC, one-sided, atomics, async, first op, allocation ------------
+
+
+def named(entry, mode):
+    """@entry (from pair()) with the native baseline it was measured against."""
+    if entry is not None:
+        entry["native_mode"] = mode
+    return entry
+
+
+def best_native(row, prefix, suffix, lower):
+    """The better of a row's native busy and event figures, and its mode."""
+    cands = [(num(row, f"{prefix}busy{suffix}"), "busy"), (num(row, f"{prefix}event{suffix}"), "event")]
+    cands = [c for c in cands if c[0] is not None]
+    if not cands:
+        return None, None
+    return (min if lower else max)(cands, key=lambda c: c[0])
+
+
+def optional_rows(d, name):
+    try:
+        return rows_of(os.path.join(d, name))
+    except Missing:
+        return None
+
+
+def section_core(d, summary):
+    found = False
+    rows = optional_rows(d, "rpc.csv")
+    if rows:
+        found = True
+        by = {r["size"]: r for r in rows}
+        for size in ("8", "64", "4096", "65536"):
+            r = by.get(size)
+            native, mode = best_native(r, "native_", "_median_us", True) if r else (None, None)
+            summary[f"rpc_lat_{size}"] = named(pair(num(r, "lite_median_us"), native, "us"), mode)
+    rows = optional_rows(d, "rpc_tput.csv")
+    if rows:
+        found = True
+        by = {r["threads"]: r for r in rows}
+        for t in ("1", "2", "4"):
+            r = by.get(t)
+            native, mode = best_native(r, "native_", "_calls_per_s", False) if r else (None, None)
+            summary[f"rpc_tput_{t}"] = named(pair(num(r, "lite_calls_per_s"), native, "calls/s"), mode)
+    rows = optional_rows(d, "latency.csv")
+    if rows:
+        found = True
+        by = {(r["op"], r["size"]): r for r in rows}
+        for op, size in (("write", "8"), ("read", "8"), ("write", "4096"), ("read", "4096")):
+            r = by.get((op, size))
+            native, mode = best_native(r, "native_", "_median_us", True) if r else (None, None)
+            summary[f"{op}_lat_{size}"] = named(pair(num(r, "lite_median_us"), native, "us"), mode)
+    rows = optional_rows(d, "ops.csv")
+    if rows:
+        found = True
+        by = {(r["op"], r["size"]): r for r in rows}
+        summary["fetch_add_lat"] = named(pair(num(by.get(("lite-fetch-add", "8")), "median_us"),
+                                              num(by.get(("fetch-add", "8")), "median_us"), "us"), "busy")
+    rows = optional_rows(d, "async.csv")
+    if rows:
+        found = True
+        by = {(r["op"], r["qd"]): r for r in rows}
+        for key, op, qd in (("async_write_qd1", "write", "1"), ("async_write_qd32", "write", "32"),
+                            ("async_read_qd32", "read", "32")):
+            r = by.get((op, qd))
+            native, mode = best_native(r, "native_", "_ops_s", False) if r else (None, None)
+            summary[key] = named(pair(num(r, "lite_ring_ops_s"), native, "ops/s"), mode)
+    rows = optional_rows(d, "first_op.csv")
+    if rows:
+        found = True
+        by = {r["mode"]: r for r in rows}
+        summary["first_op"] = named(pair(num(by.get("lite"), "median_us"), num(by.get("native"), "median_us"), "us"),
+                                    "native")
+    rows = optional_rows(d, "reg.csv")
+    if rows:
+        found = True
+        by = {r["size"]: r for r in rows}
+        for key, size in (("alloc_4096", "4096"), ("alloc_1g", "1073741824")):
+            r = by.get(size)
+            summary[key] = named(pair(num(r, "lite_alloc_us"), num(r, "native_reg_us"), "us"), "native registration")
+    if not found:
+        note("core: none of rpc.csv, rpc_tput.csv, latency.csv, ops.csv, async.csv, first_op.csv, reg.csv")
+    return found
+
+
+SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce, "core": section_core}
 
 
 def main(argv):

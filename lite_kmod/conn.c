@@ -187,6 +187,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_WORK(&conn->defer_work, lite_conn_defer_work);
 	INIT_LIST_HEAD(&conn->rpc_errs);
 	INIT_WORK(&conn->rpc_work, lite_rpc_work);
+	spin_lock_init(&conn->rcall_lock);
 	INIT_LIST_HEAD(&conn->aops);
 	INIT_WORK(&conn->aop_work, lite_rdma_aop_work);
 
@@ -394,8 +395,8 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 			 lite_cq_poll_ctx(conn->node));
 	if (IS_ERR(cq))
 		return PTR_ERR(cq);
-	conn->cq = cq;
-	lite_poll_add(conn);
+	WRITE_ONCE(conn->cq, cq);	/* waiters poll it (poll.c) */
+	lite_cq_init(conn);
 
 	attr.event_handler = lite_qp_event;
 	attr.qp_context = conn;
@@ -1032,6 +1033,77 @@ void lite_conn_close(struct lite_conn *conn)
 	queue_work(conn->node->close_wq, &conn->close_work);
 }
 
+/* A marker work request of lite_conn_drain(). */
+struct lite_drain {
+	struct ib_cqe cqe;
+	bool done;
+};
+
+static void lite_drain_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct lite_drain *d = container_of(wc->wr_cqe, struct lite_drain,
+					    cqe);
+
+	WRITE_ONCE(d->done, true);
+}
+
+/*
+ * Flush every work request of @conn's QP through the CQ, so that each
+ * one's handler ran: ib_drain_qp() for the CQs the RDMA core polls. The
+ * ones lite polls (lite_cq_stop() made the caller their only poller) get
+ * the same in a loop that polls at once instead of every 100 ms: the QP
+ * goes to the error state, and a send and a receive posted after every
+ * other complete last. Like ib_drain_qp(), it waits as long as that
+ * takes (a handler that never ran would leave a waiter and the
+ * connection's references behind), saying so after LITE_DATA_TIMEOUT_MS.
+ */
+static void lite_conn_drain(struct lite_conn *conn)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct ib_qp *qp = conn->cm_id->qp;
+	struct lite_drain sd = { .cqe.done = lite_drain_done };
+	struct lite_drain rd = { .cqe.done = lite_drain_done };
+	struct ib_rdma_wr swr = {
+		.wr = {
+			.wr_cqe = &sd.cqe,
+			.opcode = IB_WR_RDMA_WRITE,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+	};
+	struct ib_recv_wr rwr = { .wr_cqe = &rd.cqe };
+	unsigned long deadline;
+	int ret;
+
+	if (lite_cq_poll_ctx(conn->node) != IB_POLL_DIRECT) {
+		ib_drain_qp(qp);
+		return;
+	}
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE);
+	if (ret) {
+		pr_warn("lite%u: cannot drain a QP: error %d\n",
+			conn->node->instance, ret);
+		return;
+	}
+	if (ib_post_send(qp, &swr.wr, NULL))
+		sd.done = true;
+	if (ib_post_recv(qp, &rwr, NULL))
+		rd.done = true;
+	deadline = jiffies + msecs_to_jiffies(LITE_DATA_TIMEOUT_MS);
+	while (!READ_ONCE(sd.done) || !READ_ONCE(rd.done)) {
+		local_bh_disable();	/* as for every handler */
+		ret = ib_process_cq_direct(conn->cq, -1);
+		local_bh_enable();
+		if (ret)
+			continue;
+		if (deadline && time_after(jiffies, deadline)) {
+			pr_warn("lite%u: a QP is still draining after %u ms\n",
+				conn->node->instance, LITE_DATA_TIMEOUT_MS);
+			deadline = 0;
+		}
+		usleep_range(50, 200);
+	}
+}
+
 static void lite_conn_close_work(struct work_struct *work)
 {
 	struct lite_conn *conn = container_of(work, struct lite_conn,
@@ -1047,8 +1119,8 @@ static void lite_conn_close_work(struct work_struct *work)
 		rdma_unlock_handler(id);
 		rdma_disconnect(id);
 		if (conn->has_qp) {
-			lite_poll_del(conn);	/* the drain polls it now */
-			ib_drain_qp(id->qp);
+			lite_cq_stop(conn);	/* the drain polls it now */
+			lite_conn_drain(conn);
 			rdma_destroy_qp(id);
 			conn->has_qp = false;
 		}
@@ -1058,7 +1130,7 @@ static void lite_conn_close_work(struct work_struct *work)
 	/* No handler, QP event or CQ callback can queue these any more. */
 	cancel_delayed_work_sync(&conn->handshake_timer);
 	cancel_work_sync(&conn->event_work);
-	lite_poll_del(conn);
+	lite_cq_stop(conn);
 	flush_work(&conn->defer_work);	/* what the CQ handed over */
 	flush_work(&conn->aop_work);
 	if (conn->cq)

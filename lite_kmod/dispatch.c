@@ -56,8 +56,10 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_HEARTBEAT]	= { lite_cluster_handle_heartbeat, NULL,
 				    LITE_RUN_CQ, LITE_HS | LITE_RDY },
-	/* Credits only: lite_msg_received() takes them from every message. */
-	[LITE_MSG_CREDIT]	= { NULL, NULL, LITE_RUN_RX,
+	/* Credits only: lite_msg_received() takes them from every message;
+	 * where it arrives, so a writer waiting for them wakes at once.
+	 */
+	[LITE_MSG_CREDIT]	= { NULL, NULL, LITE_RUN_CQ,
 				    LITE_HS | LITE_RDY },
 	/* The memory node's side of LMRs (export.c) */
 	[LITE_MSG_LMR_ALLOC]	= { lite_export_handle_alloc, NULL,
@@ -85,7 +87,7 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 	/* RPC (rpc.c) and synchronisation (sync.c) */
 	[LITE_MSG_RING]		= { lite_rpc_handle_ring, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
-	[LITE_MSG_RING_ACK]	= { lite_rpc_ack, NULL, LITE_RUN_RX, LITE_RDY },
+	[LITE_MSG_RING_ACK]	= { lite_rpc_ack, NULL, LITE_RUN_CQ, LITE_RDY },
 	[LITE_MSG_SYNC]		= { lite_sync_handle, NULL, LITE_RUN_RX,
 				    LITE_RDY },
 	/* DSM (dsm.c: the users' side; dsm_home.c: the home's). A close
@@ -211,7 +213,8 @@ void lite_msg_received(struct lite_rx *rx)
 		lite_conn_repost(rx);	/* nothing will answer it */
 		return;
 	}
-	if (!lite_msg_allowed(conn, h) || (!h->fn && h->run != LITE_RUN_RX))
+	if (!lite_msg_allowed(conn, h) ||
+	    (!h->fn && h->run != LITE_RUN_RX && h->run != LITE_RUN_CQ))
 		goto bad_msg;
 	if (h->run == LITE_RUN_ORDERED || h->run == LITE_RUN_UNORDERED) {
 		lite_msg_queue(rx, h);

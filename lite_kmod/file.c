@@ -600,6 +600,17 @@ static long lite_ioc_rpc_call(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
+static bool lite_rpc_recv_ok(const struct lite_rpc_recv *rr)
+{
+	return rr->port && !rr->flags && !rr->len && !rr->token &&
+	       !rr->src_node && lite_zero(rr->reserved, sizeof(rr->reserved));
+}
+
+static bool lite_rpc_reply_ok(const struct lite_rpc_reply *rp)
+{
+	return !rp->flags && lite_zero(rp->reserved, sizeof(rp->reserved));
+}
+
 static long lite_ioc_rpc_recv(struct lite_file *lf, void __user *argp)
 {
 	struct lite_rpc_recv rr;
@@ -608,8 +619,7 @@ static long lite_ioc_rpc_recv(struct lite_file *lf, void __user *argp)
 
 	if (copy_from_user(&rr, argp, sizeof(rr)))
 		return -EFAULT;
-	if (!rr.port || rr.flags || rr.len || rr.token || rr.src_node ||
-	    !lite_zero(rr.reserved, sizeof(rr.reserved)))
+	if (!lite_rpc_recv_ok(&rr))
 		return -EINVAL;
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
@@ -631,13 +641,40 @@ static long lite_ioc_rpc_reply(struct lite_file *lf, void __user *argp)
 
 	if (copy_from_user(&rp, argp, sizeof(rp)))
 		return -EFAULT;
-	if (rp.flags || !lite_zero(rp.reserved, sizeof(rp.reserved)))
+	if (!lite_rpc_reply_ok(&rp))
 		return -EINVAL;
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
 	ret = lite_rpc_reply(lf, node, &rp);
 	lite_node_put(node);
+	return ret;
+}
+
+static long lite_ioc_rpc_reply_recv(struct lite_file *lf, void __user *argp)
+{
+	struct lite_rpc_reply_recv rr;
+	struct lite_node *node;
+	long ret = 0;
+
+	if (copy_from_user(&rr, argp, sizeof(rr)))
+		return -EFAULT;
+	if (!lite_rpc_reply_ok(&rr.reply) || !lite_rpc_recv_ok(&rr.recv))
+		return -EINVAL;
+	node = lite_file_node(lf);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	if (rr.reply.token)
+		ret = lite_rpc_reply(lf, node, &rr.reply);
+	if (!ret) {
+		rr.reply.token = 0;
+		ret = lite_rpc_recv(lf, node, &rr.recv);
+	}
+	lite_node_put(node);
+	if (rr.reply.token)
+		return ret;	/* the reply failed: nothing received */
+	if (copy_to_user(argp, &rr, sizeof(rr)))
+		return -EFAULT;	/* a call taken stays with this file */
 	return ret;
 }
 
@@ -784,6 +821,8 @@ long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		return lite_ioc_rpc_recv(lf, argp);
 	case LITE_IOC_RPC_REPLY:
 		return lite_ioc_rpc_reply(lf, argp);
+	case LITE_IOC_RPC_REPLY_RECV:
+		return lite_ioc_rpc_reply_recv(lf, argp);
 	case LITE_IOC_MSG_SEND:
 		return lite_ioc_msg_send(lf, argp);
 	case LITE_IOC_LOCK:

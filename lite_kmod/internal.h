@@ -26,6 +26,7 @@
 #include <linux/miscdevice.h>
 #include <linux/hashtable.h>
 #include <linux/uidgid.h>
+#include <linux/irq_poll.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include <rdma/ib_cm.h>
@@ -79,9 +80,16 @@
 #define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
+#define LITE_RCALL_CACHE	4	/* reply buffers a connection keeps */
+#define LITE_RCALL_CACHE_ORDER	5	/* ... each of up to 128 KiB */
 #define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
-#define LITE_CQ_MODE_BEST	LITE_CQ_SOFTIRQ	/* measured: see
+#define LITE_POLL_BUDGET	64	/* poll mode: completions per softirq
+					 * pass */
+#define LITE_POLL_MIN_US	20	/* poll mode: shortest poll of a wait */
+#define LITE_POLL_MAX_US	1000	/* ... longest (waits that take longer
+					 * on average poll the shortest) */
+#define LITE_CQ_MODE_BEST	LITE_CQ_POLL	/* measured: see
 					 * docs/benchmarks.md */
 /* io_uring reads/writes up to this run asynchronously, longer ones in
  * io_uring's workers
@@ -238,7 +246,12 @@ struct lite_node {
 	struct workqueue_struct *cq_wq;	/* control messages taken off the CQ */
 	struct task_struct *poller;	/* immutable: LITE_CQ_BUSY's thread */
 	spinlock_t poll_lock;		/* serialises changes to poll_conns */
-	struct list_head poll_conns;	/* RCU; conns the poller polls */
+	struct list_head poll_conns;	/* RCU; conns whose CQs lite polls
+					 * (busy and poll modes) */
+	u32 wait_rtt_ns;		/* LITE_CQ_POLL: recent waits for a
+					 * connection's completion, averaged
+					 * (racy by design: a hint) */
+	u32 wait_req_ns;		/* ... and for a request, any peer */
 
 	/* RPC (rpc.c) and synchronisation (sync.c). */
 	struct xarray services;		/* port -> lite_service; xa lock (bh) */
@@ -351,6 +364,8 @@ struct lite_service {
 	struct list_head queue;		/* lite_rpc_in waiting for RECV */
 	bool dead;			/* unregistered: no more arrivals */
 	wait_queue_head_t wq;		/* receivers */
+	atomic_t pollers;		/* receivers polling, not asleep: an
+					 * arrival wakes no one for them */
 	struct list_head file_entry;	/* lite_file.services; file lock */
 	struct rcu_head rcu;
 };
@@ -360,7 +375,7 @@ struct lite_rcall {
 	u32 id;				/* immutable: key in node->rpc_calls */
 	struct lite_conn *conn;		/* holds a reference */
 	struct lite_kbuf buf;		/* the reply lands here */
-	u64 cap;			/* immutable: payload bytes wanted */
+	u64 cap;			/* payload bytes wanted (set per call) */
 	struct completion done;
 	/* Written before @done completes, under the rpc_calls lock: */
 	int status;
@@ -546,6 +561,8 @@ struct lite_conn {
 	atomic64_t last_rtt_ns;
 
 	struct list_head poll_entry;	/* node->poll_conns; node poll_lock */
+	unsigned long cq_flags;		/* LITE_CQF_* bits (poll.c) */
+	struct irq_poll iop;		/* LITE_CQ_POLL: completion events */
 	struct list_head rx_deferred;	/* lite_rx for defer_work; conn lock */
 	struct work_struct defer_work;	/* on node->cq_wq */
 	struct lite_ring_rx *ring;	/* inbound ring; set once by the RING
@@ -554,6 +571,11 @@ struct lite_conn {
 	struct list_head rpc_errs;	/* lite_rpc_in to fail; conn lock */
 	bool ack_due;			/* conn lock: send a RING_ACK */
 	struct work_struct rpc_work;	/* sends error replies and acks */
+	spinlock_t rcall_lock;		/* protects the two fields below */
+	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
+					 * calls on this connection left, for the
+					 * next ones (rpc.c) */
+	u32 n_rcalls;
 	struct list_head aops;		/* conn lock: asynchronous
 					 * lite_rdma_op waiting for data slots,
 					 * posted in order as slots free up */
@@ -671,10 +693,12 @@ int lite_poller_start(struct lite_node *node);
 void lite_poller_stop(struct lite_node *node);
 void lite_poll_add(struct lite_conn *conn);
 void lite_poll_del(struct lite_conn *conn);
-bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
-	       unsigned long deadline);
-long lite_wait_done(const struct lite_node *node, struct completion *c,
-		    long timeout, bool killable);
+void lite_cq_init(struct lite_conn *conn);
+void lite_cq_stop(struct lite_conn *conn);
+bool lite_spin(struct lite_node *node, struct lite_conn *conn,
+	       bool (*cond)(void *), void *arg, unsigned long deadline);
+long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
+		    struct completion *c, long timeout, bool killable);
 
 /* buf.c: kernel buffers peers write into */
 int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,

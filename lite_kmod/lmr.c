@@ -462,7 +462,7 @@ static int lite_alloc_req_wait(struct lite_alloc_req *ar, u16 mem_node,
 	u32 req_id = ar->call.req_id;
 	long left;
 
-	left = lite_wait_done(node, &ar->call.done,
+	left = lite_wait_done(node, ar->call.conn, &ar->call.done,
 			      max_t(long, (long)(deadline - jiffies), 1), true);
 	if (left > 0)
 		goto answered;

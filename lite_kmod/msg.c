@@ -174,7 +174,7 @@ int lite_call_wait(struct lite_call *call, unsigned long deadline)
 	struct lite_node *node = call->conn->node;
 	long left;
 
-	left = lite_wait_done(node, &call->done,
+	left = lite_wait_done(node, call->conn, &call->done,
 			      max_t(long, (long)(deadline - jiffies), 1), true);
 	if (left > 0)
 		return call->status;

@@ -2,11 +2,12 @@
 /*
  * Completion delivery, chosen per node (LITE_CQ_*): how completions are
  * noticed (a polling thread, softirq, or a workqueue) and how a thread
- * waiting for one waits (spin, sleep, or spin briefly and then sleep).
+ * waiting for one waits (spin, sleep, spin briefly and then sleep, or, in
+ * poll mode, poll the CQ itself for a while and then sleep).
  *
- * Completion handlers never sleep, whatever the mode: in softirq and busy
- * modes control messages are handed to node->cq_wq (conn.c), and the busy
- * poller runs handlers under rcu_read_lock().
+ * Completion handlers never sleep, whatever the mode: in softirq, busy and
+ * poll modes control messages are handed to node->cq_wq (conn.c), and
+ * handlers run with bottom halves off.
  */
 #include <linux/kthread.h>
 #include <linux/freezer.h>
@@ -20,19 +21,117 @@
  * lite_cq_poll_ctx - how a node's CQs are polled
  * @node: the node
  *
- * Return: IB_POLL_DIRECT in busy mode (the node's poller thread polls),
- * IB_POLL_WORKQUEUE in workqueue mode, else IB_POLL_SOFTIRQ.
+ * Return: IB_POLL_DIRECT in busy and poll modes (lite polls: its busy
+ * thread, or the waiters and lite_cq_iop()), IB_POLL_WORKQUEUE in
+ * workqueue mode, else IB_POLL_SOFTIRQ.
  */
 enum ib_poll_context lite_cq_poll_ctx(const struct lite_node *node)
 {
 	switch (node->cq_mode) {
 	case LITE_CQ_BUSY:
+	case LITE_CQ_POLL:
 		return IB_POLL_DIRECT;
 	case LITE_CQ_WORKQUEUE:
 		return IB_POLL_WORKQUEUE;
 	default:
 		return IB_POLL_SOFTIRQ;
 	}
+}
+
+/*
+ * A CQ that lite polls itself (IB_POLL_DIRECT: busy and poll modes) has one
+ * poller at a time, whoever it is: the busy thread, lite_cq_iop() in
+ * softirq, or a waiting thread with bottom halves off. Handlers therefore
+ * run in completion order, as the ring and the reply ordering need.
+ * LITE_CQF_OWNED is that ownership; close_work takes it for good before
+ * the drain, which then polls alone. Only lite_cq_iop() arms the CQ, once
+ * it polled it empty; a waiter owns it briefly (bottom halves and so
+ * preemption off), so lite_cq_iop() finding it owned just runs again.
+ */
+enum {
+	LITE_CQF_OWNED,
+	LITE_CQF_STOPPED,
+};
+
+static bool lite_cq_own(struct lite_conn *conn)
+{
+	return !test_and_set_bit_lock(LITE_CQF_OWNED, &conn->cq_flags);
+}
+
+static void lite_cq_disown(struct lite_conn *conn)
+{
+	clear_bit_unlock(LITE_CQF_OWNED, &conn->cq_flags);
+}
+
+/*
+ * Poll mode: the completion event of a CQ (any context the driver calls
+ * it in) schedules lite_cq_iop().
+ */
+static void lite_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct lite_conn *conn = ctx;
+
+	irq_poll_sched(&conn->iop);
+}
+
+/* Poll mode, softirq: poll the CQ; once it is empty, arm it again. */
+static int lite_cq_iop(struct irq_poll *iop, int budget)
+{
+	struct lite_conn *conn = container_of(iop, struct lite_conn, iop);
+	int n;
+
+	if (!lite_cq_own(conn))
+		return budget;	/* stay scheduled: polled again soon */
+	n = ib_process_cq_direct(conn->cq, budget);
+	if (n < budget) {
+		irq_poll_complete(iop);
+		if (ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP |
+				     IB_CQ_REPORT_MISSED_EVENTS) > 0)
+			irq_poll_sched(iop);
+	}
+	lite_cq_disown(conn);
+	return n;
+}
+
+/**
+ * lite_cq_init - start delivering the completions of @conn's new CQ
+ * @conn: the connection; conn->cq was just allocated with
+ *	  lite_cq_poll_ctx()
+ *
+ * Poll mode takes the CQ's completion events (lite_cq_event()) and arms
+ * it; busy mode hands it to the node's thread; the other modes leave it
+ * to the RDMA core.
+ */
+void lite_cq_init(struct lite_conn *conn)
+{
+	if (conn->node->cq_mode == LITE_CQ_POLL) {
+		conn->cq->comp_handler = lite_cq_event;
+		irq_poll_init(&conn->iop, LITE_POLL_BUDGET, lite_cq_iop);
+		ib_req_notify_cq(conn->cq, IB_CQ_NEXT_COMP);
+	}
+	lite_poll_add(conn);
+}
+
+/**
+ * lite_cq_stop - leave @conn's CQ to the caller alone
+ * @conn: the connection, in close_work
+ *
+ * In busy and poll modes, stops the busy thread, the completion events and
+ * the waiters polling it, and takes it for good: afterwards only the
+ * caller polls it (lite_conn_drain() does), and it may be freed. Idempotent.
+ * May sleep.
+ */
+void lite_cq_stop(struct lite_conn *conn)
+{
+	if (!conn->cq || lite_cq_poll_ctx(conn->node) != IB_POLL_DIRECT ||
+	    test_and_set_bit(LITE_CQF_STOPPED, &conn->cq_flags))
+		return;
+	lite_poll_del(conn);
+	if (conn->node->cq_mode == LITE_CQ_POLL)
+		irq_poll_disable(&conn->iop);
+	/* A waiter owns it for a few completions at most. */
+	while (!lite_cq_own(conn))
+		usleep_range(10, 50);
 }
 
 /* LITE_CQ_BUSY: poll every connection's CQ until the node goes away. */
@@ -45,8 +144,15 @@ static int lite_poller(void *arg)
 	while (!kthread_should_stop()) {
 		try_to_freeze();
 		rcu_read_lock();
-		list_for_each_entry_rcu(conn, &node->poll_conns, poll_entry)
-			ib_process_cq_direct(conn->cq, LITE_BUSY_BUDGET);
+		list_for_each_entry_rcu(conn, &node->poll_conns, poll_entry) {
+			local_bh_disable();
+			if (lite_cq_own(conn)) {
+				ib_process_cq_direct(conn->cq,
+						     LITE_BUSY_BUDGET);
+				lite_cq_disown(conn);
+			}
+			local_bh_enable();
+		}
 		rcu_read_unlock();
 		cond_resched();
 	}
@@ -88,7 +194,7 @@ void lite_poller_stop(struct lite_node *node)
 }
 
 /**
- * lite_poll_add - let the poller see @conn's CQ (busy mode only)
+ * lite_poll_add - let pollers see @conn's CQ (busy and poll modes)
  * @conn: the connection whose CQ was just created
  *
  * Takes the node's poll_lock.
@@ -97,7 +203,7 @@ void lite_poll_add(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
 
-	if (node->cq_mode != LITE_CQ_BUSY)
+	if (lite_cq_poll_ctx(node) != IB_POLL_DIRECT)
 		return;
 	spin_lock(&node->poll_lock);
 	list_add_tail_rcu(&conn->poll_entry, &node->poll_conns);
@@ -105,18 +211,19 @@ void lite_poll_add(struct lite_conn *conn)
 }
 
 /**
- * lite_poll_del - take @conn's CQ from the poller
+ * lite_poll_del - take @conn's CQ off the node's list of polled CQs
  * @conn: the connection
  *
- * After this only the caller polls the CQ. Does nothing outside busy mode
- * or if the CQ is not polled. Takes the node's poll_lock and waits for an
- * RCU grace period: may sleep.
+ * After this no thread finds the CQ on the node's list. Does nothing
+ * outside busy and poll modes or if the CQ is not listed. Takes the
+ * node's poll_lock and waits for an RCU grace period: may sleep.
  */
 void lite_poll_del(struct lite_conn *conn)
 {
 	struct lite_node *node = conn->node;
 
-	if (node->cq_mode != LITE_CQ_BUSY || list_empty(&conn->poll_entry))
+	if (lite_cq_poll_ctx(node) != IB_POLL_DIRECT ||
+	    list_empty(&conn->poll_entry))
 		return;
 	spin_lock(&node->poll_lock);
 	list_del_rcu(&conn->poll_entry);
@@ -125,27 +232,125 @@ void lite_poll_del(struct lite_conn *conn)
 	INIT_LIST_HEAD(&conn->poll_entry);
 }
 
+/*
+ * Poll mode: poll @conn's CQ, or every CQ of @node if @conn is NULL, once,
+ * where no one else does right now. Bottom halves are off while a handler
+ * runs, as they are for the softirq ones; enabling them again runs the
+ * softirq work that came meanwhile (rxe's, on this CPU).
+ */
+static void lite_poll_once(struct lite_node *node, struct lite_conn *conn)
+{
+	struct lite_conn *c;
+	struct ib_cq *cq;
+
+	local_bh_disable();
+	if (conn) {
+		/* Before close_work stops it, the CQ exists or is NULL. */
+		if (lite_cq_own(conn)) {
+			cq = READ_ONCE(conn->cq);
+			if (cq)
+				ib_process_cq_direct(cq, LITE_BUSY_BUDGET);
+			lite_cq_disown(conn);
+		}
+	} else {
+		rcu_read_lock();
+		list_for_each_entry_rcu(c, &node->poll_conns, poll_entry) {
+			if (lite_cq_own(c)) {
+				ib_process_cq_direct(c->cq, LITE_BUSY_BUDGET);
+				lite_cq_disown(c);
+			}
+		}
+		rcu_read_unlock();
+	}
+	local_bh_enable();
+}
+
+/*
+ * Poll mode: how long a wait polls. Waits that recently took up to
+ * LITE_POLL_MAX_US poll twice their average (most then end without a
+ * sleep); longer ones poll LITE_POLL_MIN_US, a probe that lets the
+ * average come down again.
+ */
+static u64 lite_poll_bound_ns(u32 avg_ns)
+{
+	if (avg_ns >= LITE_POLL_MAX_US * NSEC_PER_USEC)
+		return LITE_POLL_MIN_US * NSEC_PER_USEC;
+	return clamp_t(u64, 2ULL * avg_ns, LITE_POLL_MIN_US * NSEC_PER_USEC,
+		       LITE_POLL_MAX_US * NSEC_PER_USEC);
+}
+
+static void lite_poll_note(u32 *avg_ns, u64 ns)
+{
+	u32 avg = READ_ONCE(*avg_ns);
+
+	ns = min_t(u64, ns, 2ULL * LITE_POLL_MAX_US * NSEC_PER_USEC);
+	WRITE_ONCE(*avg_ns, avg - avg / 8 + (u32)ns / 8);
+}
+
+/* Threads in lite_poll() now, all nodes together: at most one per CPU. */
+static atomic_t lite_pollers = ATOMIC_INIT(0);
+
+/*
+ * Poll mode: poll until @cond holds, for the bound, as long as no other
+ * task wants this CPU and there is one CPU per poller. A wait that polls
+ * its whole bound in vain counts as a long one.
+ */
+static bool lite_poll(struct lite_node *node, struct lite_conn *conn,
+		      bool (*cond)(void *), void *arg, unsigned long deadline)
+{
+	u32 *avg = conn ? &node->wait_rtt_ns : &node->wait_req_ns;
+	u64 start = ktime_get_ns(), now = start;
+	u64 until = start + lite_poll_bound_ns(READ_ONCE(*avg));
+	bool done = false;
+
+	if (atomic_inc_return(&lite_pollers) > num_online_cpus())
+		goto out;
+	while (!need_resched() && time_before(jiffies, deadline) &&
+	       !signal_pending(current)) {
+		lite_poll_once(node, conn);
+		now = ktime_get_ns();
+		if (cond(arg)) {
+			lite_poll_note(avg, now - start);
+			done = true;
+			break;
+		}
+		if (now >= until) {
+			lite_poll_note(avg, U64_MAX);
+			break;
+		}
+		cpu_relax();
+	}
+out:
+	atomic_dec(&lite_pollers);
+	return done || cond(arg);
+}
+
 /**
  * lite_spin - spin until @cond(@arg) holds, as the node's mode allows
  * @node: the node whose mode decides
+ * @conn: the connection whose completion makes @cond true, or NULL if it
+ *	  may come from any of the node's (poll mode polls their CQs)
  * @cond: the condition
  * @arg: its argument
  * @deadline: in jiffies; spinning never goes past it
  *
- * Busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when asked,
- * stopping on a signal), adaptive mode for LITE_CQ_SPIN_US (stopping early
- * when the CPU is needed), the others not at all; then the caller sleeps
- * until @deadline.
+ * Poll mode polls the CQ for a bound that follows the recent waits
+ * (lite_poll()); busy mode spins up to LITE_BUSY_SPIN_MS (yielding the
+ * CPU when asked, stopping on a signal), adaptive mode for LITE_CQ_SPIN_US
+ * (stopping early when the CPU is needed), the others not at all; then
+ * the caller sleeps until @deadline.
  *
  * Return: whether @cond held.
  */
-bool lite_spin(const struct lite_node *node, bool (*cond)(void *), void *arg,
-	       unsigned long deadline)
+bool lite_spin(struct lite_node *node, struct lite_conn *conn,
+	       bool (*cond)(void *), void *arg, unsigned long deadline)
 {
 	unsigned long stop;
 	u64 until;
 
-	if (node->cq_mode == LITE_CQ_ADAPTIVE) {
+	if (node->cq_mode == LITE_CQ_POLL) {
+		return lite_poll(node, conn, cond, arg, deadline);
+	} else if (node->cq_mode == LITE_CQ_ADAPTIVE) {
 		until = ktime_get_ns() + LITE_CQ_SPIN_US * NSEC_PER_USEC;
 		/* Stop early for anyone who needs this CPU (rxe's work). */
 		while (ktime_get_ns() < until && !need_resched()) {
@@ -176,6 +381,7 @@ static bool lite_completion_done(void *c)
 /**
  * lite_wait_done - wait for a completion as the node's mode says
  * @node: the node whose mode decides (lite_spin(), then sleep)
+ * @conn: the connection whose completion completes @c, or NULL
  * @c: the completion
  * @timeout: in jiffies
  * @killable: a fatal signal ends the wait too
@@ -186,13 +392,13 @@ static bool lite_completion_done(void *c)
  * (at least 1) if @c completed, 0 on timeout, -ERESTARTSYS on a fatal
  * signal (only if @killable).
  */
-long lite_wait_done(const struct lite_node *node, struct completion *c,
-		    long timeout, bool killable)
+long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
+		    struct completion *c, long timeout, bool killable)
 {
 	unsigned long deadline = jiffies + timeout;
 	long left;
 
-	lite_spin(node, lite_completion_done, c, deadline);
+	lite_spin(node, conn, lite_completion_done, c, deadline);
 	left = max_t(long, (long)(deadline - jiffies), 1);
 	if (killable)
 		return wait_for_completion_killable_timeout(c, left);

@@ -307,7 +307,7 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
 	long left = 1;
 
 	if (!atomic_dec_and_test(&op->pending)) {
-		left = lite_wait_done(op->conn->node, &op->done,
+		left = lite_wait_done(op->conn->node, op->conn, &op->done,
 				      msecs_to_jiffies(LITE_DATA_TIMEOUT_MS),
 				      false);
 		if (!left) {

@@ -185,18 +185,25 @@ static void lite_rpc_fail_in(struct lite_rpc_in *in, int err)
 static void lite_rpc_deliver(struct lite_node *node, struct lite_rpc_in *in)
 {
 	struct lite_service *svc;
-	bool queued = false;
+	bool queued = false, more = false;
 
 	rcu_read_lock();
 	svc = xa_load(&node->services, in->e.port);
 	if (svc) {
 		spin_lock_bh(&svc->lock);
 		if (!svc->dead) {
+			more = !list_empty(&svc->queue);
 			list_add_tail(&in->entry, &svc->queue);
 			queued = true;
 		}
 		spin_unlock_bh(&svc->lock);
-		if (queued)
+		/*
+		 * A receiver that polls takes it without a wake-up; one that
+		 * stops polling decrements pollers before it looks at the
+		 * queue (lite_service_take()).
+		 */
+		smp_mb();
+		if (queued && (more || !atomic_read(&svc->pollers)))
 			wake_up(&svc->wq);
 	}
 	rcu_read_unlock();
@@ -642,7 +649,7 @@ static int lite_ring_write(struct lite_conn *conn,
 	ret = lite_ring_setup(conn, deadline);
 	if (ret)
 		goto unlock;
-	if (!lite_spin(conn->node, lite_ring_room, &room, deadline)) {
+	if (!lite_spin(conn->node, conn, lite_ring_room, &room, deadline)) {
 		left = wait_event_killable_timeout(conn->tx_wq,
 			lite_ring_room(&room),
 			max_t(long, (long)(deadline - jiffies), 1));
@@ -884,11 +891,17 @@ void lite_rpc_conn_closed(struct lite_conn *conn)
 }
 
 /**
- * lite_rpc_conn_release - free what a connection's rings hold
+ * lite_rpc_conn_release - free its rings and the reply buffers it kept
  * @conn: the connection; its last reference is gone (LITE_HOOK_RELEASE)
  */
 void lite_rpc_conn_release(struct lite_conn *conn)
 {
+	while (conn->n_rcalls) {
+		struct lite_rcall *call = conn->rcalls[--conn->n_rcalls];
+
+		lite_kbuf_free(&call->buf);
+		kfree(call);
+	}
 	if (conn->ring)
 		lite_ring_free(conn->ring);
 	conn->ring = NULL;
@@ -1031,10 +1044,16 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 				    MAX_SCHEDULE_TIMEOUT;
 	unsigned long deadline = jiffies + min_t(long, timeout, HZ);
 	struct lite_rpc_in *in;
+	bool polled;
 	long left;
 
 	for (;;) {
-		if (!lite_spin(svc->node, lite_service_ready, svc, deadline)) {
+		atomic_inc(&svc->pollers);
+		polled = lite_spin(svc->node, NULL, lite_service_ready, svc,
+				   deadline);
+		atomic_dec(&svc->pollers);
+		smp_mb__after_atomic();	/* pairs with lite_rpc_deliver()'s */
+		if (!polled) {
 			left = wait_event_interruptible_timeout(svc->wq,
 				lite_service_ready(svc), timeout);
 			if (!left)
@@ -1202,21 +1221,89 @@ int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 
 /* Callers */
 
+/*
+ * A call a previous one on @conn left, with a reply buffer of at least
+ * @size bytes; NULL if none. Its bytes are those of an earlier reply on
+ * this connection: a reply's header says how many of them are its own.
+ */
+static struct lite_rcall *lite_rcall_cached(struct lite_conn *conn, u64 size)
+{
+	struct lite_rcall *call = NULL;
+	u32 i;
+
+	spin_lock(&conn->rcall_lock);
+	for (i = conn->n_rcalls; i-- > 0;) {
+		if (conn->rcalls[i]->buf.size < size)
+			continue;
+		call = conn->rcalls[i];
+		conn->rcalls[i] = conn->rcalls[--conn->n_rcalls];
+		break;
+	}
+	spin_unlock(&conn->rcall_lock);
+	if (call) {
+		reinit_completion(&call->done);
+		call->status = 0;
+		call->len = 0;
+		call->abandoned = false;
+		call->conn_failed = false;
+	}
+	return call;
+}
+
+/* A new call, with a reply buffer the cache can keep if it is small. */
+static struct lite_rcall *lite_rcall_alloc(struct lite_node *node, u64 size)
+{
+	struct lite_rcall *call;
+
+	call = kzalloc(sizeof(*call), GFP_KERNEL);
+	if (!call)
+		return NULL;
+	init_completion(&call->done);
+	if (get_order(size) <= LITE_RCALL_CACHE_ORDER)
+		size = PAGE_SIZE << get_order(size);
+	if (lite_kbuf_alloc(&call->buf, node->ibdev->dev, size,
+			    LITE_RPC_MAX_SEGS)) {
+		kfree(call);
+		return NULL;
+	}
+	return call;
+}
+
+/*
+ * The caller is done with @call and its reply: keep it for the next call
+ * on the connection if there is room, else free it.
+ */
+static void lite_rcall_recycle(struct lite_rcall *call)
+{
+	struct lite_conn *conn = call->conn;
+	bool kept = false;
+
+	if (get_order(call->buf.size) <= LITE_RCALL_CACHE_ORDER) {
+		spin_lock(&conn->rcall_lock);
+		if (conn->n_rcalls < LITE_RCALL_CACHE) {
+			conn->rcalls[conn->n_rcalls++] = call;
+			kept = true;
+		}
+		spin_unlock(&conn->rcall_lock);
+	}
+	if (kept)
+		lite_conn_put(conn);	/* the cache holds none */
+	else
+		lite_rcall_free(call);
+}
+
 static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 			    u64 cap, struct lite_rcall **out)
 {
 	struct lite_rcall *call;
 	int ret;
 
-	call = kzalloc(sizeof(*call), GFP_KERNEL);
+	call = lite_rcall_cached(conn, LITE_REPLY_HDR + cap);
+	if (!call)
+		call = lite_rcall_alloc(node, LITE_REPLY_HDR + cap);
 	if (!call)
 		return -ENOMEM;
-	init_completion(&call->done);
 	call->cap = cap;
-	ret = lite_kbuf_alloc(&call->buf, node->ibdev->dev,
-			      LITE_REPLY_HDR + cap, LITE_RPC_MAX_SEGS);
-	if (ret)
-		goto err;
 	call->conn = conn;
 	/*
 	 * lite_conn_close() marks the connection CLOSING before it fails the
@@ -1231,12 +1318,12 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 				&node->next_call_id, GFP_KERNEL);
 	xa_unlock_bh(&node->rpc_calls);
 	if (ret < 0)
-		goto err_buf;
+		goto err_free;
 	*out = call;
 	return 0;
-err_buf:
+err_free:
+	call->conn = NULL;	/* the caller's reference stays the caller's */
 	lite_kbuf_free(&call->buf);
-err:
 	kfree(call);
 	return ret;
 }
@@ -1320,7 +1407,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 		goto free;
 	}
 	/* The reply first: the request's completion is there by then. */
-	left = lite_wait_done(node, &call->done,
+	left = lite_wait_done(node, call->conn, &call->done,
 			      max_t(long, (long)(deadline - jiffies), 1), true);
 	lite_rpc_tx_finish(&tx, 0);	/* failures closed the connection */
 	if (left <= 0 && !lite_rcall_leave(node, call, true)) {
@@ -1336,6 +1423,8 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 		ret = lite_kbuf_to_user(&call->buf, LITE_REPLY_HDR,
 					u64_to_user_ptr(a->reply_ptr),
 					call->len);
+	lite_rcall_recycle(call);
+	return ret;
 free:
 	lite_rcall_free(call);
 	return ret;

@@ -305,17 +305,22 @@ int LITE_rpc_call(lite_t* l, uint32_t node, uint32_t port, const void* req, size
     return ret;
 }
 
-int LITE_rpc_recv(lite_t* l, uint32_t port, void* buf, size_t cap, uint32_t timeout_ms, lite_rpc_in_t* in)
+namespace
 {
-    if (in == nullptr)
-        return -EINVAL;
+
+lite_rpc_recv recv_args(uint32_t port, void* buf, size_t cap, uint32_t timeout_ms)
+{
     lite_rpc_recv r{};
     r.port = port;
     r.timeout_ms = timeout_ms;
     r.buf_ptr = reinterpret_cast<uintptr_t>(buf);
     r.buf_cap = cap;
-    int ret = do_ioctl(l, LITE_IOC_RPC_RECV, &r);
-    *in = lite_rpc_in_t{};
+    return r;
+}
+
+// What LITE_IOC_RPC_RECV (alone or after a reply) returned, into @in.
+void recv_result(int ret, const lite_rpc_recv& r, lite_rpc_in_t* in)
+{
     if (ret == 0) {
         in->token = r.token;
         in->src_node = r.src_node;
@@ -324,6 +329,43 @@ int LITE_rpc_recv(lite_t* l, uint32_t port, void* buf, size_t cap, uint32_t time
         in->src_node = r.src_node;
         in->len = r.len;
     }
+}
+
+} // namespace
+
+int LITE_rpc_recv(lite_t* l, uint32_t port, void* buf, size_t cap, uint32_t timeout_ms, lite_rpc_in_t* in)
+{
+    if (in == nullptr)
+        return -EINVAL;
+    lite_rpc_recv r = recv_args(port, buf, cap, timeout_ms);
+    int ret = do_ioctl(l, LITE_IOC_RPC_RECV, &r);
+    *in = lite_rpc_in_t{};
+    recv_result(ret, r, in);
+    return ret;
+}
+
+int LITE_rpc_reply_recv(lite_t* l, uint64_t token, const void* reply, size_t len, uint32_t port, void* buf, size_t cap,
+                        uint32_t timeout_ms, lite_rpc_in_t* in)
+{
+    if (in == nullptr)
+        return -EINVAL;
+    lite_rpc_reply_recv rr{};
+    rr.reply.token = token;
+    rr.reply.buf_ptr = reinterpret_cast<uintptr_t>(reply);
+    rr.reply.len = len;
+    rr.recv = recv_args(port, buf, cap, timeout_ms);
+    int ret = do_ioctl(l, LITE_IOC_RPC_REPLY_RECV, &rr);
+    *in = lite_rpc_in_t{};
+    if (rr.reply.token != 0) {
+        // The reply failed, and the kernel received nothing: receive now
+        // (a module without the combined call sends the reply first).
+        in->reply_status = ret == -ENOTTY ? LITE_rpc_reply(l, token, reply, len) : ret;
+        lite_rpc_recv r = recv_args(port, buf, cap, timeout_ms);
+        ret = do_ioctl(l, LITE_IOC_RPC_RECV, &r);
+        recv_result(ret, r, in);
+        return ret;
+    }
+    recv_result(ret, rr.recv, in);
     return ret;
 }
 

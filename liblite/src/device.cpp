@@ -187,6 +187,8 @@ const char* cq_mode_name(uint32_t mode) noexcept
         return "workqueue";
     case LITE_CQ_ADAPTIVE:
         return "adaptive";
+    case LITE_CQ_POLL:
+        return "poll";
     default:
         return "unknown";
     }

@@ -83,6 +83,15 @@ void Server::record_error(std::exception_ptr e) noexcept
         error_ = std::move(e);
 }
 
+void Server::count_reply(int status, bool handled) noexcept
+{
+    if (status < 0) {
+        reply_errors_.fetch_add(1);
+    } else if (handled) {
+        calls_.fetch_add(1);
+    }
+}
+
 void Server::run() noexcept
 {
     const auto poll_ms = static_cast<uint32_t>(kPollInterval.count());
@@ -97,9 +106,17 @@ void Server::run() noexcept
         stopping_.store(true);
     }
 
+    // The answer to the call handled last goes out with the next receive.
+    uint64_t token = 0;
+    size_t reply_len = 0;
+    bool reply_ok = false;
     while (!stopping_.load()) {
         lite_rpc_in_t in{};
-        int ret = LITE_rpc_recv(l_, port, req.data(), req.size(), poll_ms, &in);
+        int ret = LITE_rpc_reply_recv(l_, token, reply.data(), reply_len, port, req.data(), req.size(), poll_ms, &in);
+        if (token != 0) {
+            count_reply(in.reply_status, reply_ok);
+            token = 0;
+        }
         if (ret == -ETIMEDOUT || ret == -EINTR)
             continue;
         if (ret == -EMSGSIZE && in.len > req.size() && in.len <= LITE_RPC_MAX) {
@@ -140,11 +157,13 @@ void Server::run() noexcept
                 messages_.fetch_add(1);
             continue;
         }
-        if (LITE_rpc_reply(l_, in.token, reply.data(), n) < 0) {
-            reply_errors_.fetch_add(1);
-        } else if (ok) {
-            calls_.fetch_add(1);
-        }
+        token = in.token;
+        reply_len = n;
+        reply_ok = ok;
+    }
+    if (token != 0) {
+        // Stopping: the last call still gets its answer.
+        count_reply(LITE_rpc_reply(l_, token, reply.data(), reply_len), reply_ok);
     }
     live_threads_.fetch_sub(1);
 }

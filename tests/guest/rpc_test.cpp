@@ -244,8 +244,10 @@ class Server
 public:
     using Handler = std::function<Bytes(const lite_rpc_in_t&, std::span<const uint8_t>)>;
 
-    Server(uint32_t instance, uint32_t port, size_t threads, Handler handler)
-        : session_(lite::Session::open(instance)), port_(port), handler_(std::move(handler))
+    // @combined: each thread answers a call with the next receive
+    // (LITE_rpc_reply_recv) instead of LITE_rpc_reply then LITE_rpc_recv.
+    Server(uint32_t instance, uint32_t port, size_t threads, Handler handler, bool combined = false)
+        : session_(lite::Session::open(instance)), port_(port), handler_(std::move(handler)), combined_(combined)
     {
         int r = LITE_rpc_register(session_.get(), port);
         if (r < 0)
@@ -276,12 +278,32 @@ public:
     std::atomic<int> last_error{0};
 
 private:
+    void reply_done(int r)
+    {
+        calls++;
+        if (r < 0) {
+            reply_errors++;
+            last_error = -r;
+        }
+    }
+
     void loop()
     {
         Bytes buf(size_t{64} * 1024);
+        Bytes reply;
+        uint64_t token = 0; // combined: the call whose reply goes next
         while (!stop_) {
             lite_rpc_in_t in{};
-            int r = LITE_rpc_recv(session_.get(), port_, buf.data(), buf.size(), 100, &in);
+            int r = 0;
+            if (combined_) {
+                r = LITE_rpc_reply_recv(session_.get(), token, reply.data(), reply.size(), port_, buf.data(),
+                                        buf.size(), 100, &in);
+                if (token != 0)
+                    reply_done(in.reply_status);
+                token = 0;
+            } else {
+                r = LITE_rpc_recv(session_.get(), port_, buf.data(), buf.size(), 100, &in);
+            }
             if (r == -ETIMEDOUT)
                 continue;
             if (r == -EMSGSIZE) {
@@ -294,23 +316,25 @@ private:
                 std::this_thread::sleep_for(20ms);
                 continue;
             }
-            Bytes reply = handler_(in, std::span<const uint8_t>(buf.data(), std::min<size_t>(in.len, buf.size())));
+            reply = handler_(in, std::span<const uint8_t>(buf.data(), std::min<size_t>(in.len, buf.size())));
             if (in.token == 0) {
                 messages++;
                 continue;
             }
-            r = LITE_rpc_reply(session_.get(), in.token, reply.data(), reply.size());
-            calls++;
-            if (r < 0) {
-                reply_errors++;
-                last_error = -r;
+            if (combined_) {
+                token = in.token;
+            } else {
+                reply_done(LITE_rpc_reply(session_.get(), in.token, reply.data(), reply.size()));
             }
         }
+        if (token != 0)
+            reply_done(LITE_rpc_reply(session_.get(), token, reply.data(), reply.size()));
     }
 
     lite::Session session_;
     uint32_t port_;
     Handler handler_;
+    bool combined_;
     std::atomic<bool> stop_{false};
     std::vector<std::thread> pool_;
 };
@@ -439,7 +463,10 @@ class RpcUapi : public Nodes3
 // 3 nodes x 4 client threads call servers on every node (node 0 = their
 // own, and each node by id), 0 bytes to 1 MiB, odd sizes; requests and
 // replies checksummed and checked on both ends.
-TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
+// 3 nodes x 4 client threads call every node (and their own) with sizes
+// from 0 to 1 MiB; every reply is checked, every call served once. Servers
+// answer with LITE_rpc_reply (or, @combined, LITE_rpc_reply_recv).
+void concurrent_calls(const std::vector<uint32_t>& inst, bool combined)
 {
     constexpr uint32_t kRpcPort = 100;
     constexpr size_t kClients = 4, kRandom = 5;
@@ -447,7 +474,7 @@ TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
     std::vector<std::unique_ptr<Server>> servers;
     for (size_t i = 0; i < 3; i++) {
         auto node = static_cast<uint32_t>(i + 1);
-        servers.push_back(std::make_unique<Server>(inst_[i], kRpcPort, 2, echo(node, bad_requests)));
+        servers.push_back(std::make_unique<Server>(inst[i], kRpcPort, 2, echo(node, bad_requests), combined));
         ASSERT_EQ(servers.back()->node_id(), node);
     }
     const std::vector<size_t> sizes = {0,    1,    7,     15,     16,     17,       1000, 4095,
@@ -460,7 +487,7 @@ TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
     parallel(3 * kClients, fails, [&](size_t w) {
         size_t i = w / kClients;
         auto self = static_cast<uint32_t>(i + 1);
-        auto s = lite::Session::open(inst_[i]);
+        auto s = lite::Session::open(inst[i]);
         // Every thread its own order, so the big ones overlap only partly.
         std::vector<size_t> mine(sizes);
         std::rotate(mine.begin(), mine.begin() + static_cast<long>(w % mine.size()), mine.end());
@@ -510,6 +537,16 @@ TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
     EXPECT_EQ(served, good.load()) << "each call served exactly once";
     EXPECT_EQ(bad_requests, 0u) << "requests arrived corrupted or with the wrong src_node";
     std::cout << "[          ] slowest call " << secs(slowest) << " s (" << slowest_call << ")\n";
+}
+
+TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
+{
+    concurrent_calls(inst_, false);
+}
+
+TEST_F(Rpc, CombinedReplyRecvFromThreeNodesWithChecksums)
+{
+    concurrent_calls(inst_, true);
 }
 
 // A fast client against a slow server (one thread, 2 ms per request): 2000
@@ -1292,6 +1329,76 @@ TEST_F(RpcUapi, RecvAndReplyRejections)
     EXPECT_EQ(r.len, 0u);
     EXPECT_EQ(r.token, 0u) << "one-way";
     EXPECT_EQ(r.src_node, 1u);
+}
+
+// LITE_IOC_RPC_REPLY_RECV: each half checked as its own ioctl checks it;
+// a failed reply receives nothing and writes nothing back; once the reply
+// is sent its token reads 0, also when the receive then fails.
+TEST_F(RpcUapi, ReplyRecvRejectionsAndOrder)
+{
+    constexpr uint32_t kRpcPort = 65;
+    RawFile a(inst_[0]), srv(inst_[1]), other(inst_[1]);
+    ASSERT_EQ(srv.reg(kRpcPort), 0);
+    ASSERT_EQ(other.reg(kRpcPort + 1), 0);
+    Bytes buf(4096);
+    Bytes answer = {'a', 'n', 's', 'w', 'e', 'r'};
+    auto rr = [&](uint64_t token, uint32_t timeout_ms) {
+        lite_rpc_reply_recv x{};
+        x.reply = reply_req(token, answer);
+        x.recv = recv_req(kRpcPort, buf, timeout_ms);
+        return x;
+    };
+    auto x = rr(0, 200);
+    x.reply.flags = 1;
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), EINVAL) << "reply flags";
+    x = rr(0, 200);
+    x.reply.reserved[1] = 1;
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), EINVAL) << "reply reserved";
+    x = rr(0, 200);
+    x.recv.flags = 1;
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), EINVAL) << "recv flags";
+    x = rr(0, 200);
+    x.recv.reserved[1] = 1;
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), EINVAL) << "recv reserved";
+    x = rr(0, 200);
+    x.recv.token = 1;
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), EINVAL) << "recv output field not zero";
+    x = rr(0, 200);
+    x.recv.port = 0;
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), EINVAL) << "port 0";
+    x = rr(0, 200);
+    EXPECT_EQ(other.io(LITE_IOC_RPC_REPLY_RECV, &x), ENOENT) << "another file's port";
+    x = rr(12345, 200);
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), ENOENT) << "unknown token";
+    EXPECT_EQ(x.reply.token, 12345u) << "not sent: the struct is not written back";
+    x = rr(0, 300);
+    auto t0 = Clock::now();
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), ETIMEDOUT) << "nothing to answer, nothing came";
+    EXPECT_GE(Clock::now() - t0, 250ms);
+
+    // A call taken with token 0, answered by the next one, whose receive
+    // then times out: the caller has its reply, the token reads 0.
+    auto req = make_request(100, 1, 3, 5);
+    Bytes reply(64);
+    lite_rpc_call c = call_req(2, kRpcPort, req, reply);
+    int c_err = -1;
+    std::thread caller([&] { c_err = a.io(LITE_IOC_RPC_CALL, &c); });
+    x = rr(0, kTimeoutMs);
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), 0);
+    EXPECT_EQ(x.recv.len, 100u);
+    EXPECT_EQ(x.recv.src_node, 1u);
+    ASSERT_NE(x.recv.token, 0u) << "a call";
+    EXPECT_TRUE(std::equal(req.begin(), req.end(), buf.begin()));
+    uint64_t token = x.recv.token;
+    x = rr(token, 200);
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY_RECV, &x), ETIMEDOUT) << "answered, then nothing came";
+    EXPECT_EQ(x.reply.token, 0u) << "the reply went out";
+    caller.join();
+    EXPECT_EQ(c_err, 0) << err(c_err);
+    ASSERT_EQ(c.reply_len, answer.size());
+    EXPECT_TRUE(std::equal(answer.begin(), answer.end(), reply.begin()));
+    auto rp = reply_req(token, answer);
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY, &rp), ENOENT) << "the token was used";
 }
 
 TEST_F(RpcUapi, MsgSendRejections)

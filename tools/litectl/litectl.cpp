@@ -36,7 +36,7 @@ constexpr const char* kUsageText = R"(usage: litectl <command> [options]
 
 commands:
   up --dev DEV --listen ADDR:PORT --secret-file FILE [--join ADDR:PORT]
-     [--port N] [--timeout MS] [--cq busy|softirq|workqueue|adaptive]
+     [--port N] [--timeout MS] [--cq busy|softirq|workqueue|adaptive|poll]
         create a node on RDMA device DEV; without --join it becomes the
         manager (node 1) of a new cluster, with --join it joins the cluster
         whose manager listens at ADDR:PORT; --cq picks how the node takes
@@ -222,7 +222,7 @@ int cmd_up(Args& args)
         auto mode = lite::parse_cq_mode(*cq);
         if (!mode) {
             throw UsageError{"unknown completion mode '" + *cq +
-                             "' for --cq (use busy, softirq, workqueue or adaptive)"};
+                             "' for --cq (use busy, softirq, workqueue, adaptive or poll)"};
         }
         p.cq_mode = *mode;
     }

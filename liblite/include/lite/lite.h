@@ -102,7 +102,8 @@ int LITE_rpc_call(lite_t *lite, uint32_t node, uint32_t port,
 typedef struct lite_rpc_in {
 	uint64_t token;		/* for LITE_rpc_reply; 0 for one-way messages */
 	uint32_t src_node;	/* the sender's node id */
-	uint32_t reserved;
+	int32_t reply_status;	/* LITE_rpc_reply_recv: 0 or the reply's
+				 * -errno */
 	uint64_t len;		/* bytes received (or needed, on -EMSGSIZE) */
 } lite_rpc_in_t;
 
@@ -115,6 +116,15 @@ int LITE_rpc_recv(lite_t *lite, uint32_t port, void *buf, size_t cap,
 		  uint32_t timeout_ms, lite_rpc_in_t *in);
 /* Answer the call @token with @len bytes (at most the caller's capacity). */
 int LITE_rpc_reply(lite_t *lite, uint64_t token, const void *buf, size_t len);
+/*
+ * LITE_rpc_reply(@token, @reply, @len) unless @token is 0, then
+ * LITE_rpc_recv(@port, @buf, @cap, @timeout_ms, @in), in one system call.
+ * Returns what the receive returns; @in->reply_status is the reply's
+ * result (a failed reply does not stop the receive).
+ */
+int LITE_rpc_reply_recv(lite_t *lite, uint64_t token, const void *reply,
+			size_t len, uint32_t port, void *buf, size_t cap,
+			uint32_t timeout_ms, lite_rpc_in_t *in);
 /*
  * One-way message to @port on @node (0 = this node). @timeout_ms bounds the
  * wait for ring space (0 = LITE_RPC_TIMEOUT_MS).

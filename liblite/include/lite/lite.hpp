@@ -87,7 +87,8 @@ struct NodeStatus {
 
 const char* peer_state_name(lite_peer_state state) noexcept;
 
-// LITE_CQ_* by name: "default", "busy", "softirq", "workqueue", "adaptive"
+// LITE_CQ_* by name: "default", "busy", "softirq", "workqueue", "adaptive",
+// "poll"
 // ("unknown" for anything else).
 const char* cq_mode_name(uint32_t mode) noexcept;
 // The LITE_CQ_* a name (other than "default") stands for, if any.

@@ -74,6 +74,8 @@ public:
 
 private:
     void run() noexcept;
+    // Counts the answer to a call: sent (@status 0) or refused.
+    void count_reply(int status, bool handled) noexcept;
     void record_error(std::exception_ptr e) noexcept;
 
     lite_t* l_;

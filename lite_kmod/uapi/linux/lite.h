@@ -55,7 +55,11 @@ struct lite_info {
 					 * sleep */
 #define LITE_CQ_ADAPTIVE	4	/* softirq delivery; waiters spin up to
 					 * LITE_CQ_SPIN_US, then sleep */
-#define LITE_CQ_MODE_MAX	LITE_CQ_ADAPTIVE
+#define LITE_CQ_POLL		5	/* interrupt-driven, handled in softirq;
+					 * a waiter polls the completion queue
+					 * itself for a bounded time that
+					 * follows recent waits, then sleeps */
+#define LITE_CQ_MODE_MAX	LITE_CQ_POLL
 #define LITE_CQ_SPIN_US		250
 
 /* LITE_IOC_NODE_UP flags */
@@ -352,6 +356,19 @@ struct lite_rpc_reply {
 	__u32 reserved[3];
 };
 
+/*
+ * LITE_IOC_RPC_REPLY_RECV: answer a call and take the next one in one
+ * system call. @reply is LITE_IOC_RPC_REPLY's (a zero token answers
+ * nothing); @recv is LITE_IOC_RPC_RECV's. The reply goes first: if it
+ * fails, its error is returned and nothing is received or written back.
+ * Once it is sent the kernel clears @reply.token, and writes the struct
+ * back also when the receive then fails.
+ */
+struct lite_rpc_reply_recv {
+	struct lite_rpc_reply reply;	/* in; token out: 0 once sent */
+	struct lite_rpc_recv recv;	/* as for LITE_IOC_RPC_RECV */
+};
+
 /* LITE_IOC_MSG_SEND: one-way message to @port on @node_id. */
 struct lite_msg_send {
 	__u32 node_id;		/* in: 0 = this node */
@@ -480,6 +497,8 @@ struct lite_dsm_destroy {
 #define LITE_IOC_LOCK		_IOWR(LITE_IOC_MAGIC, 0x26, struct lite_lock)
 #define LITE_IOC_UNLOCK		_IOWR(LITE_IOC_MAGIC, 0x27, struct lite_lock)
 #define LITE_IOC_BARRIER	_IOWR(LITE_IOC_MAGIC, 0x28, struct lite_barrier)
+#define LITE_IOC_RPC_REPLY_RECV	_IOWR(LITE_IOC_MAGIC, 0x29, \
+				      struct lite_rpc_reply_recv)
 #define LITE_IOC_DSM_OPEN	_IOWR(LITE_IOC_MAGIC, 0x30, struct lite_dsm_open)
 #define LITE_IOC_DSM_DESTROY	_IOWR(LITE_IOC_MAGIC, 0x31, struct lite_dsm_destroy)
 

@@ -325,6 +325,7 @@ enum Cmd : int {
     C_BARRIER,
     C_DSM_OPEN,
     C_DSM_DESTROY,
+    C_RPC_REPLY_RECV,
     C_UNKNOWN,
     // Not ioctls, counted as commands: mmap() of a region file (with loads
     // and stores, then munmap()), close() of one.
@@ -367,6 +368,14 @@ template <class S, class T> Field fld(T S::*member, Kind kind)
     static const S probe{};
     const auto off = reinterpret_cast<const char*>(&(probe.*member)) - reinterpret_cast<const char*>(&probe);
     return Field{static_cast<uint16_t>(off), static_cast<uint16_t>(sizeof(T)), kind};
+}
+
+// @fields of a structure that sits at @base in the command's structure.
+std::vector<Field> fields_at(size_t base, std::vector<Field> fields)
+{
+    for (Field& f : fields)
+        f.off = static_cast<uint16_t>(f.off + base);
+    return fields;
 }
 
 struct CmdInfo {
@@ -582,6 +591,16 @@ const std::vector<CmdInfo>& cmds()
                             {fld(&Dd::flags, K_FLAGS), fld(&Dd::reserved, K_RSV)},
                             base | errs({EPERM, ENXIO, ENOTTY, EBADF}),
                             false};
+        using Rrr = lite_rpc_reply_recv;
+        std::vector<Field> rrr = fields_at(offsetof(Rrr, reply), t[C_RPC_REPLY].fields);
+        for (const Field& f : fields_at(offsetof(Rrr, recv), t[C_RPC_RECV].fields))
+            rrr.push_back(f);
+        t[C_RPC_REPLY_RECV] = {"RPC_REPLY_RECV",
+                               LITE_IOC_RPC_REPLY_RECV,
+                               sizeof(Rrr),
+                               rrr,
+                               t[C_RPC_REPLY].ioctl_errs | t[C_RPC_RECV].ioctl_errs,
+                               false};
         t[C_UNKNOWN] = {"UNKNOWN", 0, 64, {fld(&R::handle, K_HANDLE), fld(&R::buf, K_PTR)}, errs({ENOTTY}), false};
         // What mmap() of a region file may answer: EINVAL without MAP_SHARED
         // (and for what mmap() refuses anyway), ENXIO past the end; ENOMEM,
@@ -1461,8 +1480,8 @@ int Worker::pick_cmd()
         {C_FETCH_ADD, 4}, {C_CMP_SWAP, 4},  {C_MEMSET, 5},       {C_MEMCPY, 5},         {C_SHARE, 4},
         {C_MAP, 5},       {C_REVOKE, 3},    {C_RPC_REGISTER, 3}, {C_RPC_UNREGISTER, 2}, {C_RPC_CALL, 3},
         {C_RPC_RECV, 4},  {C_RPC_REPLY, 3}, {C_MSG_SEND, 4},     {C_LOCK, 4},           {C_UNLOCK, 4},
-        {C_BARRIER, 3},   {C_DSM_OPEN, 5},  {C_DSM_DESTROY, 2},  {C_UNKNOWN, 2},        {C_DSM_MMAP, 5},
-        {C_DSM_CLOSE, 2},
+        {C_BARRIER, 3},   {C_DSM_OPEN, 5},  {C_DSM_DESTROY, 2},  {C_RPC_REPLY_RECV, 4}, {C_UNKNOWN, 2},
+        {C_DSM_MMAP, 5},  {C_DSM_CLOSE, 2},
     }};
     int total = 0;
     for (const auto& w : weights)
@@ -1794,6 +1813,21 @@ void Worker::build(Call& c, int cmd, bool for_uring)
         c.put(rv);
         break;
     }
+    case C_RPC_REPLY_RECV: {
+        // An answer (or none: token 0) and the next receive, each built as
+        // its own command is.
+        Call y;
+        Call v;
+        build(y, C_RPC_REPLY, for_uring);
+        build(v, C_RPC_RECV, for_uring);
+        lite_rpc_reply_recv x{};
+        x.reply = y.get<lite_rpc_reply>();
+        if (rng_.one_in(3))
+            x.reply.token = 0;
+        x.recv = v.get<lite_rpc_recv>();
+        c.put(x);
+        break;
+    }
     case C_RPC_REPLY: {
         lite_rpc_reply ry{};
         if (!tokens_.empty() && !rng_.one_in(6)) {
@@ -2122,10 +2156,10 @@ void Worker::sanitize(Call& c)
     const CmdInfo& info = cmds()[static_cast<size_t>(c.cmd)];
     for (const Field& f : info.fields) {
         if (f.kind == K_TMO) {
-            // Above 60000 ms the commands refuse a timeout, except RPC_RECV,
-            // which takes any.
+            // Above 60000 ms the commands refuse a timeout, except RPC_RECV
+            // (and RPC_REPLY_RECV), which take any.
             const uint64_t v = read_field(c, f) & 0xffffffffULL;
-            if (v <= 60000 || c.cmd == C_RPC_RECV)
+            if (v <= 60000 || c.cmd == C_RPC_RECV || c.cmd == C_RPC_REPLY_RECV)
                 write_field(c, f, c.cmd == C_PING ? rng_.range(1, 300) : wait_ms());
         } else if (f.kind == K_SIZE) {
             const uint64_t v = read_field(c, f);
@@ -2674,6 +2708,27 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
             }
             if (in_scratch(rv.buf_ptr, 8))
                 std::memset(ptr<void>(rv.buf_ptr), 0, std::min<uint64_t>(rv.len, 8));
+        }
+        break;
+    }
+    case C_RPC_REPLY_RECV: {
+        // The reply half as RPC_REPLY: its error is the command's unless
+        // the kernel cleared the token (sent); then the receive half's.
+        const auto x = c.get<lite_rpc_reply_recv>();
+        lite_rpc_reply_recv back = x;
+        if (out != nullptr)
+            std::memcpy(&back, out, sizeof(back));
+        const bool sent = x.reply.token != 0 && (good || back.reply.token == 0);
+        Call half = c;
+        if (x.reply.token != 0) {
+            half.cmd = C_RPC_REPLY;
+            half.put(x.reply);
+            apply(half, sent ? 0 : err, nullptr, uring, exact);
+        }
+        if (x.reply.token == 0 || sent) {
+            half.cmd = C_RPC_RECV;
+            half.put(x.recv);
+            apply(half, err, out != nullptr ? out + offsetof(lite_rpc_reply_recv, recv) : nullptr, uring, exact);
         }
         break;
     }
