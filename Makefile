@@ -91,7 +91,7 @@ bench: deps kmod user mr-data
 			env BUILD=$(BUILD) bash benchmarks/mr_2guest.sh && \
 		cp build/bench/guests2/mr-2guest.csv build/bench/ && \
 		/usr/bin/python3 benchmarks/report.py build/bench mapreduce >/dev/null; fi
-	@for t in $(or $(BENCH_ONLY),latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm mapreduce); do \
+	@for t in $(or $(BENCH_ONLY),latency rpc rpc_tput cq_modes rpc_breakdown ops first_op reg mr_scale async dsm mapreduce); do \
 		echo; cat build/bench/$$t.txt; done
 	@echo; ls build/bench/*.png
 	@echo; echo "headline figures: build/bench/summary.json"

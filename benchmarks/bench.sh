@@ -20,6 +20,10 @@
 #                lite-rpc and lite-lat latency against native; the nodes are
 #                brought up again in each mode, and in the default mode at
 #                the end
+#   rpc_breakdown
+#                one 8-byte call taken apart: lite-rpc under ftrace events
+#                in softirq and poll mode; report.py breakdown makes the
+#                table (wake-up, rxe, CQ handling, the rest per call)
 #   ops          the transport's own latency by operation (send, write,
 #                write-imm, read, fetch-add, cmp-swap) and size (native-ops,
 #                both poll modes): the ceiling, no lite counterpart
@@ -118,7 +122,7 @@ say() { echo "bench: $*" >&2; }
 # The sections (each a table, NAME.txt and NAME.csv); want NAME: whether
 # BENCH_ONLY asks for it. The sections' code below is not indented under
 # its "if want NAME" guard.
-sections="latency rpc rpc_tput cq_modes ops first_op reg mr_scale async dsm mapreduce"
+sections="latency rpc rpc_tput cq_modes rpc_breakdown ops first_op reg mr_scale async dsm mapreduce"
 only=${BENCH_ONLY:-$sections}
 for s in $only; do
 	[[ " $sections " == *" $s "* ]] || { say "BENCH_ONLY: no section '$s' (there are: $sections)"; exit 2; }
@@ -517,6 +521,63 @@ awk -F, -v kver="$kver" -v iters="$cq_iters" -v warmup="$warmup" -v dev="$dev" -
 		printf "against the native mode named (rpc: native-rpc; write, read: native-lat)\n"
 	}' "$out/cq-all.csv" | tee "$out/cq_modes.txt"
 fi # cq_modes
+
+if want rpc_breakdown; then
+# Where the time of an 8-byte call goes: lite-rpc traced with ftrace events
+# (ioctl entry and exit, sched_waking and sched_switch, softirq entry and
+# exit) in softirq mode (the old default) and poll mode (the new one);
+# report.py breakdown splits each round trip into wake-up, rxe (the wire:
+# its tasklets), CQ-handler and the rest (lite and the system calls).
+bd_modes=${BENCH_BD_MODES:-softirq poll}
+bd_iters=${BENCH_BD_ITERS:-300}
+tr=/sys/kernel/tracing
+[ -d "$tr/events" ] || mount -t tracefs nodev "$tr" 2>/dev/null || true
+bd_events=(sched/sched_waking sched/sched_switch syscalls/sys_enter_ioctl syscalls/sys_exit_ioctl
+	irq/softirq_entry irq/softirq_exit)
+trace_set() { # 0|1: the events off or on
+	local e
+	for e in "${bd_events[@]}"; do
+		echo "$1" >"$tr/events/$e/enable" || return 1
+	done
+}
+for mode in $bd_modes; do
+	: >"$out/trace-$mode.txt"
+	if [ ! -w "$tr/trace" ]; then
+		say "FAILED: no tracefs at $tr: no breakdown"
+		failed+=("tracefs")
+		rc=1
+		break
+	fi
+	say "RPC breakdown, $mode: restarting the nodes with --cq $mode, tracing $bd_iters calls of 8 bytes"
+	if ! nodes_down || ! nodes_up --cq "$mode"; then
+		say "FAILED: could not bring the nodes up with --cq $mode"
+		failed+=("litectl up --cq $mode (breakdown)")
+		rc=1
+		continue
+	fi
+	echo 0 >"$tr/tracing_on"
+	echo nop >"$tr/current_tracer"
+	echo 32768 >"$tr/buffer_size_kb"
+	echo >"$tr/trace"
+	trace_set 1 && echo 1 >"$tr/tracing_on"
+	run_to "$out/bd-$mode-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
+		--mode lat --iters "$bd_iters" --warmup 20 --sizes 8 || true
+	echo 0 >"$tr/tracing_on"
+	trace_set 0
+	cp "$tr/trace" "$out/trace-$mode.txt"
+	echo >"$tr/trace"
+	echo 1408 >"$tr/buffer_size_kb"
+done
+if [ -n "$bd_modes" ] && ! { nodes_down && nodes_up; }; then
+	say "FAILED: could not bring the nodes up again in the default mode"
+	failed+=("litectl up (default mode)")
+	rc=1
+fi
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" "$(dirname "$0")/report.py" "$out" breakdown >/dev/null || { say "FAILED: report.py breakdown"; rc=1; }
+cat "$out/rpc_breakdown.txt"
+fi # rpc_breakdown
 
 if want ops; then
 # lite's latency by operation comes from the latency section (lite-lat).

@@ -39,6 +39,13 @@ plot.py):
         alloc_1g (LMR allocation against native registration). Each names
         its native baseline in "native_mode".
 
+  breakdown
+        from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
+        bench.sh rpc_breakdown) and DIR/bd-MODE-rpc.csv: rpc_breakdown.txt
+        and rpc_breakdown.csv, one row per mode: the traced round trip,
+        system calls, sleeps and wake-up latency, rxe's tasklet time (the
+        emulated wire), lite's CQ handling in softirq, and the rest.
+
 DIR/summary.json maps each headline figure's key to {"lite", "native",
 "ratio", "unit"} (lite's figure, the baseline's from the same run, lite
 over baseline) or {"value", "unit"}; this script replaces the keys of the
@@ -52,6 +59,7 @@ usage. Figures need matplotlib (Debian's python3-matplotlib, Agg backend).
 import csv
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -499,7 +507,157 @@ def section_core(d, summary):
     return found
 
 
-SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce, "core": section_core}
+# ---- breakdown: one RPC round trip, from ftrace events ----------------------
+
+TRACE_LINE = re.compile(r"^\s*(.+)-(\d+)\s+\[(\d+)\]\s+\S+\s+(\d+\.\d+): (.*)$")
+IOC_RPC_CALL, IOC_RPC_RECV, IOC_RPC_REPLY, IOC_RPC_REPLY_RECV = 0x22, 0x23, 0x24, 0x29
+SOFTIRQ_VEC = {"5": "irq_poll", "6": "tasklet"}
+
+
+def parse_trace(path):
+    """The events of a trace file as (ts_us, pid, cpu, kind, fields)."""
+    events = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = TRACE_LINE.match(line)
+            if not m:
+                continue
+            pid, cpu, ts, rest = int(m.group(2)), int(m.group(3)), float(m.group(4)) * 1e6, m.group(5)
+            if rest.startswith("sys_ioctl("):
+                cmd = re.search(r"cmd: ([0-9a-f]+)", rest)
+                events.append((ts, pid, cpu, "ioctl_enter", int(cmd.group(1), 16) & 0xff if cmd else -1))
+            elif rest.startswith("sys_ioctl ->"):
+                events.append((ts, pid, cpu, "ioctl_exit", None))
+            elif rest.startswith("sched_waking:"):
+                w = re.search(r" pid=(\d+)", rest)
+                events.append((ts, pid, cpu, "waking", int(w.group(1)) if w else -1))
+            elif rest.startswith("sched_switch:"):
+                a = re.search(r"prev_pid=(\d+) .*next_pid=(\d+)", rest)
+                if a:
+                    events.append((ts, pid, cpu, "switch", (int(a.group(1)), int(a.group(2)))))
+            elif rest.startswith("softirq_entry:") or rest.startswith("softirq_exit:"):
+                v = re.search(r"vec=(\d+)", rest)
+                kind = "sirq_in" if rest.startswith("softirq_entry") else "sirq_out"
+                events.append((ts, pid, cpu, kind, SOFTIRQ_VEC.get(v.group(1)) if v else None))
+    events.sort(key=lambda e: e[0])
+    return events
+
+
+def breakdown(events):
+    """Per-call figures of the traced calls: a dict of lists."""
+    callers = {e[1] for e in events if e[3] == "ioctl_enter" and e[4] == IOC_RPC_CALL}
+    servers = {e[1] for e in events if e[3] == "ioctl_enter" and e[4] in (IOC_RPC_RECV, IOC_RPC_REPLY_RECV)}
+    # Softirq intervals by vector, from the entry/exit pairs per CPU.
+    sirq = {"tasklet": [], "irq_poll": []}
+    open_at = {}
+    for ts, _pid, cpu, kind, vec in events:
+        if kind == "sirq_in":
+            open_at[cpu] = (ts, vec)
+        elif kind == "sirq_out" and cpu in open_at:
+            t0, v = open_at.pop(cpu)
+            if v in sirq:
+                sirq[v].append((t0, ts))
+    calls = []
+    for pid in callers:
+        start = None
+        for ts, p, _cpu, kind, arg in events:
+            if p != pid:
+                continue
+            if kind == "ioctl_enter" and arg == IOC_RPC_CALL:
+                start = ts
+            elif kind == "ioctl_exit" and start is not None:
+                calls.append((start, ts))
+                start = None
+    calls.sort()
+    # Everything a window contains: binary search would do; windows are few.
+    out = {k: [] for k in ("rt", "syscalls", "sleeps", "wake", "tasklet", "irq_poll")}
+    waking = [e for e in events if e[3] == "waking" and e[4] in callers | servers]
+    switch_in = [e for e in events if e[3] == "switch" and e[4][1] in callers | servers]
+    ioctls = [e for e in events if e[3] == "ioctl_enter" and e[1] in callers | servers]
+
+    def inside(items, t0, t1):
+        return [x for x in items if t0 <= x[0] <= t1]
+
+    def overlap(intervals, t0, t1):
+        return sum(max(0.0, min(b, t1) - max(a, t0)) for a, b in intervals if b >= t0 and a <= t1)
+
+    for t0, t1 in calls:
+        wakes = inside(waking, t0, t1)
+        lat = 0.0
+        for ts, _p, _c, _k, target in wakes:
+            nxt = next((s for s in switch_in if s[0] >= ts and s[4][1] == target), None)
+            if nxt is not None and nxt[0] <= t1:
+                lat += nxt[0] - ts
+        out["rt"].append(t1 - t0)
+        # The server's ioctl that carried the reply started before the call
+        # ended; count the ioctls that started within the call.
+        out["syscalls"].append(len(inside(ioctls, t0, t1)))
+        out["sleeps"].append(len(wakes))
+        out["wake"].append(lat)
+        out["tasklet"].append(overlap(sirq["tasklet"], t0, t1))
+        out["irq_poll"].append(overlap(sirq["irq_poll"], t0, t1))
+    return out
+
+
+def section_breakdown(d, summary):
+    modes = []
+    for name in sorted(os.listdir(d)):
+        m = re.fullmatch(r"trace-(\w+)\.txt", name)
+        if m and os.path.getsize(os.path.join(d, name)) > 0:
+            modes.append(m.group(1))
+    if not modes:
+        note("breakdown: no trace-MODE.txt")
+        return False
+    order = {"softirq": 0, "poll": 1}
+    modes.sort(key=lambda m: order.get(m, 9))
+    rows = []
+    for mode in modes:
+        b = breakdown(parse_trace(os.path.join(d, f"trace-{mode}.txt")))
+        if not b["rt"]:
+            note(f"breakdown: no RPC_CALL in trace-{mode}.txt")
+            continue
+        # The typical call: the middle half of the calls by round trip
+        # (means over them add up; the tails are the p99's business).
+        order = sorted(range(len(b["rt"])), key=lambda i: b["rt"][i])
+        mid = order[len(order) // 4: len(order) - len(order) // 4] or order
+        mean = {k: statistics.fmean(v[i] for i in mid) for k, v in b.items()}
+        untraced = None
+        try:
+            r = rows_of(os.path.join(d, f"bd-{mode}-rpc.csv"))
+            untraced = float(r[0]["median_us"]) if "median_us" in r[0] else None
+        except (Missing, KeyError, ValueError):
+            pass
+        rest = mean["rt"] - mean["wake"] - mean["tasklet"] - mean["irq_poll"]
+        rows.append((mode, len(b["rt"]), statistics.median(b["rt"]), mean["rt"], mean["syscalls"], mean["sleeps"],
+                     mean["wake"], mean["tasklet"], mean["irq_poll"], rest, untraced))
+    cols = ["mode", "calls", "rt_median_us", "rt_mean_us", "syscalls", "sleeps", "wake_us", "rxe_tasklet_us",
+            "cq_softirq_us", "rest_us", "lite_rpc_median_us"]
+    with open(os.path.join(d, "rpc_breakdown.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([r[0], r[1]] + [fmt(x, 2) if isinstance(x, float) or x is None else x for x in r[2:]])
+    lines = [f"One 8-byte lite RPC round trip taken apart, {WHERE}, from ftrace events (lite-rpc under",
+             "sched_waking/sched_switch, ioctl entry/exit and softirq entry/exit; tracing itself slows the call).",
+             "Per typical call (means over the middle half of the calls by round trip): system calls and",
+             "sleeps of caller and server thread; wake: sched_waking to running; rxe: its tasklets (the",
+             "emulated wire: requester, responder, completer); cq: lite's CQ handlers in softirq; rest: the",
+             "round trip less those (lite's own work, system calls, copies; in poll mode the CQ handlers too).",
+             f"{'mode':9} {'calls':>5} {'rt med':>8} {'rt mid':>8} {'syscalls':>8} {'sleeps':>6} {'wake':>8} "
+             f"{'rxe':>8} {'cq':>8} {'rest':>8} {'own med':>9}"]
+    for r in rows:
+        lines.append(f"{r[0]:9} {r[1]:5d} {fmt(r[2]):>8} {fmt(r[3]):>8} {fmt(r[4], 2):>8} {fmt(r[5], 2):>6} "
+                     f"{fmt(r[6]):>8} {fmt(r[7]):>8} {fmt(r[8]):>8} {fmt(r[9]):>8} {fmt(r[10]):>9}")
+    lines.append("times in us; own med: lite-rpc's own median round trip in the traced run (tracing included).")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, "rpc_breakdown.txt"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    return bool(rows)
+
+
+SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce, "core": section_core,
+            "breakdown": section_breakdown}
 
 
 def main(argv):

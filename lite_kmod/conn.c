@@ -408,11 +408,20 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 			      LITE_MAX_SGE);
 	attr.cap.max_send_sge = conn->max_sge;
 	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = LITE_MAX_INLINE;
 	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
 	attr.qp_type = IB_QPT_RC;
 	ret = rdma_create_qp(id, conn->node->pd, &attr);
+	if (ret == -EINVAL) {
+		/* A device without inline sends (or fewer bytes of them). */
+		attr.cap.max_inline_data = 0;
+		ret = rdma_create_qp(id, conn->node->pd, &attr);
+	}
 	if (ret)
 		return ret;
+	/* What the device granted (it may round up). */
+	conn->max_inline = min_t(u32, attr.cap.max_inline_data,
+				 LITE_MAX_INLINE);
 	conn->has_qp = true;
 	return lite_conn_alloc_rx(conn);
 }

@@ -655,7 +655,7 @@ static long lite_ioc_rpc_reply_recv(struct lite_file *lf, void __user *argp)
 {
 	struct lite_rpc_reply_recv rr;
 	struct lite_node *node;
-	long ret = 0;
+	long ret;
 
 	if (copy_from_user(&rr, argp, sizeof(rr)))
 		return -EFAULT;
@@ -664,15 +664,12 @@ static long lite_ioc_rpc_reply_recv(struct lite_file *lf, void __user *argp)
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
-	if (rr.reply.token)
-		ret = lite_rpc_reply(lf, node, &rr.reply);
-	if (!ret) {
-		rr.reply.token = 0;
-		ret = lite_rpc_recv(lf, node, &rr.recv);
-	}
+	ret = lite_rpc_reply_recv(lf, node, &rr,
+				  &((struct lite_rpc_reply_recv __user *)
+				    argp)->reply.token);
 	lite_node_put(node);
 	if (rr.reply.token)
-		return ret;	/* the reply failed: nothing received */
+		return ret;	/* no reply went out: nothing received */
 	if (copy_to_user(argp, &rr, sizeof(rr)))
 		return -EFAULT;	/* a call taken stays with this file */
 	return ret;

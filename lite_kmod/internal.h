@@ -48,6 +48,8 @@
 					/* measured, docs/benchmarks.md */
 #define LITE_PIN_PAGES		256		/* pinned per transfer step */
 #define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
+#define LITE_MAX_INLINE		256		/* inline bytes we ask a QP for:
+						 * small RPC entries and replies */
 #define LITE_DATA_TIMEOUT_MS	10000	/* one transfer step: longer than the
 					 * RC retry budget (LITE_ACK_TIMEOUT) */
 #define LITE_INVALIDATE_MS	3000	/* mappers must drop a share by then */
@@ -250,8 +252,7 @@ struct lite_node {
 					 * (busy and poll modes) */
 	u32 wait_rtt_ns;		/* LITE_CQ_POLL: recent waits for a
 					 * connection's completion, averaged
-					 * (racy by design: a hint) */
-	u32 wait_req_ns;		/* ... and for a request, any peer */
+					 * (lite_wait_note(): racy, a hint) */
 
 	/* RPC (rpc.c) and synchronisation (sync.c). */
 	struct xarray services;		/* port -> lite_service; xa lock (bh) */
@@ -366,13 +367,17 @@ struct lite_service {
 	wait_queue_head_t wq;		/* receivers */
 	atomic_t pollers;		/* receivers polling, not asleep: an
 					 * arrival wakes no one for them */
+	u64 last_ns;			/* lock: when the last request came */
+	u32 gap_ns;			/* lock (read without it): how far
+					 * apart requests came recently; how
+					 * long a receiver polls (poll mode) */
 	struct list_head file_entry;	/* lite_file.services; file lock */
 	struct rcu_head rcu;
 };
 
 /* A call this node made, until its reply buffer can be freed. */
 struct lite_rcall {
-	u32 id;				/* immutable: key in node->rpc_calls */
+	u32 id;				/* key in node->rpc_calls (per call) */
 	struct lite_conn *conn;		/* holds a reference */
 	struct lite_kbuf buf;		/* the reply lands here */
 	u64 cap;			/* payload bytes wanted (set per call) */
@@ -545,6 +550,8 @@ struct lite_conn {
 	struct completion closed;	/* close_work is done with the QP */
 	u32 data_avail;			/* conn lock: free one-sided WR slots */
 	u32 max_sge;			/* immutable once the QP exists */
+	u32 max_inline;			/* immutable once the QP exists: bytes a
+					 * WR may carry inline (IB_SEND_INLINE) */
 
 	wait_queue_head_t tx_wq;	/* woken when tx_inflight drops */
 	struct completion cm_done;	/* active connect finished */
@@ -590,6 +597,8 @@ struct lite_rdma_op {
 	struct completion done;
 	atomic_t pending;	/* posted WRs + 1 while posting */
 	int status;		/* first failure */
+	bool inline_data;	/* lite_rdma_post_layout(): the buffer is a
+				 * kernel address, its bytes sent inline */
 	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
 	struct list_head entry;		/* conn->aops; conn lock */
 	struct ib_rdma_wr *wrs;		/* immutable once submitted */
@@ -697,6 +706,9 @@ void lite_cq_init(struct lite_conn *conn);
 void lite_cq_stop(struct lite_conn *conn);
 bool lite_spin(struct lite_node *node, struct lite_conn *conn,
 	       bool (*cond)(void *), void *arg, unsigned long deadline);
+bool lite_spin_any(struct lite_node *node, u32 gap_ns, bool (*cond)(void *),
+		   void *arg, unsigned long deadline);
+void lite_wait_note(u32 *avg_ns, u64 ns);
 long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
 		    struct completion *c, long timeout, bool killable);
 
@@ -796,6 +808,8 @@ int lite_rpc_unregister(struct lite_file *lf, u32 port);
 int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a);
 int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 		  struct lite_rpc_recv *r);
+int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
+			struct lite_rpc_reply_recv *rr, u64 __user *sent);
 int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 		   const struct lite_rpc_reply *r);
 int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m);

@@ -266,10 +266,10 @@ static void lite_poll_once(struct lite_node *node, struct lite_conn *conn)
 }
 
 /*
- * Poll mode: how long a wait polls. Waits that recently took up to
- * LITE_POLL_MAX_US poll twice their average (most then end without a
- * sleep); longer ones poll LITE_POLL_MIN_US, a probe that lets the
- * average come down again.
+ * Poll mode: how long a wait polls, from the recent waits of its kind
+ * (@avg_ns): twice their average if that is up to LITE_POLL_MAX_US (most
+ * then end without a sleep); LITE_POLL_MIN_US, a probe, if they take
+ * longer.
  */
 static u64 lite_poll_bound_ns(u32 avg_ns)
 {
@@ -279,7 +279,13 @@ static u64 lite_poll_bound_ns(u32 avg_ns)
 		       LITE_POLL_MAX_US * NSEC_PER_USEC);
 }
 
-static void lite_poll_note(u32 *avg_ns, u64 ns)
+/**
+ * lite_wait_note - add one wait's duration to a running average
+ * @avg_ns: the average (an exponential one, 1/8 weight per sample); racy
+ *	    updates only lose a sample
+ * @ns: how long the wait took, in ns
+ */
+void lite_wait_note(u32 *avg_ns, u64 ns)
 {
 	u32 avg = READ_ONCE(*avg_ns);
 
@@ -291,16 +297,15 @@ static void lite_poll_note(u32 *avg_ns, u64 ns)
 static atomic_t lite_pollers = ATOMIC_INIT(0);
 
 /*
- * Poll mode: poll until @cond holds, for the bound, as long as no other
- * task wants this CPU and there is one CPU per poller. A wait that polls
- * its whole bound in vain counts as a long one.
+ * Poll mode: poll until @cond holds, for @bound_ns, as long as no other
+ * task wants this CPU, no signal is pending and there is one CPU per
+ * poller.
  */
 static bool lite_poll(struct lite_node *node, struct lite_conn *conn,
-		      bool (*cond)(void *), void *arg, unsigned long deadline)
+		      u64 bound_ns, bool (*cond)(void *), void *arg,
+		      unsigned long deadline)
 {
-	u32 *avg = conn ? &node->wait_rtt_ns : &node->wait_req_ns;
-	u64 start = ktime_get_ns(), now = start;
-	u64 until = start + lite_poll_bound_ns(READ_ONCE(*avg));
+	u64 until = ktime_get_ns() + bound_ns;
 	bool done = false;
 
 	if (atomic_inc_return(&lite_pollers) > num_online_cpus())
@@ -308,16 +313,12 @@ static bool lite_poll(struct lite_node *node, struct lite_conn *conn,
 	while (!need_resched() && time_before(jiffies, deadline) &&
 	       !signal_pending(current)) {
 		lite_poll_once(node, conn);
-		now = ktime_get_ns();
 		if (cond(arg)) {
-			lite_poll_note(avg, now - start);
 			done = true;
 			break;
 		}
-		if (now >= until) {
-			lite_poll_note(avg, U64_MAX);
+		if (ktime_get_ns() >= until)
 			break;
-		}
 		cpu_relax();
 	}
 out:
@@ -325,31 +326,18 @@ out:
 	return done || cond(arg);
 }
 
-/**
- * lite_spin - spin until @cond(@arg) holds, as the node's mode allows
- * @node: the node whose mode decides
- * @conn: the connection whose completion makes @cond true, or NULL if it
- *	  may come from any of the node's (poll mode polls their CQs)
- * @cond: the condition
- * @arg: its argument
- * @deadline: in jiffies; spinning never goes past it
- *
- * Poll mode polls the CQ for a bound that follows the recent waits
- * (lite_poll()); busy mode spins up to LITE_BUSY_SPIN_MS (yielding the
- * CPU when asked, stopping on a signal), adaptive mode for LITE_CQ_SPIN_US
- * (stopping early when the CPU is needed), the others not at all; then
- * the caller sleeps until @deadline.
- *
- * Return: whether @cond held.
- */
-bool lite_spin(struct lite_node *node, struct lite_conn *conn,
-	       bool (*cond)(void *), void *arg, unsigned long deadline)
+/* lite_spin(), without adding the wait to the average. */
+static bool lite_spin_once(struct lite_node *node, struct lite_conn *conn,
+			   bool (*cond)(void *), void *arg,
+			   unsigned long deadline)
 {
 	unsigned long stop;
 	u64 until;
 
 	if (node->cq_mode == LITE_CQ_POLL) {
-		return lite_poll(node, conn, cond, arg, deadline);
+		return lite_poll(node, conn,
+				 lite_poll_bound_ns(READ_ONCE(node->wait_rtt_ns)),
+				 cond, arg, deadline);
 	} else if (node->cq_mode == LITE_CQ_ADAPTIVE) {
 		until = ktime_get_ns() + LITE_CQ_SPIN_US * NSEC_PER_USEC;
 		/* Stop early for anyone who needs this CPU (rxe's work). */
@@ -371,6 +359,58 @@ bool lite_spin(struct lite_node *node, struct lite_conn *conn,
 		}
 	}
 	return cond(arg);
+}
+
+/**
+ * lite_spin - spin until @cond(@arg) holds, as the node's mode allows
+ * @node: the node whose mode decides
+ * @conn: the connection whose completion makes @cond true (poll mode
+ *	  polls its CQ)
+ * @cond: the condition
+ * @arg: its argument
+ * @deadline: in jiffies; spinning never goes past it
+ *
+ * Poll mode polls the CQ (lite_poll()) for twice the node's recent waits
+ * for a connection's completion, and adds this one to them if it ended
+ * polling; busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when
+ * asked, stopping on a signal), adaptive mode for LITE_CQ_SPIN_US
+ * (stopping early when the CPU is needed), the others not at all; then the
+ * caller sleeps until @deadline.
+ *
+ * Return: whether @cond held.
+ */
+bool lite_spin(struct lite_node *node, struct lite_conn *conn,
+	       bool (*cond)(void *), void *arg, unsigned long deadline)
+{
+	u64 start = ktime_get_ns();
+	bool done = lite_spin_once(node, conn, cond, arg, deadline);
+
+	if (done && node->cq_mode == LITE_CQ_POLL)
+		lite_wait_note(&node->wait_rtt_ns, ktime_get_ns() - start);
+	return done;
+}
+
+/**
+ * lite_spin_any - lite_spin() for a condition any connection may make true
+ * @node: the node whose mode decides
+ * @gap_ns: how far apart such events came recently (lite_wait_note())
+ * @cond: the condition
+ * @arg: its argument
+ * @deadline: in jiffies; spinning never goes past it
+ *
+ * Poll mode polls every CQ of the node for twice @gap_ns (within
+ * LITE_POLL_MIN_US and LITE_POLL_MAX_US); the other modes spin as
+ * lite_spin() does.
+ *
+ * Return: whether @cond held.
+ */
+bool lite_spin_any(struct lite_node *node, u32 gap_ns, bool (*cond)(void *),
+		   void *arg, unsigned long deadline)
+{
+	if (node->cq_mode == LITE_CQ_POLL)
+		return lite_poll(node, NULL, lite_poll_bound_ns(gap_ns), cond,
+				 arg, deadline);
+	return lite_spin_once(node, NULL, cond, arg, deadline);
 }
 
 static bool lite_completion_done(void *c)
@@ -396,11 +436,17 @@ long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
 		    struct completion *c, long timeout, bool killable)
 {
 	unsigned long deadline = jiffies + timeout;
+	u64 start = ktime_get_ns();
 	long left;
 
-	lite_spin(node, conn, lite_completion_done, c, deadline);
+	lite_spin_once(node, conn, lite_completion_done, c, deadline);
 	left = max_t(long, (long)(deadline - jiffies), 1);
 	if (killable)
-		return wait_for_completion_killable_timeout(c, left);
-	return wait_for_completion_timeout(c, left);
+		left = wait_for_completion_killable_timeout(c, left);
+	else
+		left = wait_for_completion_timeout(c, left);
+	/* How long it took, slept or not: the next wait polls accordingly. */
+	if (left > 0 && node->cq_mode == LITE_CQ_POLL)
+		lite_wait_note(&node->wait_rtt_ns, ktime_get_ns() - start);
+	return left;
 }

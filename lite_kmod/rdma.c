@@ -160,6 +160,7 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 	init_completion(&op->done);
 	atomic_set(&op->pending, 1);
 	op->status = 0;
+	op->inline_data = false;
 	INIT_LIST_HEAD(&op->entry);
 	op->wrs = NULL;
 	op->n_wrs = 0;
@@ -261,17 +262,15 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 	int ret;
 
 	wr->wr_cqe = &op->cqe;
-	wr->send_flags = IB_SEND_SIGNALED;
-	do {
-		if (!wait_event_timeout(conn->tx_wq,
-					lite_rdma_slot(conn, credit),
-					msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
-			return -ETIMEDOUT;
+	wr->send_flags |= IB_SEND_SIGNALED;
+	for (;;) {
 		spin_lock_bh(&conn->lock);
 		if (conn->state == LITE_CONN_CLOSING) {
 			ret = -ECONNRESET;
-		} else if (credit && !lite_credits_take(&conn->credits, false)) {
-			ret = -EAGAIN;	/* another writer took it */
+		} else if (!conn->data_avail ||
+			   (credit && !lite_credits_take(&conn->credits,
+							 false))) {
+			ret = -EAGAIN;	/* wait for a slot or a credit */
 		} else {
 			conn->data_avail--;
 			atomic_inc(&op->pending);
@@ -285,8 +284,13 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 			}
 		}
 		spin_unlock_bh(&conn->lock);
-	} while (ret == -EAGAIN);
-	return ret;
+		if (ret != -EAGAIN)
+			return ret;
+		if (!wait_event_timeout(conn->tx_wq,
+					lite_rdma_slot(conn, credit),
+					msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
+			return -ETIMEDOUT;
+	}
 }
 
 /**
@@ -327,7 +331,9 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * @rkey: its rkey
  * @off: where in @l the transfer starts
  * @len: bytes
- * @dma: the kernel buffer's DMA address
+ * @dma: the kernel buffer's DMA address (its kernel address if
+ *	 @op->inline_data: writes of at most conn->max_inline bytes, copied
+ *	 into the WRs as they are posted)
  * @write: RDMA WRITE to @l, else RDMA READ from it
  * @imm: if not NULL, the last WR is a write with this immediate (which
  *	takes a credit: it consumes a receive buffer of the peer's)
@@ -359,6 +365,8 @@ int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			sge.addr = dma + done + segs[i].off;
 			sge.length = segs[i].len;
 			sge.lkey = conn->node->pd->local_dma_lkey;
+			if (op->inline_data)
+				wr.wr.send_flags = IB_SEND_INLINE;
 			wr.wr.opcode = write ? IB_WR_RDMA_WRITE :
 					       IB_WR_RDMA_READ;
 			if (imm && i == n - 1 && done + step == len) {

@@ -186,6 +186,7 @@ static void lite_rpc_deliver(struct lite_node *node, struct lite_rpc_in *in)
 {
 	struct lite_service *svc;
 	bool queued = false, more = false;
+	u64 now;
 
 	rcu_read_lock();
 	svc = xa_load(&node->services, in->e.port);
@@ -195,6 +196,9 @@ static void lite_rpc_deliver(struct lite_node *node, struct lite_rpc_in *in)
 			more = !list_empty(&svc->queue);
 			list_add_tail(&in->entry, &svc->queue);
 			queued = true;
+			now = ktime_get_ns();
+			lite_wait_note(&svc->gap_ns, now - svc->last_ns);
+			svc->last_ns = now;
 		}
 		spin_unlock_bh(&svc->lock);
 		/*
@@ -379,17 +383,28 @@ struct lite_stage {
 	void *buf;
 	u64 dma;
 	u32 size;
+	bool inl;			/* @buf is @small, sent inline */
+	u8 small[LITE_MAX_INLINE] __aligned(8);
 };
 
 /*
- * A DMA-mapped staging buffer for up to @want bytes: as large as
- * LITE_STAGE_MAX if memory allows (fewer round trips for big entries),
- * never smaller than LITE_BOUNCE_SIZE unless @want is.
+ * A staging buffer for up to @want bytes: the stage's own small one if the
+ * connection can send that much inline (nothing to allocate or map), else
+ * a DMA-mapped one as large as LITE_STAGE_MAX if memory allows (fewer
+ * round trips for big entries), never smaller than LITE_BOUNCE_SIZE unless
+ * @want is.
  */
-static int lite_stage_get(struct lite_stage *s, struct lite_node *node,
+static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 			  u64 want)
 {
-	s->dev = node->ibdev->dev;
+	s->dev = conn->node->ibdev->dev;
+	s->inl = want <= conn->max_inline;
+	if (s->inl) {
+		s->buf = s->small;
+		s->dma = (uintptr_t)s->small;
+		s->size = want;
+		return 0;
+	}
 	s->size = min_t(u64, want, LITE_STAGE_MAX);
 	for (;;) {
 		s->buf = kmalloc(s->size, s->size > LITE_BOUNCE_SIZE ?
@@ -412,8 +427,10 @@ static int lite_stage_get(struct lite_stage *s, struct lite_node *node,
 
 static void lite_stage_put(struct lite_stage *s)
 {
-	if (!s->buf)
+	if (!s->buf || s->inl) {
+		s->buf = NULL;
 		return;
+	}
 	ib_dma_unmap_single(s->dev, s->dma, s->size, DMA_TO_DEVICE);
 	kfree(s->buf);
 	s->buf = NULL;
@@ -474,8 +491,9 @@ static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 					       data + done + skip - hdr_len,
 					       n - skip))
 			return -EFAULT;
-		ib_dma_sync_single_for_device(s->dev, s->dma, n,
-					      DMA_TO_DEVICE);
+		if (!s->inl)
+			ib_dma_sync_single_for_device(s->dev, s->dma, n,
+						      DMA_TO_DEVICE);
 		off = (pos + done) % wrap;
 		first = min_t(u64, n, wrap - off);
 		if (done + n == total)
@@ -492,8 +510,9 @@ static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 	/*
 	 * The last step (usually the only one) is posted on @last and not
 	 * waited for: the caller waits when it suits it, or lets it finish
-	 * by itself.
+	 * by itself. An inline stage is the only step.
 	 */
+	last->inline_data = s->inl;
 	if (first < n) {
 		ret = lite_rdma_post_layout(last, l, rkey, off, first, s->dma,
 					    true, NULL);
@@ -640,7 +659,7 @@ static int lite_ring_write(struct lite_conn *conn,
 	u64 pos;
 	int ret;
 
-	ret = lite_stage_get(s, conn->node, size);
+	ret = lite_stage_get(s, conn, size);
 	if (ret)
 		return ret;
 	ret = lite_ring_lock(conn, deadline);
@@ -706,7 +725,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	tx = kmalloc(sizeof(*tx), GFP_KERNEL);
 	if (tx) {
 		lite_rpc_tx_init(tx, conn, lite_rpc_tx_free);
-		if (lite_stage_get(&tx->s, conn->node, LITE_REPLY_HDR + send)) {
+		if (lite_stage_get(&tx->s, conn, LITE_REPLY_HDR + send)) {
 			kfree(tx);
 			tx = NULL;
 		}
@@ -1037,8 +1056,10 @@ static bool lite_service_ready(void *arg)
 }
 
 /* Wait for a request on @svc and take it off the queue. */
+/* @counted: the caller already counts itself in svc->pollers. */
 static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
-			     u64 cap, u64 *len, struct lite_rpc_in **out)
+			     u64 cap, u64 *len, struct lite_rpc_in **out,
+			     bool counted)
 {
 	long timeout = timeout_ms ? (long)msecs_to_jiffies(timeout_ms) :
 				    MAX_SCHEDULE_TIMEOUT;
@@ -1048,9 +1069,11 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 	long left;
 
 	for (;;) {
-		atomic_inc(&svc->pollers);
-		polled = lite_spin(svc->node, NULL, lite_service_ready, svc,
-				   deadline);
+		if (!counted)
+			atomic_inc(&svc->pollers);
+		counted = false;
+		polled = lite_spin_any(svc->node, READ_ONCE(svc->gap_ns),
+				       lite_service_ready, svc, deadline);
 		atomic_dec(&svc->pollers);
 		smp_mb__after_atomic();	/* pairs with lite_rpc_deliver()'s */
 		if (!polled) {
@@ -1072,6 +1095,8 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 		if (in && in->e.len > cap) {
 			*len = in->e.len;	/* stays queued */
 			spin_unlock_bh(&svc->lock);
+			/* Not woken for it if we polled: another may fit it. */
+			wake_up(&svc->wq);
 			return -EMSGSIZE;
 		}
 		if (in)
@@ -1102,34 +1127,20 @@ static void lite_service_untake(struct lite_service *svc,
 		wake_up(&svc->wq);
 }
 
-/**
- * lite_rpc_recv - take the next request or message of a port
- * @lf: the file that registered the port
- * @node: the node it is attached to
- * @r: the command's arguments: port, buffer, capacity and timeout in;
- *	length, source node and token out
- *
- * Waits up to @r->timeout_ms (0: for ever), interruptibly, then copies
- * the payload to the user buffer. A call is held for @lf under the token
- * it gets, until lite_rpc_reply() (or the file's release) answers it; a
- * message gets token 0. Sleeps.
- *
- * Return: 0; -ENOENT if @lf did not register the port, or it went away;
- * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
- * (the request stays queued); -EFAULT (it is put back); or -ESHUTDOWN if
- * the node goes down (the call is answered -ECONNRESET).
+/*
+ * lite_rpc_recv() on @svc (the caller's reference); @counted: the caller
+ * counts itself in svc->pollers, and this uncounts it.
  */
-int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
-		  struct lite_rpc_recv *r)
+static int lite_rpc_recv_svc(struct lite_file *lf, struct lite_node *node,
+			     struct lite_service *svc, struct lite_rpc_recv *r,
+			     bool counted)
 {
-	struct lite_service *svc = lite_file_service(lf, r->port, false);
 	struct lite_rpc_in *in;
 	u32 token;
 	int ret;
 
-	if (!svc)
-		return -ENOENT;
-	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in);
+	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in,
+				counted);
 	if (ret)
 		goto out;
 	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
@@ -1159,9 +1170,86 @@ int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 	ret = 0;
 	r->token = token;
 out:
+	return ret;
+}
+
+/**
+ * lite_rpc_recv - take the next request or message of a port
+ * @lf: the file that registered the port
+ * @node: the node it is attached to
+ * @r: the command's arguments: port, buffer, capacity and timeout in;
+ *	length, source node and token out
+ *
+ * Waits up to @r->timeout_ms (0: for ever), interruptibly, then copies
+ * the payload to the user buffer. A call is held for @lf under the token
+ * it gets, until lite_rpc_reply() (or the file's release) answers it; a
+ * message gets token 0. Sleeps.
+ *
+ * Return: 0; -ENOENT if @lf did not register the port, or it went away;
+ * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
+ * (the request stays queued); -EFAULT (it is put back); or -ESHUTDOWN if
+ * the node goes down (the call is answered -ECONNRESET).
+ */
+int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
+		  struct lite_rpc_recv *r)
+{
+	struct lite_service *svc = lite_file_service(lf, r->port, false);
+	int ret;
+
+	if (!svc)
+		return -ENOENT;
+	ret = lite_rpc_recv_svc(lf, node, svc, r, false);
 	lite_service_put(svc);
 	return ret;
 }
+
+/**
+ * lite_rpc_reply_recv - answer a call, then take the next request
+ * @lf: the open file
+ * @node: its node
+ * @rr: the command's arguments (checked): reply (a zero token answers
+ *	nothing) in; receive as for lite_rpc_recv()
+ * @sent: where user space reads the reply's token: cleared once the
+ *	  reply went out, before the receive
+ *
+ * While the reply goes out this thread counts as a receiver of the port
+ * already: a request that arrives meanwhile wakes no sleeping one.
+ * Sleeps.
+ *
+ * Return: lite_rpc_reply()'s error, with @rr->reply.token still set and
+ * nothing received; -EFAULT if @sent could not be cleared (the reply went
+ * out); else, with @rr->reply.token 0, what lite_rpc_recv() returns.
+ */
+int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
+			struct lite_rpc_reply_recv *rr, u64 __user *sent)
+{
+	struct lite_service *svc = lite_file_service(lf, rr->recv.port, false);
+	int ret = 0;
+
+	if (svc)
+		atomic_inc(&svc->pollers);
+	if (rr->reply.token) {
+		ret = lite_rpc_reply(lf, node, &rr->reply);
+		if (!ret && put_user(0ULL, sent))
+			ret = -EFAULT;
+		if (!ret)
+			rr->reply.token = 0;
+	}
+	if (!svc)
+		return ret ?: -ENOENT;
+	if (!ret) {
+		ret = lite_rpc_recv_svc(lf, node, svc, &rr->recv, true);
+	} else {
+		/* Leaving without a look at the queue: wake whoever can. */
+		atomic_dec(&svc->pollers);
+		smp_mb__after_atomic();	/* pairs with lite_rpc_deliver()'s */
+		if (lite_service_ready(svc))
+			wake_up(&svc->wq);
+	}
+	lite_service_put(svc);
+	return ret;
+}
+
 
 /* The call @token names, if @lf took it; removed from the table. */
 static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
@@ -1241,6 +1329,11 @@ static struct lite_rcall *lite_rcall_cached(struct lite_conn *conn, u64 size)
 	}
 	spin_unlock(&conn->rcall_lock);
 	if (call) {
+		for (i = 0; i < call->buf.n_chunks; i++)
+			ib_dma_sync_single_for_device(call->buf.dev,
+						      call->buf.chunks[i].addr,
+						      call->buf.chunks[i].len,
+						      DMA_BIDIRECTIONAL);
 		reinit_completion(&call->done);
 		call->status = 0;
 		call->len = 0;
@@ -1271,14 +1364,17 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node, u64 size)
 
 /*
  * The caller is done with @call and its reply: keep it for the next call
- * on the connection if there is room, else free it.
+ * on the connection if there is room, else free it. Not if the connection
+ * is closing, or the reply was malformed (its writer may not be done).
  */
 static void lite_rcall_recycle(struct lite_rcall *call)
 {
 	struct lite_conn *conn = call->conn;
 	bool kept = false;
 
-	if (get_order(call->buf.size) <= LITE_RCALL_CACHE_ORDER) {
+	if (get_order(call->buf.size) <= LITE_RCALL_CACHE_ORDER &&
+	    call->status != -EBADMSG &&
+	    lite_conn_state(conn) != LITE_CONN_CLOSING) {
 		spin_lock(&conn->rcall_lock);
 		if (conn->n_rcalls < LITE_RCALL_CACHE) {
 			conn->rcalls[conn->n_rcalls++] = call;

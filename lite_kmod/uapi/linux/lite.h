@@ -361,8 +361,8 @@ struct lite_rpc_reply {
  * system call. @reply is LITE_IOC_RPC_REPLY's (a zero token answers
  * nothing); @recv is LITE_IOC_RPC_RECV's. The reply goes first: if it
  * fails, its error is returned and nothing is received or written back.
- * Once it is sent the kernel clears @reply.token, and writes the struct
- * back also when the receive then fails.
+ * Once it is sent the kernel clears @reply.token in user memory first, and
+ * writes the struct back also when the receive then fails.
  */
 struct lite_rpc_reply_recv {
 	struct lite_rpc_reply reply;	/* in; token out: 0 once sent */
