@@ -1056,6 +1056,39 @@ static bool lite_service_ready(void *arg)
 }
 
 /* Wait for a request on @svc and take it off the queue. */
+/*
+ * Sleep until @svc has a request or died, a signal comes, or @timeout
+ * (jiffies) passes: wait_event_interruptible_timeout() with the condition
+ * lite_service_ready(), but exclusive: an arrival wakes one receiver, not
+ * all of them. A receiver woken for a request it then finds taken sleeps
+ * again.
+ *
+ * Return: the jiffies left (at least 1) if ready, 0 on timeout,
+ * -ERESTARTSYS on a signal.
+ */
+static long lite_service_sleep(struct lite_service *svc, long timeout)
+{
+	DEFINE_WAIT(wait);
+	long left = timeout;
+
+	for (;;) {
+		prepare_to_wait_exclusive(&svc->wq, &wait, TASK_INTERRUPTIBLE);
+		if (lite_service_ready(svc)) {
+			left = max(left, 1L);
+			break;
+		}
+		if (!left)
+			break;
+		if (signal_pending(current)) {
+			left = -ERESTARTSYS;
+			break;
+		}
+		left = schedule_timeout(left);
+	}
+	finish_wait(&svc->wq, &wait);
+	return left;
+}
+
 /* @counted: the caller already counts itself in svc->pollers. */
 static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 			     u64 cap, u64 *len, struct lite_rpc_in **out,
@@ -1077,8 +1110,7 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 		atomic_dec(&svc->pollers);
 		smp_mb__after_atomic();	/* pairs with lite_rpc_deliver()'s */
 		if (!polled) {
-			left = wait_event_interruptible_timeout(svc->wq,
-				lite_service_ready(svc), timeout);
+			left = lite_service_sleep(svc, timeout);
 			if (!left)
 				return -ETIMEDOUT;
 			if (left < 0)

@@ -19,6 +19,7 @@
 #include <functional>
 #include <iostream>
 #include <lite/session.hpp>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -823,6 +824,59 @@ TEST_F(Msg, PerSenderOrderFromThreeNodes)
 
 // A message to a port nobody serves is dropped at the receiver (sending it
 // succeeds); it is not delivered to whoever registers the port later.
+// Several threads of two nodes post to one peer at once (each its own open
+// file, all through their node's one ring to the peer): every thread's
+// messages arrive complete and in its order.
+TEST_F(Msg, ConcurrentPostersKeepPerSenderOrder)
+{
+    constexpr uint32_t kRpcPort = 510, kThreads = 4, kMsgs = 200;
+    std::mutex mu;
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> next; // (node, thread) -> seq
+    uint64_t bad = 0, out_of_order = 0;
+    Server srv(inst_[0], kRpcPort, 1, [&](const lite_rpc_in_t& in, std::span<const uint8_t> req) {
+        std::lock_guard g(mu);
+        if (in.token != 0 || !request_ok(in, req) || req.size() < kSealMin || in.src_node < 2 || in.src_node > 3) {
+            bad++;
+            return Bytes{};
+        }
+        const uint32_t id = get32(req, 4);
+        uint32_t& want = next[{in.src_node, id >> 16}];
+        if ((id & 0xffff) != want)
+            out_of_order++;
+        want = (id & 0xffff) + 1;
+        return Bytes{};
+    });
+    Failures fails;
+    parallel(2 * kThreads, fails, [&](size_t w) {
+        size_t i = 1 + w / kThreads; // nodes 2 and 3
+        auto s = lite::Session::open(inst_[i]);
+        auto self = static_cast<uint32_t>(i + 1);
+        auto thread = static_cast<uint32_t>(w % kThreads);
+        for (uint32_t seq = 0; seq < kMsgs; seq++) {
+            auto m = make_request(kSealMin + (seq * size_t{53} + w * 7) % 600, self, thread << 16 | seq,
+                                  w * 100000 + seq);
+            int r = LITE_msg_send(s.get(), 1, kRpcPort, m.data(), m.size(), kTimeoutMs);
+            if (r < 0) {
+                fails.add("node " + std::to_string(self) + " thread " + std::to_string(thread) + " message " +
+                          std::to_string(seq) + ": " + err(-r));
+                return;
+            }
+        }
+    });
+    const uint64_t total = uint64_t{2} * kThreads * kMsgs;
+    EXPECT_TRUE(wait_until([&] { return srv.messages >= total; }, 60s)) << srv.messages << " received";
+    srv.stop();
+    EXPECT_EQ(fails.count(), 0u) << fails.text();
+    EXPECT_EQ(srv.messages, total);
+    EXPECT_EQ(srv.recv_errors, 0u) << err(srv.last_error);
+    std::lock_guard g(mu);
+    EXPECT_EQ(bad, 0u);
+    EXPECT_EQ(out_of_order, 0u);
+    EXPECT_EQ(next.size(), size_t{2} * kThreads);
+    for (const auto& [who, n] : next)
+        EXPECT_EQ(n, kMsgs) << "from node " << who.first << " thread " << who.second;
+}
+
 TEST_F(Msg, ToAPortNobodyServesIsDropped)
 {
     constexpr uint32_t kRpcPort = 600, kOtherPort = 601;
