@@ -372,7 +372,7 @@ static bool lite_spin_once(struct lite_node *node, struct lite_conn *conn,
  *
  * Poll mode polls the CQ (lite_poll()) for twice the node's recent waits
  * for a connection's completion, and adds this one to them if it ended
- * polling; busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when
+ * polling (not if @cond held at once); busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when
  * asked, stopping on a signal), adaptive mode for LITE_CQ_SPIN_US
  * (stopping early when the CPU is needed), the others not at all; then the
  * caller sleeps until @deadline.
@@ -383,8 +383,11 @@ bool lite_spin(struct lite_node *node, struct lite_conn *conn,
 	       bool (*cond)(void *), void *arg, unsigned long deadline)
 {
 	u64 start = ktime_get_ns();
-	bool done = lite_spin_once(node, conn, cond, arg, deadline);
+	bool done;
 
+	if (cond(arg))
+		return true;	/* no wait: nothing to learn from */
+	done = lite_spin_once(node, conn, cond, arg, deadline);
 	if (done && node->cq_mode == LITE_CQ_POLL)
 		lite_wait_note(&node->wait_rtt_ns, ktime_get_ns() - start);
 	return done;

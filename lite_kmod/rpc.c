@@ -1244,13 +1244,12 @@ int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
  * @sent: where user space reads the reply's token: cleared once the
  *	  reply went out, before the receive
  *
- * While the reply goes out this thread counts as a receiver of the port
- * already: a request that arrives meanwhile wakes no sleeping one.
  * Sleeps.
  *
  * Return: lite_rpc_reply()'s error, with @rr->reply.token still set and
  * nothing received; -EFAULT if @sent could not be cleared (the reply went
- * out); else, with @rr->reply.token 0, what lite_rpc_recv() returns.
+ * out, @rr->reply.token is 0, nothing received); else, with
+ * @rr->reply.token 0, what lite_rpc_recv() returns.
  */
 int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
 			struct lite_rpc_reply_recv *rr, u64 __user *sent)
@@ -1258,27 +1257,26 @@ int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
 	struct lite_service *svc = lite_file_service(lf, rr->recv.port, false);
 	int ret = 0;
 
-	if (svc)
-		atomic_inc(&svc->pollers);
 	if (rr->reply.token) {
 		ret = lite_rpc_reply(lf, node, &rr->reply);
-		if (!ret && put_user(0ULL, sent))
+		if (ret)
+			goto out;
+		rr->reply.token = 0;	/* sent */
+		if (put_user(0ULL, sent)) {
 			ret = -EFAULT;
-		if (!ret)
-			rr->reply.token = 0;
+			goto out;
+		}
 	}
-	if (!svc)
-		return ret ?: -ENOENT;
-	if (!ret) {
-		ret = lite_rpc_recv_svc(lf, node, svc, &rr->recv, true);
-	} else {
-		/* Leaving without a look at the queue: wake whoever can. */
-		atomic_dec(&svc->pollers);
-		smp_mb__after_atomic();	/* pairs with lite_rpc_deliver()'s */
-		if (lite_service_ready(svc))
-			wake_up(&svc->wq);
+	if (!svc) {
+		ret = -ENOENT;
+		goto out;
 	}
-	lite_service_put(svc);
+	/* From here on an arrival needs no wake-up for this thread. */
+	atomic_inc(&svc->pollers);
+	ret = lite_rpc_recv_svc(lf, node, svc, &rr->recv, true);
+out:
+	if (svc)
+		lite_service_put(svc);
 	return ret;
 }
 

@@ -847,14 +847,14 @@ TEST_F(Msg, ConcurrentPostersKeepPerSenderOrder)
         return Bytes{};
     });
     Failures fails;
-    parallel(2 * kThreads, fails, [&](size_t w) {
+    parallel(size_t{2} * kThreads, fails, [&](size_t w) {
         size_t i = 1 + w / kThreads; // nodes 2 and 3
         auto s = lite::Session::open(inst_[i]);
         auto self = static_cast<uint32_t>(i + 1);
         auto thread = static_cast<uint32_t>(w % kThreads);
         for (uint32_t seq = 0; seq < kMsgs; seq++) {
-            auto m = make_request(kSealMin + (seq * size_t{53} + w * 7) % 600, self, thread << 16 | seq,
-                                  w * 100000 + seq);
+            auto m =
+                make_request(kSealMin + (seq * size_t{53} + w * 7) % 600, self, thread << 16 | seq, w * 100000 + seq);
             int r = LITE_msg_send(s.get(), 1, kRpcPort, m.data(), m.size(), kTimeoutMs);
             if (r < 0) {
                 fails.add("node " + std::to_string(self) + " thread " + std::to_string(thread) + " message " +
