@@ -448,47 +448,39 @@ def optional_rows(d, name):
         return None
 
 
+# Keys measured against the better native mode of the same row: key, CSV,
+# the row (its key columns' values), lite's column, the native columns'
+# suffix (native_busy..., native_event...), lower is better, unit.
+AGAINST_NATIVE = (
+    [(f"rpc_lat_{n}", "rpc.csv", {"size": n}, "lite_median_us", "_median_us", True, "us")
+     for n in ("8", "64", "4096", "65536")]
+    + [(f"rpc_tput_{t}", "rpc_tput.csv", {"threads": t}, "lite_calls_per_s", "_calls_per_s", False, "calls/s")
+       for t in ("1", "2", "4")]
+    + [(f"{op}_lat_{n}", "latency.csv", {"op": op, "size": n}, "lite_median_us", "_median_us", True, "us")
+       for op, n in (("write", "8"), ("read", "8"), ("write", "4096"), ("read", "4096"))]
+    + [(key, "async.csv", {"op": op, "qd": qd}, "lite_ring_ops_s", "_ops_s", False, "ops/s")
+       for key, op, qd in (("async_write_qd1", "write", "1"), ("async_write_qd32", "write", "32"),
+                           ("async_read_qd32", "read", "32"))])
+
+
 def section_core(d, summary):
     found = False
-    rows = optional_rows(d, "rpc.csv")
-    if rows:
+    tables = {}
+    for key, name, want, lite_col, suffix, lower, unit in AGAINST_NATIVE:
+        if name not in tables:
+            tables[name] = optional_rows(d, name)
+        if not tables[name]:
+            continue
         found = True
-        by = {r["size"]: r for r in rows}
-        for size in ("8", "64", "4096", "65536"):
-            r = by.get(size)
-            native, mode = best_native(r, "native_", "_median_us", True) if r else (None, None)
-            summary[f"rpc_lat_{size}"] = named(pair(num(r, "lite_median_us"), native, "us"), mode)
-    rows = optional_rows(d, "rpc_tput.csv")
-    if rows:
-        found = True
-        by = {r["threads"]: r for r in rows}
-        for t in ("1", "2", "4"):
-            r = by.get(t)
-            native, mode = best_native(r, "native_", "_calls_per_s", False) if r else (None, None)
-            summary[f"rpc_tput_{t}"] = named(pair(num(r, "lite_calls_per_s"), native, "calls/s"), mode)
-    rows = optional_rows(d, "latency.csv")
-    if rows:
-        found = True
-        by = {(r["op"], r["size"]): r for r in rows}
-        for op, size in (("write", "8"), ("read", "8"), ("write", "4096"), ("read", "4096")):
-            r = by.get((op, size))
-            native, mode = best_native(r, "native_", "_median_us", True) if r else (None, None)
-            summary[f"{op}_lat_{size}"] = named(pair(num(r, "lite_median_us"), native, "us"), mode)
+        r = next((row for row in tables[name] if all(row.get(k) == v for k, v in want.items())), None)
+        native, mode = best_native(r, "native_", suffix, lower) if r else (None, None)
+        summary[key] = named(pair(num(r, lite_col), native, unit), mode)
     rows = optional_rows(d, "ops.csv")
     if rows:
         found = True
         by = {(r["op"], r["size"]): r for r in rows}
         summary["fetch_add_lat"] = named(pair(num(by.get(("lite-fetch-add", "8")), "median_us"),
                                               num(by.get(("fetch-add", "8")), "median_us"), "us"), "busy")
-    rows = optional_rows(d, "async.csv")
-    if rows:
-        found = True
-        by = {(r["op"], r["qd"]): r for r in rows}
-        for key, op, qd in (("async_write_qd1", "write", "1"), ("async_write_qd32", "write", "32"),
-                            ("async_read_qd32", "read", "32")):
-            r = by.get((op, qd))
-            native, mode = best_native(r, "native_", "_ops_s", False) if r else (None, None)
-            summary[key] = named(pair(num(r, "lite_ring_ops_s"), native, "ops/s"), mode)
     rows = optional_rows(d, "first_op.csv")
     if rows:
         found = True

@@ -64,6 +64,23 @@ static void lite_cq_disown(struct lite_conn *conn)
 }
 
 /*
+ * Poll @conn's CQ for up to LITE_BUSY_BUDGET completions unless someone
+ * else polls it now (or close_work took it). Bottom halves off.
+ */
+static void lite_cq_poll_unowned(struct lite_conn *conn)
+{
+	struct ib_cq *cq;
+
+	if (!lite_cq_own(conn))
+		return;
+	/* Before close_work stops it, the CQ exists or is NULL. */
+	cq = READ_ONCE(conn->cq);
+	if (cq)
+		ib_process_cq_direct(cq, LITE_BUSY_BUDGET);
+	lite_cq_disown(conn);
+}
+
+/*
  * Poll mode: the completion event of a CQ (any context the driver calls
  * it in) schedules lite_cq_iop().
  */
@@ -146,11 +163,7 @@ static int lite_poller(void *arg)
 		rcu_read_lock();
 		list_for_each_entry_rcu(conn, &node->poll_conns, poll_entry) {
 			local_bh_disable();
-			if (lite_cq_own(conn)) {
-				ib_process_cq_direct(conn->cq,
-						     LITE_BUSY_BUDGET);
-				lite_cq_disown(conn);
-			}
+			lite_cq_poll_unowned(conn);
 			local_bh_enable();
 		}
 		rcu_read_unlock();
@@ -241,25 +254,14 @@ void lite_poll_del(struct lite_conn *conn)
 static void lite_poll_once(struct lite_node *node, struct lite_conn *conn)
 {
 	struct lite_conn *c;
-	struct ib_cq *cq;
 
 	local_bh_disable();
 	if (conn) {
-		/* Before close_work stops it, the CQ exists or is NULL. */
-		if (lite_cq_own(conn)) {
-			cq = READ_ONCE(conn->cq);
-			if (cq)
-				ib_process_cq_direct(cq, LITE_BUSY_BUDGET);
-			lite_cq_disown(conn);
-		}
+		lite_cq_poll_unowned(conn);
 	} else {
 		rcu_read_lock();
-		list_for_each_entry_rcu(c, &node->poll_conns, poll_entry) {
-			if (lite_cq_own(c)) {
-				ib_process_cq_direct(c->cq, LITE_BUSY_BUDGET);
-				lite_cq_disown(c);
-			}
-		}
+		list_for_each_entry_rcu(c, &node->poll_conns, poll_entry)
+			lite_cq_poll_unowned(c);
 		rcu_read_unlock();
 	}
 	local_bh_enable();
@@ -372,10 +374,10 @@ static bool lite_spin_once(struct lite_node *node, struct lite_conn *conn,
  *
  * Poll mode polls the CQ (lite_poll()) for twice the node's recent waits
  * for a connection's completion, and adds this one to them if it ended
- * polling (not if @cond held at once); busy mode spins up to LITE_BUSY_SPIN_MS (yielding the CPU when
- * asked, stopping on a signal), adaptive mode for LITE_CQ_SPIN_US
- * (stopping early when the CPU is needed), the others not at all; then the
- * caller sleeps until @deadline.
+ * polling (not if @cond held at once); busy mode spins up to
+ * LITE_BUSY_SPIN_MS (yielding the CPU when asked, stopping on a signal),
+ * adaptive mode for LITE_CQ_SPIN_US (stopping early when the CPU is
+ * needed), the others not at all; then the caller sleeps until @deadline.
  *
  * Return: whether @cond held.
  */
@@ -424,7 +426,7 @@ static bool lite_completion_done(void *c)
 /**
  * lite_wait_done - wait for a completion as the node's mode says
  * @node: the node whose mode decides (lite_spin(), then sleep)
- * @conn: the connection whose completion completes @c, or NULL
+ * @conn: the connection whose completion completes @c
  * @c: the completion
  * @timeout: in jiffies
  * @killable: a fatal signal ends the wait too

@@ -1089,10 +1089,8 @@ static long lite_service_sleep(struct lite_service *svc, long timeout)
 	return left;
 }
 
-/* @counted: the caller already counts itself in svc->pollers. */
 static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
-			     u64 cap, u64 *len, struct lite_rpc_in **out,
-			     bool counted)
+			     u64 cap, u64 *len, struct lite_rpc_in **out)
 {
 	long timeout = timeout_ms ? (long)msecs_to_jiffies(timeout_ms) :
 				    MAX_SCHEDULE_TIMEOUT;
@@ -1102,9 +1100,7 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 	long left;
 
 	for (;;) {
-		if (!counted)
-			atomic_inc(&svc->pollers);
-		counted = false;
+		atomic_inc(&svc->pollers);
 		polled = lite_spin_any(svc->node, READ_ONCE(svc->gap_ns),
 				       lite_service_ready, svc, deadline);
 		atomic_dec(&svc->pollers);
@@ -1159,20 +1155,35 @@ static void lite_service_untake(struct lite_service *svc,
 		wake_up(&svc->wq);
 }
 
-/*
- * lite_rpc_recv() on @svc (the caller's reference); @counted: the caller
- * counts itself in svc->pollers, and this uncounts it.
+
+/**
+ * lite_rpc_recv - take the next request or message of a port
+ * @lf: the file that registered the port
+ * @node: the node it is attached to
+ * @r: the command's arguments: port, buffer, capacity and timeout in;
+ *	length, source node and token out
+ *
+ * Waits up to @r->timeout_ms (0: for ever), interruptibly, then copies
+ * the payload to the user buffer. A call is held for @lf under the token
+ * it gets, until lite_rpc_reply() (or the file's release) answers it; a
+ * message gets token 0. Sleeps.
+ *
+ * Return: 0; -ENOENT if @lf did not register the port, or it went away;
+ * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
+ * (the request stays queued); -EFAULT (it is put back); or -ESHUTDOWN if
+ * the node goes down (the call is answered -ECONNRESET).
  */
-static int lite_rpc_recv_svc(struct lite_file *lf, struct lite_node *node,
-			     struct lite_service *svc, struct lite_rpc_recv *r,
-			     bool counted)
+int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
+		  struct lite_rpc_recv *r)
 {
+	struct lite_service *svc = lite_file_service(lf, r->port, false);
 	struct lite_rpc_in *in;
 	u32 token;
 	int ret;
 
-	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in,
-				counted);
+	if (!svc)
+		return -ENOENT;
+	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in);
 	if (ret)
 		goto out;
 	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
@@ -1202,35 +1213,6 @@ static int lite_rpc_recv_svc(struct lite_file *lf, struct lite_node *node,
 	ret = 0;
 	r->token = token;
 out:
-	return ret;
-}
-
-/**
- * lite_rpc_recv - take the next request or message of a port
- * @lf: the file that registered the port
- * @node: the node it is attached to
- * @r: the command's arguments: port, buffer, capacity and timeout in;
- *	length, source node and token out
- *
- * Waits up to @r->timeout_ms (0: for ever), interruptibly, then copies
- * the payload to the user buffer. A call is held for @lf under the token
- * it gets, until lite_rpc_reply() (or the file's release) answers it; a
- * message gets token 0. Sleeps.
- *
- * Return: 0; -ENOENT if @lf did not register the port, or it went away;
- * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
- * (the request stays queued); -EFAULT (it is put back); or -ESHUTDOWN if
- * the node goes down (the call is answered -ECONNRESET).
- */
-int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
-		  struct lite_rpc_recv *r)
-{
-	struct lite_service *svc = lite_file_service(lf, r->port, false);
-	int ret;
-
-	if (!svc)
-		return -ENOENT;
-	ret = lite_rpc_recv_svc(lf, node, svc, r, false);
 	lite_service_put(svc);
 	return ret;
 }
@@ -1254,30 +1236,17 @@ int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
 			struct lite_rpc_reply_recv *rr, u64 __user *sent)
 {
-	struct lite_service *svc = lite_file_service(lf, rr->recv.port, false);
-	int ret = 0;
+	int ret;
 
 	if (rr->reply.token) {
 		ret = lite_rpc_reply(lf, node, &rr->reply);
 		if (ret)
-			goto out;
+			return ret;
 		rr->reply.token = 0;	/* sent */
-		if (put_user(0ULL, sent)) {
-			ret = -EFAULT;
-			goto out;
-		}
+		if (put_user(0ULL, sent))
+			return -EFAULT;
 	}
-	if (!svc) {
-		ret = -ENOENT;
-		goto out;
-	}
-	/* From here on an arrival needs no wake-up for this thread. */
-	atomic_inc(&svc->pollers);
-	ret = lite_rpc_recv_svc(lf, node, svc, &rr->recv, true);
-out:
-	if (svc)
-		lite_service_put(svc);
-	return ret;
+	return lite_rpc_recv(lf, node, &rr->recv);
 }
 
 
