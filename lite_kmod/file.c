@@ -600,13 +600,26 @@ static long lite_ioc_rpc_call(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
-static bool lite_rpc_recv_ok(const struct lite_rpc_recv *rr)
+/**
+ * lite_rpc_recv_ok - check the arguments of an RPC receive
+ * @rr: the arguments, copied from user space (ioctl or io_uring)
+ *
+ * Return: whether the port is set, and flags, outputs and reserved fields
+ * are zero.
+ */
+bool lite_rpc_recv_ok(const struct lite_rpc_recv *rr)
 {
 	return rr->port && !rr->flags && !rr->len && !rr->token &&
 	       !rr->src_node && lite_zero(rr->reserved, sizeof(rr->reserved));
 }
 
-static bool lite_rpc_reply_ok(const struct lite_rpc_reply *rp)
+/**
+ * lite_rpc_reply_ok - check the arguments of an RPC reply
+ * @rp: the arguments, copied from user space (ioctl or io_uring)
+ *
+ * Return: whether flags and reserved fields are zero.
+ */
+bool lite_rpc_reply_ok(const struct lite_rpc_reply *rp)
 {
 	return !rp->flags && lite_zero(rp->reserved, sizeof(rp->reserved));
 }

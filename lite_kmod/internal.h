@@ -82,7 +82,7 @@
 #define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
-#define LITE_RCALL_CACHE	4	/* reply buffers a connection keeps */
+#define LITE_RCALL_CACHE	8	/* reply buffers a node keeps */
 #define LITE_RCALL_CACHE_ORDER	5	/* ... each of up to 128 KiB */
 #define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
@@ -97,6 +97,10 @@
  * io_uring's workers
  */
 #define LITE_AOP_MAX_LEN	(64 * 1024)
+#define LITE_URING_TICK_MS	100	/* a parked io_uring receive looks
+						 * whether its task or ring went */
+#define LITE_URING_REPLY_MAX	(512 * 1024)	/* longer replies go to an
+						 * io_uring worker */
 #define LITE_AOP_SEGS		8	/* remote segments of an async access */
 #define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* kernel memory of a file's
 						 * async operations */
@@ -261,6 +265,11 @@ struct lite_node {
 	struct xarray rpc_held;		/* token -> lite_rpc_in; xa lock (bh) */
 	u32 next_token;			/* xa lock of rpc_held */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
+	spinlock_t rcall_lock;		/* protects the three fields below */
+	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
+					 * calls left for the next ones */
+	u32 n_rcalls;
+	bool rcalls_closed;		/* the node went down: free, not keep */
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
 	u32 next_owner;			/* node lock: lock owner tokens */
 
@@ -363,6 +372,8 @@ struct lite_service {
 	struct lite_file *owner;	/* immutable */
 	spinlock_t lock;		/* protects the fields below */
 	struct list_head queue;		/* lite_rpc_in waiting for RECV */
+	struct list_head urecvs;	/* lite_urecv parked: io_uring
+					 * receives waiting for a request */
 	bool dead;			/* unregistered: no more arrivals */
 	wait_queue_head_t wq;		/* receivers */
 	atomic_t pollers;		/* receivers polling, not asleep: an
@@ -375,10 +386,26 @@ struct lite_service {
 	struct rcu_head rcu;
 };
 
+/*
+ * An io_uring receive (uring.c) on a port that had no request for it: it
+ * waits on the service's urecvs list, off any thread. An arrival (or the
+ * port's end) takes it off the list and calls @ready, in any context;
+ * @ready arranges for lite_rpc_urecv_try() to run again in the task.
+ */
+struct lite_urecv {
+	struct list_head entry;		/* svc->urecvs while parked; svc lock */
+	struct lite_service *svc;	/* referenced until released */
+	bool expired;			/* svc lock: its time is up; do not
+					 * park it again */
+	void (*ready)(struct lite_urecv *u);
+};
+
 /* A call this node made, until its reply buffer can be freed. */
 struct lite_rcall {
 	u32 id;				/* key in node->rpc_calls (per call) */
-	struct lite_conn *conn;		/* holds a reference */
+	struct lite_node *node;		/* immutable */
+	struct lite_conn *conn;		/* holds a reference; NULL once an
+					 * asynchronous call let it go */
 	struct lite_kbuf buf;		/* the reply lands here */
 	u64 cap;			/* payload bytes wanted (set per call) */
 	struct completion done;
@@ -387,6 +414,11 @@ struct lite_rcall {
 	u32 len;
 	bool abandoned;			/* the caller left; free on reply */
 	bool conn_failed;		/* failed by close: wait for the QP */
+	/* rpc_calls lock: an asynchronous call's (lite_acall) completion,
+	 * run (any context) instead of completing @done.
+	 */
+	void (*done_fn)(struct lite_rcall *call);
+	void *arg;			/* for @done_fn */
 };
 
 /* Memory this node holds for an LMR (the memory node's side). */
@@ -578,11 +610,6 @@ struct lite_conn {
 	struct list_head rpc_errs;	/* lite_rpc_in to fail; conn lock */
 	bool ack_due;			/* conn lock: send a RING_ACK */
 	struct work_struct rpc_work;	/* sends error replies and acks */
-	spinlock_t rcall_lock;		/* protects the two fields below */
-	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
-					 * calls on this connection left, for the
-					 * next ones (rpc.c) */
-	u32 n_rcalls;
 	struct list_head aops;		/* conn lock: asynchronous
 					 * lite_rdma_op waiting for data slots,
 					 * posted in order as slots free up */
@@ -812,6 +839,19 @@ int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
 			struct lite_rpc_reply_recv *rr, u64 __user *sent);
 int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 		   const struct lite_rpc_reply *r);
+int lite_rpc_urecv_init(struct lite_file *lf, struct lite_urecv *u, u32 port,
+			void (*ready)(struct lite_urecv *u));
+int lite_rpc_urecv_try(struct lite_file *lf, struct lite_node *node,
+		       struct lite_urecv *u, struct lite_rpc_recv *r);
+bool lite_rpc_urecv_expire(struct lite_urecv *u);
+void lite_rpc_urecv_cancel(struct lite_urecv *u);
+void lite_rpc_urecv_release(struct lite_urecv *u);
+struct lite_acall;
+int lite_rpc_acall_start(struct lite_node *node, const struct lite_rpc_call *a,
+			 void (*done_fn)(void *arg), void *arg,
+			 struct lite_acall **out);
+int lite_rpc_acall_finish(struct lite_acall *ac, const struct lite_rpc_call *a,
+			  u64 *reply_len);
 int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m);
 void lite_rpc_file_release(struct lite_file *lf);
 
@@ -988,6 +1028,8 @@ int lite_file_rw_access(struct lite_file *lf, const struct lite_rw *rw,
 int lite_file_atomic_access(struct lite_file *lf, const struct lite_atomic *at,
 			    bool cmp_swap, struct lite_lmr **lmr);
 int lite_rpc_call_check(const struct lite_rpc_call *rc);
+bool lite_rpc_recv_ok(const struct lite_rpc_recv *rr);
+bool lite_rpc_reply_ok(const struct lite_rpc_reply *rp);
 void lite_file_release(struct lite_file *lf);
 long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		     void __user *argp);

@@ -184,6 +184,7 @@ static void lite_rpc_fail_in(struct lite_rpc_in *in, int err)
 /* Hand @in to its port's queue. Any context. */
 static void lite_rpc_deliver(struct lite_node *node, struct lite_rpc_in *in)
 {
+	struct lite_urecv *u = NULL;
 	struct lite_service *svc;
 	bool queued = false, more = false;
 	u64 now;
@@ -199,15 +200,21 @@ static void lite_rpc_deliver(struct lite_node *node, struct lite_rpc_in *in)
 			now = ktime_get_ns();
 			lite_wait_note(&svc->gap_ns, now - svc->last_ns);
 			svc->last_ns = now;
+			u = list_first_entry_or_null(&svc->urecvs,
+						     struct lite_urecv, entry);
+			if (u)
+				list_del_init(&u->entry);
 		}
 		spin_unlock_bh(&svc->lock);
+		if (u)
+			u->ready(u);	/* an io_uring receive takes it */
 		/*
 		 * A receiver that polls takes it without a wake-up; one that
 		 * stops polling decrements pollers before it looks at the
 		 * queue (lite_service_take()).
 		 */
 		smp_mb();
-		if (queued && (more || !atomic_read(&svc->pollers)))
+		if (queued && (more || (!u && !atomic_read(&svc->pollers))))
 			wake_up(&svc->wq);
 	}
 	rcu_read_unlock();
@@ -300,13 +307,15 @@ bad:
 static void lite_rcall_free(struct lite_rcall *call)
 {
 	lite_kbuf_free(&call->buf);
-	lite_conn_put(call->conn);	/* see lite_rpc_reply_arrived() */
+	if (call->conn)
+		lite_conn_put(call->conn);	/* see lite_rpc_reply_arrived() */
 	kfree(call);
 }
 
 /* A reply landed in the buffer of call @id (CQ context). */
 static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 {
+	void (*done_fn)(struct lite_rcall *call);
 	struct lite_node *node = conn->node;
 	struct lite_wire_rpc_reply w;
 	struct lite_rcall *call;
@@ -336,6 +345,7 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 	}
 	call->status = status;
 	call->len = len;
+	done_fn = call->done_fn;
 	xa_unlock_bh(&node->rpc_calls);
 	/*
 	 * The write is complete and no other reply comes: an abandoned call
@@ -343,6 +353,8 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 	 */
 	if (abandoned)
 		lite_rcall_free(call);
+	else if (done_fn)
+		done_fn(call);
 	else
 		complete(&call->done);
 }
@@ -645,10 +657,15 @@ static bool lite_ring_room(void *arg)
 	return ok;
 }
 
-/* Write one entry into @conn's peer's ring by @deadline. */
+/*
+ * Write one entry into @conn's peer's ring by @deadline; with @nowait,
+ * -EAGAIN (nothing written) where it would wait for the ring, its room or
+ * a staging step to complete.
+ */
 static int lite_ring_write(struct lite_conn *conn,
 			   const struct lite_rpc_out *o,
-			   unsigned long deadline, struct lite_rpc_tx *tx)
+			   unsigned long deadline, bool nowait,
+			   struct lite_rpc_tx *tx)
 {
 	struct lite_ring_tx *t = &conn->tx_ring;
 	u32 n_segs = o->reply_buf ? o->reply_buf->n_chunks : 0;
@@ -662,13 +679,22 @@ static int lite_ring_write(struct lite_conn *conn,
 	ret = lite_stage_get(s, conn, size);
 	if (ret)
 		return ret;
-	ret = lite_ring_lock(conn, deadline);
-	if (ret)
-		return ret;
-	ret = lite_ring_setup(conn, deadline);
-	if (ret)
-		goto unlock;
-	if (!lite_spin(conn->node, conn, lite_ring_room, &room, deadline)) {
+	if (nowait) {
+		if (size > s->size || !lite_ring_own(t))
+			return -EAGAIN;
+		ret = t->ready && lite_ring_room(&room) ? 0 : -EAGAIN;
+		if (ret)
+			goto unlock;
+	} else {
+		ret = lite_ring_lock(conn, deadline);
+		if (ret)
+			return ret;
+		ret = lite_ring_setup(conn, deadline);
+		if (ret)
+			goto unlock;
+	}
+	if (!nowait &&
+	    !lite_spin(conn->node, conn, lite_ring_room, &room, deadline)) {
 		left = wait_event_killable_timeout(conn->tx_wq,
 			lite_ring_room(&room),
 			max_t(long, (long)(deadline - jiffies), 1));
@@ -860,7 +886,10 @@ void lite_rpc_conn_failed(struct lite_conn *conn)
 		__xa_erase(&node->rpc_calls, id);
 		call->status = -ECONNRESET;
 		call->conn_failed = true;
-		complete(&call->done);
+		if (call->done_fn)
+			call->done_fn(call);
+		else
+			complete(&call->done);
 	}
 	xa_unlock_bh(&node->rpc_calls);
 }
@@ -910,17 +939,11 @@ void lite_rpc_conn_closed(struct lite_conn *conn)
 }
 
 /**
- * lite_rpc_conn_release - free its rings and the reply buffers it kept
+ * lite_rpc_conn_release - free its rings
  * @conn: the connection; its last reference is gone (LITE_HOOK_RELEASE)
  */
 void lite_rpc_conn_release(struct lite_conn *conn)
 {
-	while (conn->n_rcalls) {
-		struct lite_rcall *call = conn->rcalls[--conn->n_rcalls];
-
-		lite_kbuf_free(&call->buf);
-		kfree(call);
-	}
 	if (conn->ring)
 		lite_ring_free(conn->ring);
 	conn->ring = NULL;
@@ -929,6 +952,19 @@ void lite_rpc_conn_release(struct lite_conn *conn)
 }
 
 /* Services */
+
+/* Take the first parked io_uring receive off @svc, if any. */
+static struct lite_urecv *lite_service_unpark(struct lite_service *svc)
+{
+	struct lite_urecv *u;
+
+	spin_lock_bh(&svc->lock);
+	u = list_first_entry_or_null(&svc->urecvs, struct lite_urecv, entry);
+	if (u)
+		list_del_init(&u->entry);
+	spin_unlock_bh(&svc->lock);
+	return u;
+}
 
 static void lite_service_free(struct kref *ref)
 {
@@ -947,6 +983,7 @@ static void lite_service_kill(struct lite_node *node, struct lite_service *svc,
 			      int err)
 {
 	struct lite_rpc_in *in, *tmp;
+	struct lite_urecv *u;
 	LIST_HEAD(queue);
 
 	xa_cmpxchg_bh(&node->services, svc->port, svc, NULL, GFP_KERNEL);
@@ -955,6 +992,9 @@ static void lite_service_kill(struct lite_node *node, struct lite_service *svc,
 	list_splice_init(&svc->queue, &queue);
 	spin_unlock_bh(&svc->lock);
 	wake_up_all(&svc->wq);
+	/* One at a time, under the lock: expiry may unpark one meanwhile. */
+	while ((u = lite_service_unpark(svc)))
+		u->ready(u);		/* it finds the port dead */
 	list_for_each_entry_safe(in, tmp, &queue, entry) {
 		list_del(&in->entry);
 		if (err)
@@ -988,6 +1028,7 @@ int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port)
 	svc->owner = lf;
 	spin_lock_init(&svc->lock);
 	INIT_LIST_HEAD(&svc->queue);
+	INIT_LIST_HEAD(&svc->urecvs);
 	init_waitqueue_head(&svc->wq);
 
 	mutex_lock(&lf->lock);
@@ -1089,15 +1130,58 @@ static long lite_service_sleep(struct lite_service *svc, long timeout)
 	return left;
 }
 
+/*
+ * Take the request at the head of @svc's queue if it fits @cap bytes (if
+ * not: -EMSGSIZE, @len set, it stays queued). With none queued, park @u
+ * if given (and not expired: -ETIMEDOUT). Return: 0, -ENOENT if the port
+ * died, -EAGAIN if there was none.
+ */
+static int lite_service_pop(struct lite_service *svc, u64 cap, u64 *len,
+			    struct lite_rpc_in **out, struct lite_urecv *u)
+{
+	struct lite_urecv *other = NULL;
+	struct lite_rpc_in *in;
+	int ret = 0;
+
+	spin_lock_bh(&svc->lock);
+	in = list_first_entry_or_null(&svc->queue, struct lite_rpc_in, entry);
+	if (svc->dead) {
+		ret = -ENOENT;
+	} else if (in && in->e.len > cap) {
+		*len = in->e.len;	/* stays queued */
+		ret = -EMSGSIZE;
+		other = list_first_entry_or_null(&svc->urecvs,
+						 struct lite_urecv, entry);
+		if (other)
+			list_del_init(&other->entry);
+	} else if (in) {
+		list_del(&in->entry);
+		*out = in;
+	} else if (u && u->expired) {
+		ret = -ETIMEDOUT;
+	} else {
+		if (u)
+			list_add_tail(&u->entry, &svc->urecvs);
+		ret = -EAGAIN;
+	}
+	spin_unlock_bh(&svc->lock);
+	/* Not woken for it if we polled (or parked): another may fit it. */
+	if (other)
+		other->ready(other);
+	if (ret == -EMSGSIZE)
+		wake_up(&svc->wq);
+	return ret;
+}
+
 static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 			     u64 cap, u64 *len, struct lite_rpc_in **out)
 {
 	long timeout = timeout_ms ? (long)msecs_to_jiffies(timeout_ms) :
 				    MAX_SCHEDULE_TIMEOUT;
 	unsigned long deadline = jiffies + min_t(long, timeout, HZ);
-	struct lite_rpc_in *in;
 	bool polled;
 	long left;
+	int ret;
 
 	for (;;) {
 		atomic_inc(&svc->pollers);
@@ -1113,27 +1197,9 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 				return -EINTR;
 			timeout = left;
 		}
-		spin_lock_bh(&svc->lock);
-		if (svc->dead) {
-			spin_unlock_bh(&svc->lock);
-			return -ENOENT;
-		}
-		in = list_first_entry_or_null(&svc->queue, struct lite_rpc_in,
-					      entry);
-		if (in && in->e.len > cap) {
-			*len = in->e.len;	/* stays queued */
-			spin_unlock_bh(&svc->lock);
-			/* Not woken for it if we polled: another may fit it. */
-			wake_up(&svc->wq);
-			return -EMSGSIZE;
-		}
-		if (in)
-			list_del(&in->entry);
-		spin_unlock_bh(&svc->lock);
-		if (in) {
-			*out = in;
-			return 0;
-		}
+		ret = lite_service_pop(svc, cap, len, out, NULL);
+		if (ret != -EAGAIN)
+			return ret;
 		/* Another thread took it. */
 	}
 }
@@ -1142,17 +1208,65 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 static void lite_service_untake(struct lite_service *svc,
 				struct lite_rpc_in *in)
 {
+	struct lite_urecv *u = NULL;
 	bool dead;
 
 	spin_lock_bh(&svc->lock);
 	dead = svc->dead;
-	if (!dead)
+	if (!dead) {
 		list_add(&in->entry, &svc->queue);
+		u = list_first_entry_or_null(&svc->urecvs, struct lite_urecv,
+					     entry);
+		if (u)
+			list_del_init(&u->entry);
+	}
 	spin_unlock_bh(&svc->lock);
 	if (dead)
 		lite_rpc_fail_in(in, -ECONNRESET);
+	else if (u)
+		u->ready(u);
 	else
 		wake_up(&svc->wq);
+}
+
+
+/*
+ * Give @in, taken off @svc's queue, to the receiver: copy its payload out,
+ * and hold a call for @lf under a new token. Fills @r.
+ */
+static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
+			     struct lite_service *svc, struct lite_rpc_in *in,
+			     struct lite_rpc_recv *r)
+{
+	u32 token;
+	int ret;
+
+	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
+				u64_to_user_ptr(r->buf_ptr), in->e.len);
+	if (ret) {
+		lite_service_untake(svc, in);
+		return ret;
+	}
+	r->len = in->e.len;
+	r->src_node = in->e.src;
+	r->token = 0;
+	if (in->e.kind != LITE_RPC_CALL) {
+		lite_rpc_in_free(in);
+		return 0;
+	}
+	lite_rpc_consume(in);
+	in->owner = lf;
+	xa_lock_bh(&node->rpc_held);
+	ret = node->rpc_down ? -ESHUTDOWN :
+	      __xa_alloc_cyclic(&node->rpc_held, &token, in, xa_limit_32b,
+				&node->next_token, GFP_KERNEL);
+	xa_unlock_bh(&node->rpc_held);
+	if (ret < 0) {
+		lite_rpc_fail_in(in, -ECONNRESET);
+		return ret;
+	}
+	r->token = token;
+	return 0;
 }
 
 
@@ -1178,43 +1292,124 @@ int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 {
 	struct lite_service *svc = lite_file_service(lf, r->port, false);
 	struct lite_rpc_in *in;
-	u32 token;
 	int ret;
 
 	if (!svc)
 		return -ENOENT;
 	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in);
-	if (ret)
-		goto out;
-	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
-				u64_to_user_ptr(r->buf_ptr), in->e.len);
-	if (ret) {
-		lite_service_untake(svc, in);
-		goto out;
-	}
-	r->len = in->e.len;
-	r->src_node = in->e.src;
-	r->token = 0;
-	if (in->e.kind != LITE_RPC_CALL) {
-		lite_rpc_in_free(in);
-		goto out;
-	}
-	lite_rpc_consume(in);
-	in->owner = lf;
-	xa_lock_bh(&node->rpc_held);
-	ret = node->rpc_down ? -ESHUTDOWN :
-	      __xa_alloc_cyclic(&node->rpc_held, &token, in, xa_limit_32b,
-				&node->next_token, GFP_KERNEL);
-	xa_unlock_bh(&node->rpc_held);
-	if (ret < 0) {
-		lite_rpc_fail_in(in, -ECONNRESET);
-		goto out;
-	}
-	ret = 0;
-	r->token = token;
-out:
+	if (!ret)
+		ret = lite_rpc_hand_out(lf, node, svc, in, r);
 	lite_service_put(svc);
 	return ret;
+}
+
+/**
+ * lite_rpc_urecv_init - prepare an io_uring receive on a port
+ * @lf: the file that registered the port
+ * @u: the receive
+ * @port: the port
+ * @ready: called (any context) when a request arrives for it while it
+ *	   is parked, or the port dies
+ *
+ * Return: 0 (release @u with lite_rpc_urecv_release()), or -ENOENT if @lf
+ * did not register @port.
+ */
+int lite_rpc_urecv_init(struct lite_file *lf, struct lite_urecv *u, u32 port,
+			void (*ready)(struct lite_urecv *u))
+{
+	u->svc = lite_file_service(lf, port, false);
+	if (!u->svc)
+		return -ENOENT;
+	INIT_LIST_HEAD(&u->entry);
+	u->expired = false;
+	u->ready = ready;
+	return 0;
+}
+
+/**
+ * lite_rpc_urecv_try - take a request for an io_uring receive, or park it
+ * @lf: the file that registered the port
+ * @node: the node it is attached to
+ * @u: the receive, not parked
+ * @r: as for lite_rpc_recv() (its timeout is the caller's business)
+ *
+ * In the receiving task (user memory is written), never waits.
+ *
+ * Return: what lite_rpc_recv() returns; or -EAGAIN: nothing was queued
+ * and @u is parked on the port until @u->ready is called for it;
+ * -ETIMEDOUT if lite_rpc_urecv_expire() marked it expired.
+ */
+int lite_rpc_urecv_try(struct lite_file *lf, struct lite_node *node,
+		       struct lite_urecv *u, struct lite_rpc_recv *r)
+{
+	struct lite_rpc_in *in;
+	int ret;
+
+	ret = lite_service_pop(u->svc, r->buf_cap, &r->len, &in, u);
+	if (ret)
+		return ret;
+	return lite_rpc_hand_out(lf, node, u->svc, in, r);
+}
+
+/**
+ * lite_rpc_urecv_expire - an io_uring receive's time is up
+ * @u: the receive
+ *
+ * Process context.
+ *
+ * Return: true if it was parked and is not any more (the caller ends it
+ * with -ETIMEDOUT); false if it is not parked: whoever tries it next gets
+ * -ETIMEDOUT instead of parking it again, unless a request is there.
+ */
+bool lite_rpc_urecv_expire(struct lite_urecv *u)
+{
+	bool parked;
+
+	spin_lock_bh(&u->svc->lock);
+	u->expired = true;
+	parked = !list_empty(&u->entry);
+	list_del_init(&u->entry);
+	spin_unlock_bh(&u->svc->lock);
+	return parked;
+}
+
+/**
+ * lite_rpc_urecv_cancel - an io_uring receive ends without trying
+ * @u: the receive, not parked (its task or ring is going away)
+ *
+ * It may have been readied for a request that is still queued: that
+ * request goes to the next receiver, parked or asleep.
+ */
+void lite_rpc_urecv_cancel(struct lite_urecv *u)
+{
+	struct lite_service *svc = u->svc;
+	struct lite_urecv *next = NULL;
+	bool queued;
+
+	spin_lock_bh(&svc->lock);
+	u->expired = true;
+	queued = !list_empty(&svc->queue);
+	if (queued) {
+		next = list_first_entry_or_null(&svc->urecvs,
+						struct lite_urecv, entry);
+		if (next)
+			list_del_init(&next->entry);
+	}
+	spin_unlock_bh(&svc->lock);
+	if (next)
+		next->ready(next);
+	else if (queued)
+		wake_up(&svc->wq);
+}
+
+/**
+ * lite_rpc_urecv_release - done with an io_uring receive
+ * @u: the receive, not parked (ended by its @ready or by expiry)
+ */
+void lite_rpc_urecv_release(struct lite_urecv *u)
+{
+	WARN_ON_ONCE(!list_empty(&u->entry));
+	lite_service_put(u->svc);
 }
 
 /**
@@ -1309,24 +1504,24 @@ int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 /* Callers */
 
 /*
- * A call a previous one on @conn left, with a reply buffer of at least
- * @size bytes; NULL if none. Its bytes are those of an earlier reply on
- * this connection: a reply's header says how many of them are its own.
+ * A call a previous one on @node left, with a reply buffer of at least
+ * @size bytes; NULL if none. Its bytes are those of an earlier reply: a
+ * reply's header says how many of them are its own.
  */
-static struct lite_rcall *lite_rcall_cached(struct lite_conn *conn, u64 size)
+static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 {
 	struct lite_rcall *call = NULL;
 	u32 i;
 
-	spin_lock(&conn->rcall_lock);
-	for (i = conn->n_rcalls; i-- > 0;) {
-		if (conn->rcalls[i]->buf.size < size)
+	spin_lock(&node->rcall_lock);
+	for (i = node->n_rcalls; i-- > 0;) {
+		if (node->rcalls[i]->buf.size < size)
 			continue;
-		call = conn->rcalls[i];
-		conn->rcalls[i] = conn->rcalls[--conn->n_rcalls];
+		call = node->rcalls[i];
+		node->rcalls[i] = node->rcalls[--node->n_rcalls];
 		break;
 	}
-	spin_unlock(&conn->rcall_lock);
+	spin_unlock(&node->rcall_lock);
 	if (call) {
 		for (i = 0; i < call->buf.n_chunks; i++)
 			ib_dma_sync_single_for_device(call->buf.dev,
@@ -1338,6 +1533,7 @@ static struct lite_rcall *lite_rcall_cached(struct lite_conn *conn, u64 size)
 		call->len = 0;
 		call->abandoned = false;
 		call->conn_failed = false;
+		call->done_fn = NULL;
 	}
 	return call;
 }
@@ -1350,6 +1546,7 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node, u64 size)
 	call = kzalloc(sizeof(*call), GFP_KERNEL);
 	if (!call)
 		return NULL;
+	call->node = node;
 	init_completion(&call->done);
 	if (get_order(size) <= LITE_RCALL_CACHE_ORDER)
 		size = PAGE_SIZE << get_order(size);
@@ -1362,29 +1559,34 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node, u64 size)
 }
 
 /*
- * The caller is done with @call and its reply: keep it for the next call
- * on the connection if there is room, else free it. Not if the connection
- * is closing, or the reply was malformed (its writer may not be done).
+ * The caller is done with @call and its reply: keep it for the node's next
+ * call if there is room, else free it. Not if its connection is closing
+ * (unless the call let it go after its QP was gone), or the reply was
+ * malformed (its writer may not be done).
  */
 static void lite_rcall_recycle(struct lite_rcall *call)
 {
+	struct lite_node *node = call->node;
 	struct lite_conn *conn = call->conn;
 	bool kept = false;
 
 	if (get_order(call->buf.size) <= LITE_RCALL_CACHE_ORDER &&
 	    call->status != -EBADMSG &&
-	    lite_conn_state(conn) != LITE_CONN_CLOSING) {
-		spin_lock(&conn->rcall_lock);
-		if (conn->n_rcalls < LITE_RCALL_CACHE) {
-			conn->rcalls[conn->n_rcalls++] = call;
+	    (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING)) {
+		spin_lock(&node->rcall_lock);
+		if (!node->rcalls_closed && node->n_rcalls < LITE_RCALL_CACHE) {
+			node->rcalls[node->n_rcalls++] = call;
 			kept = true;
 		}
-		spin_unlock(&conn->rcall_lock);
+		spin_unlock(&node->rcall_lock);
 	}
-	if (kept)
-		lite_conn_put(conn);	/* the cache holds none */
-	else
+	if (!kept) {
 		lite_rcall_free(call);
+		return;
+	}
+	call->conn = NULL;
+	if (conn)
+		lite_conn_put(conn);	/* the cache holds none */
 }
 
 static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
@@ -1393,7 +1595,7 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 	struct lite_rcall *call;
 	int ret;
 
-	call = lite_rcall_cached(conn, LITE_REPLY_HDR + cap);
+	call = lite_rcall_cached(node, LITE_REPLY_HDR + cap);
 	if (!call)
 		call = lite_rcall_alloc(node, LITE_REPLY_HDR + cap);
 	if (!call)
@@ -1492,7 +1694,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	o.call_id = call->id;
 	o.reply_buf = &call->buf;
 	lite_rpc_tx_init(&tx, conn, NULL);
-	ret = lite_ring_write(conn, &o, deadline, &tx);
+	ret = lite_ring_write(conn, &o, deadline, false, &tx);
 	if (ret) {
 		/* Not sent, or the connection is closing. */
 		lite_rpc_tx_finish(&tx, ret);
@@ -1522,6 +1724,254 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	return ret;
 free:
 	lite_rcall_free(call);
+	return ret;
+}
+
+/* Asynchronous calls (io_uring) */
+
+/*
+ * A call made through io_uring: started without waiting for anything.
+ * Three events end it - the start returning, the request's work requests
+ * completing, and the call's outcome (its reply, its connection's failure,
+ * or the timer giving up). After the last, lite_acall_work() lets the
+ * connection go and runs @done_fn, which has lite_rpc_acall_finish() run
+ * in the caller's task.
+ */
+struct lite_acall {
+	struct lite_node *node;
+	struct lite_conn *conn;		/* referenced until the last event */
+	struct lite_rcall *call;	/* the table's once timed out */
+	struct lite_rpc_tx tx;
+	struct completion tx_done;
+	struct delayed_work expire;
+	struct work_struct work;	/* after the last event */
+	bool timed_out;			/* set by the timer, before its event */
+	atomic_t events;		/* start, request, outcome */
+	void (*done_fn)(void *arg);
+	void *arg;
+};
+
+/*
+ * After the last event: let the connection go here, not in the caller's
+ * task work, which a node going down must not wait for. A call its
+ * connection's close failed waits for the QP first: nothing writes the
+ * reply buffer after.
+ */
+static void lite_acall_work(struct work_struct *work)
+{
+	struct lite_acall *ac = container_of(work, struct lite_acall, work);
+	struct lite_rcall *call = ac->call;
+
+	cancel_delayed_work_sync(&ac->expire);
+	lite_stage_put(&ac->tx.s);
+	if (!ac->timed_out) {
+		if (call->conn_failed)
+			wait_for_completion(&ac->conn->closed);
+		lite_conn_put(call->conn);
+		call->conn = NULL;
+	}
+	lite_conn_put(ac->conn);
+	ac->conn = NULL;
+	ac->done_fn(ac->arg);
+}
+
+static void lite_acall_event(struct lite_acall *ac)
+{
+	if (atomic_dec_and_test(&ac->events))
+		queue_work(system_unbound_wq, &ac->work);
+}
+
+static void lite_acall_tx_done(struct lite_rdma_op *op)
+{
+	struct lite_acall *ac = container_of(op, struct lite_acall, tx.op);
+
+	complete(&ac->tx_done);
+	lite_acall_event(ac);
+}
+
+/* The reply came, or the connection failed (rpc_calls lock held). */
+static void lite_acall_replied(struct lite_rcall *call)
+{
+	lite_acall_event(call->arg);
+}
+
+/* The call's time is up: leave its buffer to the table. */
+static void lite_acall_expire(struct work_struct *work)
+{
+	struct lite_acall *ac = container_of(to_delayed_work(work),
+					     struct lite_acall, expire);
+	struct lite_node *node = ac->node;
+	struct lite_rcall *call = ac->call;
+	bool mine;
+
+	xa_lock_bh(&node->rpc_calls);
+	mine = xa_load(&node->rpc_calls, call->id) == call &&
+	       !call->abandoned;
+	if (mine) {
+		call->abandoned = true;	/* freed when nothing can write it */
+		call->done_fn = NULL;
+	}
+	xa_unlock_bh(&node->rpc_calls);
+	if (mine) {
+		ac->timed_out = true;
+		atomic64_inc(&node->stats.timeouts);
+		lite_acall_event(ac);
+	}
+}
+
+/*
+ * From now on the call's outcome is an event of @ac's; if it came already
+ * (the call left the table), count it here.
+ */
+static void lite_acall_arm(struct lite_acall *ac)
+{
+	struct lite_node *node = ac->node;
+	struct lite_rcall *call = ac->call;
+	bool pending;
+
+	xa_lock_bh(&node->rpc_calls);
+	pending = xa_load(&node->rpc_calls, call->id) == call;
+	if (pending && !call->abandoned) {
+		call->arg = ac;
+		call->done_fn = lite_acall_replied;
+	}
+	xa_unlock_bh(&node->rpc_calls);
+	if (!pending) {
+		wait_for_completion(&call->done);	/* completing now */
+		lite_acall_event(ac);
+	}
+	/* Abandoned: the timer counted it. */
+}
+
+/* Undo a start whose request was not sent (or the connection closes). */
+static void lite_acall_unwind(struct lite_acall *ac)
+{
+	lite_rdma_op_release(&ac->tx.op);
+	wait_for_completion(&ac->tx_done);
+	lite_stage_put(&ac->tx.s);
+	lite_rcall_leave(ac->node, ac->call, false);
+	if (lite_conn_state(ac->conn) == LITE_CONN_CLOSING)
+		wait_for_completion(&ac->conn->closed);
+	lite_rcall_free(ac->call);
+}
+
+/**
+ * lite_rpc_acall_start - start an RPC call without waiting
+ * @node: our node
+ * @a: the call's arguments, checked by lite_rpc_call_check()
+ * @done_fn: run once (any context) when lite_rpc_acall_finish() can run
+ * @arg: for @done_fn
+ * @out: the call, for lite_rpc_acall_finish(); set before @done_fn runs
+ *
+ * Writes the request into the peer's ring if that needs no waiting: a
+ * connection and its ring are there, nobody else is writing the ring, it
+ * has room and the request fits one staging step. Posting may still wait
+ * for a send slot or credit briefly. May sleep (allocations).
+ *
+ * Return: 0 once started; -EAGAIN if it would have to wait (nothing was
+ * sent: make the call with lite_rpc_call()); else what lite_rpc_call()
+ * returns for a call that could not be sent.
+ */
+int lite_rpc_acall_start(struct lite_node *node, const struct lite_rpc_call *a,
+			 void (*done_fn)(void *arg), void *arg,
+			 struct lite_acall **out)
+{
+	struct lite_rpc_out o = {
+		.kind = LITE_RPC_CALL,
+		.port = a->port,
+		.reply_cap = a->reply_cap,
+		.data = u64_to_user_ptr(a->req_ptr),
+		.len = a->req_len,
+	};
+	struct lite_acall *ac;
+	struct lite_conn *conn;
+	int ret;
+
+	if (lite_rpc_entry_size(LITE_RPC_MAX_SEGS, a->req_len) > LITE_STAGE_MAX)
+		return -EAGAIN;
+	conn = lite_node_conn(node, a->node_id ?: READ_ONCE(node->self_id));
+	if (!conn)
+		return -EAGAIN;
+	ret = -EAGAIN;
+	if (lite_conn_state(conn) != LITE_CONN_READY ||
+	    !READ_ONCE(conn->tx_ring.ready))
+		goto put_conn;
+	ret = -ENOMEM;
+	ac = kzalloc(sizeof(*ac), GFP_KERNEL_ACCOUNT);
+	if (!ac)
+		goto put_conn;
+	ac->node = node;
+	ac->conn = conn;
+	init_completion(&ac->tx_done);
+	INIT_DELAYED_WORK(&ac->expire, lite_acall_expire);
+	INIT_WORK(&ac->work, lite_acall_work);
+	atomic_set(&ac->events, 3);
+	ac->done_fn = done_fn;
+	ac->arg = arg;
+	lite_conn_get(conn);		/* the call's */
+	ret = lite_rcall_start(node, conn, a->reply_cap, &ac->call);
+	if (ret) {
+		lite_conn_put(conn);
+		goto free_ac;
+	}
+	o.call_id = ac->call->id;
+	o.reply_buf = &ac->call->buf;
+	lite_rpc_tx_init(&ac->tx, conn, lite_acall_tx_done);
+	ret = lite_ring_write(conn, &o, 0, true, &ac->tx);
+	if (ret) {
+		lite_acall_unwind(ac);
+		goto free_ac;
+	}
+	lite_rdma_op_release(&ac->tx.op);
+	*out = ac;
+	lite_acall_arm(ac);
+	/* After arming: the timer must not abandon a call arming counts. */
+	queue_delayed_work(system_wq, &ac->expire,
+			   msecs_to_jiffies(a->timeout_ms ?:
+					    LITE_RPC_TIMEOUT_MS));
+	lite_acall_event(ac);		/* ours: @ac is not ours any more */
+	return 0;
+
+free_ac:
+	kfree(ac);
+put_conn:
+	lite_conn_put(conn);
+	return ret;
+}
+
+/**
+ * lite_rpc_acall_finish - end a call lite_rpc_acall_start() started
+ * @ac: the call; freed here
+ * @a: its arguments (the reply buffer)
+ * @reply_len: set to the reply's length (also on -EMSGSIZE)
+ *
+ * In the caller's task, after its done_fn ran: copies the reply out (not
+ * from an exiting task or a kernel thread: -ECANCELED).
+ *
+ * Return: as lite_rpc_call().
+ */
+int lite_rpc_acall_finish(struct lite_acall *ac, const struct lite_rpc_call *a,
+			  u64 *reply_len)
+{
+	struct lite_rcall *call = ac->call;
+	int ret = -ETIMEDOUT;
+
+	if (ac->timed_out)
+		goto out;
+	ret = call->status;
+	if (!ret || ret == -EMSGSIZE)
+		*reply_len = call->len;
+	if (!ret && call->len) {
+		if (current->flags & (PF_EXITING | PF_KTHREAD))
+			ret = -ECANCELED;
+		else
+			ret = lite_kbuf_to_user(&call->buf, LITE_REPLY_HDR,
+						u64_to_user_ptr(a->reply_ptr),
+						call->len);
+	}
+	lite_rcall_recycle(call);
+out:
+	kfree(ac);
 	return ret;
 }
 
@@ -1556,7 +2006,7 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 	if (!conn)
 		return -ENOTCONN;
 	lite_rpc_tx_init(&tx, conn, NULL);
-	ret = lite_ring_write(conn, &o, deadline, &tx);
+	ret = lite_ring_write(conn, &o, deadline, false, &tx);
 	ret = lite_rpc_tx_finish(&tx, ret);
 	lite_conn_put(conn);
 	return ret;
@@ -1610,20 +2060,30 @@ void lite_rpc_file_release(struct lite_file *lf)
  * @node: the node
  *
  * No more tokens are given out; what was queued or taken is dropped and
- * every port closes. Called before its connections are closed: what it
+ * every port closes; the reply buffers kept for calls are freed. Called before its connections are closed: what it
  * holds keeps them alive.
  */
 void lite_rpc_node_down(struct lite_node *node)
 {
+	struct lite_rcall *kept[LITE_RCALL_CACHE];
 	struct lite_service *svc;
 	struct lite_rpc_in *in;
 	unsigned long id;
+	u32 n;
 
 	xa_lock_bh(&node->rpc_held);
 	node->rpc_down = true;
 	xa_unlock_bh(&node->rpc_held);
 	while ((in = lite_rpc_take_any(node, NULL)))
 		lite_rpc_in_free(in);
+	spin_lock(&node->rcall_lock);
+	node->rcalls_closed = true;
+	n = node->n_rcalls;
+	node->n_rcalls = 0;
+	memcpy(kept, node->rcalls, sizeof(kept));
+	spin_unlock(&node->rcall_lock);
+	while (n)
+		lite_rcall_free(kept[--n]);
 	for (;;) {
 		rcu_read_lock();
 		xa_for_each(&node->services, id, svc)

@@ -30,6 +30,7 @@
  * (LITE_AOP_FILE_BYTES).
  */
 #include <linux/io_uring.h>
+#include <linux/io_uring_types.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/sched.h>
@@ -360,32 +361,299 @@ free:
 	return ret;
 }
 
-/* RPC calls wait for their reply: in an io_uring worker, synchronously. */
+/* RPC: calls, and a server's receives and replies */
+
+/* An RPC call or receive in flight. */
+struct lite_urpc {
+	struct io_uring_cmd *cmd;
+	struct lite_file *lf;		/* alive: io_uring holds the file */
+	struct lite_node *node;		/* referenced */
+	union {
+		struct lite_rpc_call call;
+		struct lite_rpc_recv recv;
+	} a;				/* the command's arguments */
+	struct lite_acall *acall;	/* a call */
+	struct lite_urecv urecv;	/* a receive: */
+	struct delayed_work tick;
+	unsigned long deadline;		/* jiffies; 0: none */
+	u64 accounted;			/* bytes in lf->aop_bytes */
+};
+
+static struct lite_urpc **lite_urpc_slot(struct io_uring_cmd *cmd)
+{
+	BUILD_BUG_ON(sizeof(struct lite_urpc *) > sizeof(cmd->pdu));
+	return (struct lite_urpc **)cmd->pdu;
+}
+
+/*
+ * The state of an RPC command, with @extra bytes of kernel memory it will
+ * hold (a call's reply buffer and staging) charged to the file's limit.
+ */
+static struct lite_urpc *lite_urpc_new(struct lite_file *lf,
+				       struct io_uring_cmd *cmd, u64 extra)
+{
+	u64 bytes = sizeof(struct lite_urpc) + extra;
+	struct lite_node *node;
+	struct lite_urpc *ur;
+
+	if (atomic64_add_return(bytes, &lf->aop_bytes) > LITE_AOP_FILE_BYTES) {
+		atomic64_sub(bytes, &lf->aop_bytes);
+		return ERR_PTR(-EBUSY);
+	}
+	node = lite_file_node(lf);
+	if (IS_ERR(node)) {
+		atomic64_sub(bytes, &lf->aop_bytes);
+		return ERR_CAST(node);
+	}
+	ur = kzalloc(sizeof(*ur), GFP_KERNEL_ACCOUNT);
+	if (!ur) {
+		atomic64_sub(bytes, &lf->aop_bytes);
+		lite_node_put(node);
+		return ERR_PTR(-ENOMEM);
+	}
+	ur->cmd = cmd;
+	ur->lf = lf;
+	ur->node = node;
+	ur->accounted = bytes;
+	lite_aop_count(node);
+	*lite_urpc_slot(cmd) = ur;
+	return ur;
+}
+
+static void lite_urpc_free(struct lite_urpc *ur)
+{
+	atomic64_sub(ur->accounted, &ur->lf->aop_bytes);
+	atomic_dec(&ur->node->aops);
+	lite_node_put(ur->node);
+	kfree(ur);
+}
+
+/* A call that would wait for its ring: in an io_uring worker. */
+static int lite_uring_call_sync(struct lite_urpc *ur, unsigned int issue_flags)
+{
+	struct lite_rpc_call *rc = &ur->a.call;
+	int ret;
+
+	ret = lite_rpc_call(ur->node, rc);
+	if (!ret)
+		ret = rc->reply_len;
+	io_uring_cmd_done(ur->cmd, ret, ret >= 0 || ret == -EMSGSIZE ?
+			  rc->reply_len : 0, issue_flags);
+	lite_urpc_free(ur);
+	return -EIOCBQUEUED;
+}
+
+/* Task work: the call's reply came, or it failed or timed out. */
+static void lite_uring_call_finish(struct io_uring_cmd *cmd,
+				   unsigned int issue_flags)
+{
+	struct lite_urpc *ur = *lite_urpc_slot(cmd);
+	u64 len = 0;
+	int ret;
+
+	ret = lite_rpc_acall_finish(ur->acall, &ur->a.call, &len);
+	lite_urpc_free(ur);
+	io_uring_cmd_done(cmd, ret ?: (int)len, len, issue_flags);
+}
+
+static void lite_uring_call_done(void *arg)
+{
+	struct lite_urpc *ur = arg;
+
+	io_uring_cmd_complete_in_task(ur->cmd, lite_uring_call_finish);
+}
+
+/*
+ * An RPC call: started here when its ring needs no waiting, completed in
+ * task work when its reply comes; else made synchronously by a worker.
+ */
 static int lite_uring_rpc_call(struct lite_file *lf, struct io_uring_cmd *cmd,
 			       unsigned int issue_flags)
 {
 	struct lite_rpc_call rc;
-	struct lite_node *node;
+	struct lite_urpc *ur;
 	int ret;
 
 	memcpy(&rc, cmd->cmd, sizeof(rc));
 	ret = lite_rpc_call_check(&rc);
 	if (ret)
 		return ret;
-	if (issue_flags & IO_URING_F_NONBLOCK)
-		return -EAGAIN;
+	ur = lite_urpc_new(lf, cmd, rc.req_len + rc.reply_cap);
+	if (IS_ERR(ur))
+		return PTR_ERR(ur);
+	ur->a.call = rc;
+	ret = lite_rpc_acall_start(ur->node, &ur->a.call, lite_uring_call_done,
+				   ur, &ur->acall);
+	if (!ret)
+		return -EIOCBQUEUED;
+	if (ret != -EAGAIN)
+		goto free;
+	if (!(issue_flags & IO_URING_F_NONBLOCK))
+		return lite_uring_call_sync(ur, issue_flags);
+free:
+	lite_urpc_free(ur);
+	return ret;		/* -EAGAIN: again from an io_uring worker */
+}
+
+/* A receive ends: the CQE carries its length, token and sender. */
+static void lite_uring_recv_end(struct lite_urpc *ur, int ret,
+				unsigned int issue_flags)
+{
+	struct io_uring_cmd *cmd = ur->cmd;
+	struct lite_rpc_recv *r = &ur->a.recv;
+	u64 res2 = 0;
+
+	cancel_delayed_work_sync(&ur->tick);
+	lite_rpc_urecv_release(&ur->urecv);
+	if (!ret)
+		res2 = r->token | (u64)r->src_node << 32;
+	else if (ret == -EMSGSIZE)
+		res2 = r->len;
+	if (!ret)
+		ret = r->len;
+	lite_urpc_free(ur);
+	io_uring_cmd_done(cmd, ret, res2, issue_flags);
+}
+
+/*
+ * Take a request, or park until one comes (or the time is up). Not for an
+ * exiting task or io_uring's fallback worker (nobody to copy to), nor for
+ * a ring being torn down (its buffers may be gone).
+ */
+static void lite_uring_recv_try(struct lite_urpc *ur, unsigned int issue_flags)
+{
+	struct io_kiocb *req = cmd_to_io_kiocb(ur->cmd);
+	int ret = -ECANCELED;
+
+	if (!(current->flags & (PF_EXITING | PF_KTHREAD)) &&
+	    !percpu_ref_is_dying(&req->ctx->refs))
+		ret = lite_rpc_urecv_try(ur->lf, ur->node, &ur->urecv,
+					 &ur->a.recv);
+	else
+		lite_rpc_urecv_cancel(&ur->urecv);	/* passes a request on */
+	if (ret != -EAGAIN)
+		lite_uring_recv_end(ur, ret, issue_flags);
+}
+
+static void lite_uring_recv_again(struct io_uring_cmd *cmd,
+				  unsigned int issue_flags)
+{
+	lite_uring_recv_try(*lite_urpc_slot(cmd), issue_flags);
+}
+
+static void lite_uring_recv_expired(struct io_uring_cmd *cmd,
+				    unsigned int issue_flags)
+{
+	struct lite_urpc *ur = *lite_urpc_slot(cmd);
+
+	lite_uring_recv_end(ur, ur->deadline &&
+			    time_after_eq(jiffies, ur->deadline) ?
+			    -ETIMEDOUT : -ECANCELED, issue_flags);
+}
+
+/* A request arrived for the parked receive, or its port died. */
+static void lite_uring_recv_ready(struct lite_urecv *u)
+{
+	struct lite_urpc *ur = container_of(u, struct lite_urpc, urecv);
+
+	io_uring_cmd_complete_in_task(ur->cmd, lite_uring_recv_again);
+}
+
+/*
+ * Whether the receive should end although nothing came: its time is up,
+ * its task is exiting or waits for its io_uring requests to end (exec,
+ * io_uring's cancellation: in_idle), or its ring is being torn down. This
+ * kernel's io_uring cannot cancel a command, and all of those wait for
+ * every command to end; so, like ublk's monitor, look.
+ */
+static bool lite_uring_recv_over(struct lite_urpc *ur)
+{
+	struct io_kiocb *req = cmd_to_io_kiocb(ur->cmd);
+	struct io_uring_task *tctx = req->task->io_uring;
+
+	return (ur->deadline && time_after_eq(jiffies, ur->deadline)) ||
+	       (req->task->flags & PF_EXITING) ||
+	       (tctx && atomic_read(&tctx->in_idle)) ||
+	       percpu_ref_is_dying(&req->ctx->refs);
+}
+
+static void lite_uring_recv_tick(struct work_struct *work)
+{
+	struct lite_urpc *ur = container_of(to_delayed_work(work),
+					    struct lite_urpc, tick);
+	unsigned long next = msecs_to_jiffies(LITE_URING_TICK_MS);
+
+	if (!lite_uring_recv_over(ur)) {
+		if (ur->deadline)
+			next = min_t(unsigned long, next,
+				     ur->deadline - jiffies);
+		queue_delayed_work(system_wq, &ur->tick, next);
+		return;
+	}
+	/* Parked: it ends now; else the next try sees it expired. */
+	if (lite_rpc_urecv_expire(&ur->urecv))
+		io_uring_cmd_complete_in_task(ur->cmd,
+					      lite_uring_recv_expired);
+}
+
+/*
+ * A server's receive: completes at once if a request is queued, else
+ * waits parked on the port (no thread waits) until one comes.
+ */
+static int lite_uring_rpc_recv(struct lite_file *lf, struct io_uring_cmd *cmd,
+			       unsigned int issue_flags)
+{
+	struct lite_rpc_recv *r;
+	struct lite_urpc *ur;
+	int ret;
+
+	if (!(issue_flags & IO_URING_F_CQE32))
+		return -EINVAL;		/* the token needs the big CQE */
+	ur = lite_urpc_new(lf, cmd, 0);
+	if (IS_ERR(ur))
+		return PTR_ERR(ur);
+	r = &ur->a.recv;
+	memcpy(r, cmd->cmd, sizeof(*r));
+	ret = lite_rpc_recv_ok(r) ? 0 : -EINVAL;
+	if (!ret)
+		ret = lite_rpc_urecv_init(lf, &ur->urecv, r->port,
+					  lite_uring_recv_ready);
+	if (ret) {
+		lite_urpc_free(ur);
+		return ret;
+	}
+	if (r->timeout_ms)
+		ur->deadline = (jiffies + msecs_to_jiffies(r->timeout_ms)) ?: 1;
+	/* Armed first: the receive may park and be taken at once. */
+	INIT_DELAYED_WORK(&ur->tick, lite_uring_recv_tick);
+	queue_delayed_work(system_wq, &ur->tick,
+			   msecs_to_jiffies(min_t(u32, r->timeout_ms ?:
+						  LITE_URING_TICK_MS,
+						  LITE_URING_TICK_MS)));
+	lite_uring_recv_try(ur, issue_flags);
+	return -EIOCBQUEUED;
+}
+
+/* A reply goes out without waiting, unless it takes several steps. */
+static int lite_uring_rpc_reply(struct lite_file *lf, struct io_uring_cmd *cmd,
+				unsigned int issue_flags)
+{
+	struct lite_rpc_reply rp;
+	struct lite_node *node;
+	int ret;
+
+	memcpy(&rp, cmd->cmd, sizeof(rp));
+	if (!lite_rpc_reply_ok(&rp))
+		return -EINVAL;
+	if (rp.len > LITE_URING_REPLY_MAX && rp.len <= LITE_RPC_MAX &&
+	    (issue_flags & IO_URING_F_NONBLOCK))
+		return -EAGAIN;	/* again from an io_uring worker */
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
-	lite_aop_count(node);
-	ret = lite_rpc_call(node, &rc);
-	atomic_dec(&node->aops);
+	ret = lite_rpc_reply(lf, node, &rp);
 	lite_node_put(node);
-	if (!ret)
-		ret = rc.reply_len;
-	io_uring_cmd_done(cmd, ret, ret >= 0 || ret == -EMSGSIZE ?
-			  rc.reply_len : 0, issue_flags);
-	return -EIOCBQUEUED;
+	return ret;
 }
 
 /**
@@ -411,6 +679,8 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	BUILD_BUG_ON(sizeof(struct lite_rw) > 80);
 	BUILD_BUG_ON(sizeof(struct lite_atomic) > 80);
 	BUILD_BUG_ON(sizeof(struct lite_rpc_call) > 80);
+	BUILD_BUG_ON(sizeof(struct lite_rpc_recv) > 80);
+	BUILD_BUG_ON(sizeof(struct lite_rpc_reply) > 80);
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;		/* the structures need the big SQE */
 	switch (cmd->cmd_op) {
@@ -424,6 +694,10 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 		return lite_uring_atomic(lf, cmd, issue_flags, true);
 	case LITE_IOC_RPC_CALL:
 		return lite_uring_rpc_call(lf, cmd, issue_flags);
+	case LITE_IOC_RPC_RECV:
+		return lite_uring_rpc_recv(lf, cmd, issue_flags);
+	case LITE_IOC_RPC_REPLY:
+		return lite_uring_rpc_reply(lf, cmd, issue_flags);
 	}
 	return -ENOTTY;
 }

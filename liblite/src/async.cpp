@@ -22,7 +22,9 @@ struct Ring::Impl {
     std::vector<Callback> slots;   // by user_data - 1
     std::vector<uint32_t> free;    // unused slots
     std::vector<const char*> what; // by slot: the operation, for errors
+    std::vector<bool> is_recv;     // by slot: a receive (may never end)
     size_t in_flight = 0;          // queued or submitted, callback not run
+    size_t recvs = 0;              // receives among them
     size_t cap = 0;
 
     Impl(const Impl&) = delete;
@@ -46,6 +48,7 @@ struct Ring::Impl {
         cap = ring.cq.ring_entries;
         slots.resize(cap);
         what.resize(cap);
+        is_recv.resize(cap);
         free.reserve(cap);
         for (size_t i = cap; i > 0; i--)
             free.push_back(static_cast<uint32_t>(i - 1));
@@ -54,12 +57,16 @@ struct Ring::Impl {
     ~Impl()
     {
         // The kernel completes every operation by itself; their buffers
-        // are the caller's until then, so wait, dropping callbacks.
-        while (in_flight > 0) {
+        // are the caller's until then, so wait, dropping callbacks. Not
+        // for receives: once the ring is closed they end without writing.
+        while (in_flight > recvs) {
             io_uring_submit(&ring);
             io_uring_cqe* cqe = nullptr;
             if (io_uring_wait_cqe(&ring, &cqe) < 0)
                 break;
+            auto slot = static_cast<uint32_t>(cqe->user_data - 1);
+            if (is_recv[slot])
+                recvs--;
             io_uring_cqe_seen(&ring, cqe);
             in_flight--;
         }
@@ -81,6 +88,8 @@ struct Ring::Impl {
             auto slot = static_cast<uint32_t>(cqe->user_data - 1);
             Result r(cqe->res, cqe->big_cqe[0], what[slot]);
             Callback cb = std::exchange(slots[slot], nullptr);
+            if (is_recv[slot])
+                recvs--;
             io_uring_cqe_seen(&ring, cqe);
             free.push_back(slot);
             in_flight--;
@@ -93,7 +102,7 @@ struct Ring::Impl {
 
     // Queue a new operation: @prep fills the SQE (clearing it first),
     // then it is tagged with the operation's slot.
-    template <class Prep> void queue(Callback cb, const char* op, Prep&& prep)
+    template <class Prep> void queue(Callback cb, const char* op, Prep&& prep, bool recv = false)
     {
         if (in_flight == cap)
             reap(true, 1);
@@ -110,7 +119,9 @@ struct Ring::Impl {
         free.pop_back();
         slots[slot] = std::move(cb);
         what[slot] = op;
+        is_recv[slot] = recv;
         in_flight++;
+        recvs += recv ? 1 : 0;
         prep(e);
         e->user_data = uint64_t{slot} + 1;
     }
@@ -162,6 +173,31 @@ void Ring::call(uint32_t node, uint32_t port, std::span<const std::byte> req, st
     impl_->queue(std::move(cb), "async call", [&](io_uring_sqe* e) {
         LITE_prep_call(e, impl_->fd, node, port, req.data(), req.size(), reply.data(), reply.size(), ms);
     });
+}
+
+void Ring::recv(const Service& service, std::span<std::byte> buf, Callback cb, std::chrono::milliseconds timeout)
+{
+    if (service.session() != impl_->session)
+        throw Error(EINVAL, "service of another session used on this ring");
+    uint32_t ms = detail::timeout_ms(timeout);
+    impl_->queue(
+        std::move(cb), "async receive",
+        [&](io_uring_sqe* e) { LITE_prep_recv(e, impl_->fd, service.port(), buf.data(), buf.size(), ms); }, true);
+}
+
+void Ring::reply(uint64_t token, std::span<const std::byte> data, Callback cb)
+{
+    impl_->queue(std::move(cb), "async reply",
+                 [&](io_uring_sqe* e) { LITE_prep_reply(e, impl_->fd, token, data.data(), data.size()); });
+}
+
+Incoming Result::incoming() const
+{
+    if (res_ == -EMSGSIZE)
+        throw MessageSizeError(value_, std::string(what_) + ": request of " + std::to_string(value_) + " bytes");
+    if (res_ < 0)
+        detail::fail(res_, what_);
+    return {LITE_CQE_TOKEN(value_), LITE_CQE_SRC(value_), static_cast<size_t>(res_)};
 }
 
 unsigned int Ring::submit()

@@ -5,7 +5,7 @@
  * use with liburing or any io_uring code. The ring must be set up with
  * IORING_SETUP_SQE128 (and IORING_SETUP_CQE32 for atomics and RPC, whose
  * value comes in cqe->big_cqe[0]). cqe->res is 0, the reply length for a
- * call, or -errno. Buffers must stay valid until the completion arrives.
+ * call, the request length for a receive, or -errno. Buffers must stay valid until the completion arrives.
  * lite/async.hpp wraps this in lite::Ring.
  */
 #ifndef LITE_ASYNC_H
@@ -97,6 +97,42 @@ static inline void LITE_prep_call(struct io_uring_sqe *sqe, int fd,
 	rc.reply_cap = reply_cap;
 	rc.timeout_ms = timeout_ms;
 	memcpy(LITE_prep_cmd(sqe, fd, LITE_IOC_RPC_CALL), &rc, sizeof(rc));
+}
+
+/*
+ * A server's receive on @port (registered through this fd), into @buf:
+ * cqe->res is the request's length (or -errno; -EMSGSIZE with the size
+ * needed in big_cqe[0]); LITE_CQE_TOKEN(cqe->big_cqe[0]) the token to
+ * reply to (0 for a one-way message), LITE_CQE_SRC() the sender's node.
+ * With no request queued it waits in the kernel, without a thread, up to
+ * @timeout_ms (0: until one comes, the port closes, or the ring does).
+ */
+static inline void LITE_prep_recv(struct io_uring_sqe *sqe, int fd,
+				  uint32_t port, void *buf, uint64_t cap,
+				  uint32_t timeout_ms)
+{
+	struct lite_rpc_recv r;
+
+	memset(&r, 0, sizeof(r));
+	r.port = port;
+	r.buf_ptr = (uint64_t)(uintptr_t)buf;
+	r.buf_cap = cap;
+	r.timeout_ms = timeout_ms;
+	memcpy(LITE_prep_cmd(sqe, fd, LITE_IOC_RPC_RECV), &r, sizeof(r));
+}
+
+/* Answer the call @token with @len bytes at @buf: cqe->res 0 or -errno. */
+static inline void LITE_prep_reply(struct io_uring_sqe *sqe, int fd,
+				   uint64_t token, const void *buf,
+				   uint64_t len)
+{
+	struct lite_rpc_reply r;
+
+	memset(&r, 0, sizeof(r));
+	r.token = token;
+	r.buf_ptr = (uint64_t)(uintptr_t)buf;
+	r.len = len;
+	memcpy(LITE_prep_cmd(sqe, fd, LITE_IOC_RPC_REPLY), &r, sizeof(r));
 }
 
 #ifdef __cplusplus

@@ -38,6 +38,10 @@ public:
         return value_;
     }
     [[nodiscard]] uint64_t needed() const noexcept { return value_; }
+    // A receive's request: its token, sender and length (at the start of
+    // the receive's buffer). Throws lite::Error if the receive failed
+    // (MessageSizeError if the buffer was too small).
+    [[nodiscard]] Incoming incoming() const;
 
 private:
     int res_;
@@ -69,6 +73,16 @@ public:
     void cmp_swap(const Lmr& lmr, uint64_t offset, uint64_t expected, uint64_t desired, Callback cb);
     void call(uint32_t node, uint32_t port, std::span<const std::byte> req, std::span<std::byte> reply, Callback cb,
               std::chrono::milliseconds timeout = {});
+
+    // A server's receive on @service's port (registered on the same
+    // Session) into @buf; the callback's Result::incoming() says what came.
+    // With nothing queued it waits in the kernel without a thread, up to
+    // @timeout (0: until a request comes, or the port is closed: then
+    // ENOENT). Receives still waiting when the Ring is destroyed end
+    // without touching their buffers.
+    void recv(const Service& service, std::span<std::byte> buf, Callback cb, std::chrono::milliseconds timeout = {});
+    // Answer the call @token (from a receive on this Session) with @data.
+    void reply(uint64_t token, std::span<const std::byte> data, Callback cb);
 
     // Hand queued operations to the kernel; returns how many.
     unsigned int submit();

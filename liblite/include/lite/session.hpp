@@ -375,6 +375,7 @@ public:
     ~Service() { reset(); }
 
     [[nodiscard]] uint32_t port() const noexcept { return port_; }
+    [[nodiscard]] lite_t* session() const noexcept { return l_; }
 
     // The next call or message, into the start of @buf. Throws
     // MessageSizeError if it does not fit (it stays queued; needed() is its

@@ -422,18 +422,27 @@ struct lite_barrier {
  *   LITE_IOC_FETCH_ADD   struct lite_atomic    0              the old value
  *   LITE_IOC_CMP_SWAP    struct lite_atomic    0              the old value
  *   LITE_IOC_RPC_CALL    struct lite_rpc_call  reply bytes    reply bytes
+ *   LITE_IOC_RPC_RECV    struct lite_rpc_recv  request bytes  token | src << 32
+ *   LITE_IOC_RPC_REPLY   struct lite_rpc_reply 0              0
  *
- * or -errno in cqe->res. Atomics need IORING_SETUP_CQE32 (the old value
- * travels in the big CQE), else -EINVAL. Output fields of the structure
- * are not written back: results arrive in the CQE only (an RPC reply that
- * does not fit fails with -EMSGSIZE and, with CQE32, its length in
- * big_cqe[0]). Other commands fail with -ENOTTY. User buffers must stay
- * valid until the completion arrives. Every operation completes by itself
- * in bounded time (calls by their timeout, transfers when the transport
- * delivers or gives up); io_uring cannot cancel one that was started, and
- * after the ring is closed or its task exited the kernel still finishes
- * them in the background.
+ * or -errno in cqe->res. Atomics and receives need IORING_SETUP_CQE32
+ * (the old value, the token travel in the big CQE), else -EINVAL. Output
+ * fields of the structure are not written back: results arrive in the CQE
+ * only (an RPC reply or request that does not fit fails with -EMSGSIZE
+ * and its length in big_cqe[0]; see LITE_CQE_TOKEN, LITE_CQE_SRC). Other
+ * commands fail with -ENOTTY. User buffers must stay valid until the
+ * completion arrives. A call whose ring needs no waiting is sent at once
+ * and completes when its reply comes, without a thread; a receive with no
+ * request queued waits without a thread, up to its timeout (0: until a
+ * request comes), and ends with -ECANCELED once its task exits or its ring
+ * is closed. Every other operation completes by itself in bounded time
+ * (calls by their timeout, transfers when the transport delivers or gives
+ * up); io_uring cannot cancel one that was started, and after the ring is
+ * closed or its task exited the kernel still finishes them in the
+ * background.
  */
+#define LITE_CQE_TOKEN(big)	((__u64)(__u32)(big))	/* RECV: the token */
+#define LITE_CQE_SRC(big)	((__u32)((big) >> 32))	/* RECV: the sender */
 
 /*
  * DSM regions: named, page-granular distributed shared memory, sequentially
