@@ -37,7 +37,8 @@ plot.py):
         async_write_qd1, async_write_qd32, async_read_qd32 (lite's
         io_uring ops/s against the higher native), first_op, alloc_4096,
         alloc_1g (LMR allocation against native registration). Each names
-        its native baseline in "native_mode".
+        its native baseline in "native_mode". rpc_tput_ring_1, _2, _4:
+        calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
   breakdown
         from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
@@ -475,6 +476,12 @@ def section_core(d, summary):
         r = next((row for row in tables[name] if all(row.get(k) == v for k, v in want.items())), None)
         native, mode = best_native(r, "native_", suffix, lower) if r else (None, None)
         summary[key] = named(pair(num(r, lite_col), native, unit), mode)
+    # Pipelined on io_uring: no one-in-flight native run compares.
+    for r in tables.get("rpc_tput.csv") or []:
+        calls = num(r, "lite_ring_calls_per_s")
+        if calls is not None:
+            summary[f"rpc_tput_ring_{r['threads']}"] = {"value": round(calls, 1), "unit": "calls/s",
+                                                       "in_flight": int(r.get("ring_depth") or 0)}
     rows = optional_rows(d, "ops.csv")
     if rows:
         found = True

@@ -186,6 +186,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	INIT_LIST_HEAD(&conn->rx_deferred);
 	INIT_WORK(&conn->defer_work, lite_conn_defer_work);
 	INIT_LIST_HEAD(&conn->rpc_errs);
+	INIT_LIST_HEAD(&conn->tx_ring.room_q);
 	INIT_WORK(&conn->rpc_work, lite_rpc_work);
 	INIT_LIST_HEAD(&conn->aops);
 	INIT_WORK(&conn->aop_work, lite_rdma_aop_work);

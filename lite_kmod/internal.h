@@ -83,6 +83,8 @@
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
 #define LITE_RCALL_CACHE	8	/* reply buffers a node keeps */
+#define LITE_RING_TURN_NS	10000	/* a writer polls about twice this
+					 * for the one before it to post */
 #define LITE_RCALL_CACHE_ORDER	5	/* ... each of up to 128 KiB */
 #define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
@@ -339,17 +341,22 @@ struct lite_ring_ent {
 
 /* The peer's ring, as this node writes into it. */
 struct lite_ring_tx {
-	unsigned long busy;		/* bit 0: the writer that owns the ring
-					 * (ring order is posting order); the
-					 * owner may use the fields below except
-					 * @tail; waiters sleep on conn->tx_wq */
-	bool ready;
+	unsigned long busy;		/* bit 0: the writer that learns where
+					 * the ring is; waiters sleep on
+					 * conn->tx_wq */
+	bool ready;			/* release: the four below are set */
 	u64 size;
 	u32 rkey;
 	struct lite_chunk *chunks;
 	struct lite_layout layout;
-	u64 head;			/* next entry position */
+	u64 head;			/* conn lock: next place to reserve */
+	u64 posted;			/* release: the entries before it were
+					 * posted; whose entry starts here
+					 * posts next (ring order is posting
+					 * order); waiters sleep on tx_wq */
 	u64 tail;			/* conn lock: consumed, per the peer */
+	struct list_head room_q;	/* conn lock: writers waiting for room,
+					 * in arrival order (rpc.c) */
 };
 
 /* A call or message that arrived, until it is consumed (and answered). */

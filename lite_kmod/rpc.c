@@ -479,51 +479,19 @@ static void lite_rpc_tx_free(struct lite_rdma_op *op)
 }
 
 /*
- * Write @hdr_len bytes of header (already in @s) and @len bytes from
- * @data to @pos of layout @l (modulo @wrap), staging at most s->size at a
- * time; the last work request carries @imm. Every step but the last
- * completes before the next is staged; the last is posted on @last.
- * Return: 0, -EFAULT (the immediate was not sent: what was written goes
- * unnoticed), or a transport error (the caller closes the connection).
+ * Post the @n bytes staged in @s to @pos of layout @l (modulo @wrap) on
+ * @last, its last work request carrying @imm; not waited for: the caller
+ * waits when it suits it, or lets it finish by itself.
  */
-static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
-			    const struct lite_layout *l, u64 wrap, u32 rkey,
-			    u64 pos, u32 hdr_len, const void __user *data,
-			    u32 len, u32 imm)
+static int lite_stage_post(struct lite_rdma_op *last, struct lite_stage *s,
+			   const struct lite_layout *l, u64 wrap, u32 rkey,
+			   u64 pos, u32 n, u32 imm)
 {
-	u64 total = (u64)hdr_len + len, done, off, first;
-	struct lite_conn *conn = last->conn;
-	u32 n, skip;
-	int ret = 0;
+	u64 off = pos % wrap, first = min_t(u64, n, wrap - off);
+	int ret;
 
-	for (done = 0; !ret && done < total; done += n) {
-		n = min_t(u64, total - done, s->size);
-		skip = done ? 0 : hdr_len;
-		if (n > skip && copy_from_user(s->buf + skip,
-					       data + done + skip - hdr_len,
-					       n - skip))
-			return -EFAULT;
-		if (!s->inl)
-			ib_dma_sync_single_for_device(s->dev, s->dma, n,
-						      DMA_TO_DEVICE);
-		off = (pos + done) % wrap;
-		first = min_t(u64, n, wrap - off);
-		if (done + n == total)
-			break;		/* the last step: posted below */
-		ret = lite_rdma_write_imm(conn, l, rkey, off, first, s->dma,
-					  NULL);
-		if (!ret && first < n)
-			ret = lite_rdma_write_imm(conn, l, rkey, 0, n - first,
-						  s->dma + first, NULL);
-		cond_resched();
-	}
-	if (ret)
-		return ret;
-	/*
-	 * The last step (usually the only one) is posted on @last and not
-	 * waited for: the caller waits when it suits it, or lets it finish
-	 * by itself. An inline stage is the only step.
-	 */
+	if (!s->inl)
+		ib_dma_sync_single_for_device(s->dev, s->dma, n, DMA_TO_DEVICE);
 	last->inline_data = s->inl;
 	if (first < n) {
 		ret = lite_rdma_post_layout(last, l, rkey, off, first, s->dma,
@@ -536,6 +504,61 @@ static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 	}
 	return lite_rdma_post_layout(last, l, rkey, off, n, s->dma, true,
 				     &imm);
+}
+
+/*
+ * Write @hdr_len bytes of header (already in @s) and @len bytes from
+ * @data (user memory; or @kdata, kernel memory, if set) to @pos of layout
+ * @l (modulo @wrap), staging at most s->size at a
+ * time; the last work request carries @imm. Every step but the last
+ * completes before the next is staged; the last is posted on @last
+ * (lite_stage_post()). An inline stage is the only step.
+ * Return: 0, -EFAULT (the immediate was not sent: what was written goes
+ * unnoticed), or a transport error (the caller closes the connection).
+ */
+static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
+			    const struct lite_layout *l, u64 wrap, u32 rkey,
+			    u64 pos, u32 hdr_len, const void __user *data,
+			    const void *kdata, u32 len, u32 imm)
+{
+	u64 total = (u64)hdr_len + len, done, off, first;
+	struct lite_conn *conn = last->conn;
+	u32 n, skip;
+	int ret;
+
+	for (done = 0;; done += n) {
+		n = min_t(u64, total - done, s->size);
+		skip = done ? 0 : hdr_len;
+		if (n > skip && kdata)
+			memcpy(s->buf + skip, kdata + done + skip - hdr_len,
+			       n - skip);
+		else if (n > skip &&
+			 copy_from_user(s->buf + skip,
+					data + done + skip - hdr_len, n - skip))
+			return -EFAULT;
+		if (done + n == total)
+			break;		/* the last step: posted below */
+		ib_dma_sync_single_for_device(s->dev, s->dma, n,
+					      DMA_TO_DEVICE);
+		off = (pos + done) % wrap;
+		first = min_t(u64, n, wrap - off);
+		ret = lite_rdma_write_imm(conn, l, rkey, off, first, s->dma,
+					  NULL);
+		if (!ret && first < n)
+			ret = lite_rdma_write_imm(conn, l, rkey, 0, n - first,
+						  s->dma + first, NULL);
+		if (ret)
+			return ret;
+		cond_resched();
+	}
+	return lite_stage_post(last, s, l, wrap, rkey, pos + done, n, imm);
+}
+
+static u32 lite_rpc_hdr_len(const struct lite_rpc_out *o)
+{
+	return sizeof(struct lite_wire_rpc) +
+	       (o->reply_buf ? o->reply_buf->n_chunks : 0) *
+	       sizeof(struct lite_wire_chunk);
 }
 
 /* Fill the entry header (and segments) of @o at @pos into @buf. */
@@ -574,7 +597,7 @@ static bool lite_ring_own(void *arg)
 	return !test_and_set_bit_lock(0, &t->busy);
 }
 
-/* Become the ring's one writer by @deadline. */
+/* Become the ring's one setter-up by @deadline. */
 static int lite_ring_lock(struct lite_conn *conn, unsigned long deadline)
 {
 	long left;
@@ -631,18 +654,48 @@ static int lite_ring_setup(struct lite_conn *conn, unsigned long deadline)
 	t->layout.chunks = chunks;
 	t->size = t->layout.size;
 	t->rkey = le32_to_cpu(w->rkey);
-	t->ready = true;
+	smp_store_release(&t->ready, true);	/* the fields above first */
 	ret = 0;
 out:
 	kfree(w);
 	return ret;
 }
 
+/* The peer's ring is known (learnt once, by one writer). */
+static int lite_ring_ready(struct lite_conn *conn, unsigned long deadline,
+			   bool nowait)
+{
+	int ret;
+
+	if (smp_load_acquire(&conn->tx_ring.ready))
+		return 0;
+	if (nowait)
+		return -EAGAIN;
+	ret = lite_ring_lock(conn, deadline);
+	if (ret)
+		return ret;
+	ret = lite_ring_setup(conn, deadline);
+	lite_ring_unlock(conn);
+	return ret;
+}
+
+/* A writer waiting for room in the peer's ring, in arrival order. */
 struct lite_room {
+	struct list_head entry;		/* tx_ring.room_q; conn lock */
 	struct lite_conn *conn;
 	u64 need;
 };
 
+/* @need bytes fit the peer's ring now. Conn lock held. */
+static bool lite_ring_fits(struct lite_conn *conn, u64 need)
+{
+	struct lite_ring_tx *t = &conn->tx_ring;
+
+	lockdep_assert_held(&conn->lock);
+	return t->head + need - t->tail <= t->size;
+}
+
+/* It is @r's turn for room and it fits, or the connection is closing. */
 static bool lite_ring_room(void *arg)
 {
 	struct lite_room *r = arg;
@@ -651,16 +704,151 @@ static bool lite_ring_room(void *arg)
 
 	spin_lock_bh(&conn->lock);
 	ok = conn->state == LITE_CONN_CLOSING ||
-	     READ_ONCE(conn->tx_ring.head) + r->need - conn->tx_ring.tail <=
-	     conn->tx_ring.size;
+	     (list_first_entry(&conn->tx_ring.room_q, struct lite_room,
+			       entry) == r && lite_ring_fits(conn, r->need));
+	spin_unlock_bh(&conn->lock);
+	return ok;
+}
+
+/* Take @size bytes at the ring's head. Conn lock held. */
+static u64 lite_ring_take(struct lite_conn *conn, u32 size)
+{
+	struct lite_ring_tx *t = &conn->tx_ring;
+	u64 pos = t->head;
+
+	lockdep_assert_held(&conn->lock);
+	t->head += size;
+	return pos;
+}
+
+/*
+ * Whether a nowait writer of @size bytes would get its place and its turn
+ * at once: there is room, nobody waits for room, and every entry reserved
+ * was posted. A hint (the lock is dropped after).
+ */
+static bool lite_ring_free_now(struct lite_conn *conn, u32 size)
+{
+	struct lite_ring_tx *t = &conn->tx_ring;
+	bool ok;
+
+	spin_lock_bh(&conn->lock);
+	ok = conn->state != LITE_CONN_CLOSING && list_empty(&t->room_q) &&
+	     lite_ring_fits(conn, size) && READ_ONCE(t->posted) == t->head;
 	spin_unlock_bh(&conn->lock);
 	return ok;
 }
 
 /*
- * Write one entry into @conn's peer's ring by @deadline; with @nowait,
- * -EAGAIN (nothing written) where it would wait for the ring, its room or
- * a staging step to complete.
+ * Reserve @size bytes of the peer's ring at *@pos, waiting for room by
+ * @deadline (killably). Writers that find no room queue for it and get it
+ * in arrival order: a large one is not overtaken by a stream of small
+ * ones. With @nowait: -EAGAIN unless it gets its place and its turn at
+ * once.
+ */
+static int lite_ring_reserve(struct lite_conn *conn, u32 size,
+			     unsigned long deadline, bool nowait, u64 *pos)
+{
+	struct lite_room r = { .conn = conn, .need = size };
+	struct lite_ring_tx *t = &conn->tx_ring;
+	long left;
+	int ret;
+
+	spin_lock_bh(&conn->lock);
+	if (conn->state == LITE_CONN_CLOSING) {
+		ret = -ECONNRESET;
+	} else if (list_empty(&t->room_q) && lite_ring_fits(conn, size) &&
+		   (!nowait || READ_ONCE(t->posted) == t->head)) {
+		*pos = lite_ring_take(conn, size);
+		ret = 0;
+	} else if (nowait) {
+		ret = -EAGAIN;
+	} else {
+		list_add_tail(&r.entry, &t->room_q);
+		ret = -EINPROGRESS;
+	}
+	spin_unlock_bh(&conn->lock);
+	if (ret != -EINPROGRESS)
+		return ret;
+
+	/* The receiver does not consume fast enough: wait in line. */
+	if (!lite_spin(conn->node, conn, lite_ring_room, &r, deadline)) {
+		left = wait_event_killable_timeout(conn->tx_wq,
+			lite_ring_room(&r),
+			max_t(long, (long)(deadline - jiffies), 1));
+		if (left <= 0)
+			ret = left ? -EINTR : -ETIMEDOUT;
+	}
+	spin_lock_bh(&conn->lock);
+	if (ret == -EINPROGRESS && conn->state == LITE_CONN_CLOSING)
+		ret = -ECONNRESET;
+	else if (ret == -EINPROGRESS)
+		*pos = lite_ring_take(conn, size);	/* its turn, it fits */
+	list_del(&r.entry);
+	spin_unlock_bh(&conn->lock);
+	wake_up(&conn->tx_wq);		/* the next in line may fit now */
+	return ret == -EINPROGRESS ? 0 : ret;
+}
+
+struct lite_turn {
+	struct lite_conn *conn;
+	u64 pos;
+	u64 seen;			/* tx_ring.posted when last looked */
+};
+
+static bool lite_ring_my_turn(void *arg)
+{
+	struct lite_turn *tn = arg;
+	u64 posted = smp_load_acquire(&tn->conn->tx_ring.posted);
+
+	return posted == tn->pos || posted != tn->seen ||
+	       lite_conn_state(tn->conn) == LITE_CONN_CLOSING;
+}
+
+/*
+ * Wait until every entry reserved before @pos was posted: immediates must
+ * reach the peer in ring order. The writers before it hold no user memory
+ * (their data is in the kernel) and only post, each within its own bounds;
+ * the wait polls briefly, then sleeps, and gives up only if no writer
+ * before it posted for LITE_DATA_TIMEOUT_MS.
+ * Return: 0 (post now, then lite_ring_posted()); -ECONNRESET; -ETIMEDOUT
+ * (the ring is stuck: the caller closes the connection).
+ */
+static int lite_ring_turn(struct lite_conn *conn, u64 pos)
+{
+	struct lite_turn tn = { .conn = conn, .pos = pos };
+	unsigned long deadline;
+
+	for (;;) {
+		tn.seen = smp_load_acquire(&conn->tx_ring.posted);
+		if (tn.seen == pos)
+			break;
+		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
+			return -ECONNRESET;
+		deadline = jiffies + msecs_to_jiffies(LITE_DATA_TIMEOUT_MS);
+		if (!lite_spin_any(conn->node, LITE_RING_TURN_NS,
+				   lite_ring_my_turn, &tn, deadline) &&
+		    !wait_event_timeout(conn->tx_wq, lite_ring_my_turn(&tn),
+					msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
+			return -ETIMEDOUT;
+	}
+	return lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET : 0;
+}
+
+/* The entry before @end is posted: the next writer's turn. */
+static void lite_ring_posted(struct lite_conn *conn, u64 end)
+{
+	smp_store_release(&conn->tx_ring.posted, end);
+	wake_up(&conn->tx_wq);
+}
+
+/*
+ * Write one entry into @conn's peer's ring by @deadline. Writers do not
+ * hold the ring while they copy: the data is copied into the kernel first
+ * (into the stage if the entry takes one staging step, else into a buffer
+ * of its own), so a fault costs the ring nothing; then the entry takes its
+ * place (lite_ring_reserve()), waits for its turn (lite_ring_turn()) and
+ * posts. With @nowait: -EAGAIN (nothing written) where it would wait for
+ * the ring, its room, another writer or a staging step.
  */
 static int lite_ring_write(struct lite_conn *conn,
 			   const struct lite_rpc_out *o,
@@ -669,59 +857,60 @@ static int lite_ring_write(struct lite_conn *conn,
 {
 	struct lite_ring_tx *t = &conn->tx_ring;
 	u32 n_segs = o->reply_buf ? o->reply_buf->n_chunks : 0;
-	u32 size = lite_rpc_entry_size(n_segs, o->len), hdr_len, imm;
-	struct lite_room room = { .conn = conn, .need = size };
+	u32 size = lite_rpc_entry_size(n_segs, o->len);
+	u32 hdr_len = lite_rpc_hdr_len(o), imm;
 	struct lite_stage *s = &tx->s;
-	long left;
+	void *kdata = NULL;
+	bool one_step;
 	u64 pos;
 	int ret;
 
+	ret = lite_ring_ready(conn, deadline, nowait);
+	if (ret)
+		return ret;
+	if (nowait && !lite_ring_free_now(conn, size))
+		return -EAGAIN;	/* before copying anything */
 	ret = lite_stage_get(s, conn, size);
 	if (ret)
 		return ret;
-	if (nowait) {
-		if (size > s->size || !lite_ring_own(t))
-			return -EAGAIN;
-		ret = t->ready && lite_ring_room(&room) ? 0 : -EAGAIN;
-		if (ret)
-			goto unlock;
+	one_step = size <= s->size;
+	if (nowait && !one_step)
+		return -EAGAIN;
+	if (one_step) {
+		if (o->len &&
+		    copy_from_user(s->buf + hdr_len, o->data, o->len))
+			return -EFAULT;
 	} else {
-		ret = lite_ring_lock(conn, deadline);
+		kdata = kvmalloc(o->len, GFP_KERNEL_ACCOUNT);
+		if (!kdata)
+			return -ENOMEM;
+		ret = copy_from_user(kdata, o->data, o->len) ? -EFAULT : 0;
 		if (ret)
-			return ret;
-		ret = lite_ring_setup(conn, deadline);
-		if (ret)
-			goto unlock;
+			goto free;
 	}
-	if (!nowait &&
-	    !lite_spin(conn->node, conn, lite_ring_room, &room, deadline)) {
-		left = wait_event_killable_timeout(conn->tx_wq,
-			lite_ring_room(&room),
-			max_t(long, (long)(deadline - jiffies), 1));
-		if (left <= 0) {
-			/* The receiver does not consume fast enough. */
-			ret = left ? -EINTR : -ETIMEDOUT;
-			goto unlock;
-		}
-	}
-	if (lite_conn_state(conn) == LITE_CONN_CLOSING) {
-		ret = -ECONNRESET;
-		goto unlock;
-	}
-	pos = t->head;
-	hdr_len = lite_rpc_put_hdr(conn, o, pos, s->buf);
+	ret = lite_ring_reserve(conn, size, deadline, nowait, &pos);
+	if (ret)
+		goto free;
+	lite_rpc_put_hdr(conn, o, pos, s->buf);
 	imm = (pos / LITE_RPC_ALIGN) & ~LITE_IMM_REPLY;
-	/* Before the immediate: the peer may consume and ack at once. */
-	WRITE_ONCE(t->head, pos + size);
-	ret = lite_stage_write(&tx->op, s, &t->layout, t->size, t->rkey, pos,
-			       hdr_len, o->data, o->len, imm);
-	if (ret == -EFAULT)
-		WRITE_ONCE(t->head, pos);	/* no immediate went out */
-	else if (ret)
+	ret = lite_ring_turn(conn, pos);
+	if (ret == -ETIMEDOUT)
+		lite_conn_close(conn);	/* no writer before it got through */
+	if (ret)
+		goto free;
+	if (one_step)
+		ret = lite_stage_post(&tx->op, s, &t->layout, t->size, t->rkey,
+				      pos, hdr_len + o->len, imm);
+	else
+		ret = lite_stage_write(&tx->op, s, &t->layout, t->size,
+				       t->rkey, pos, hdr_len, NULL, kdata,
+				       o->len, imm);
+	if (ret)
 		lite_conn_close(conn);	/* the ring is out of step now */
-unlock:
 	/* The next writer's WRs queue behind ours on the QP: order holds. */
-	lite_ring_unlock(conn);
+	lite_ring_posted(conn, pos + size);
+free:
+	kvfree(kdata);
 	return ret;
 }
 
@@ -768,7 +957,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	h->status = cpu_to_le32((u32)status);
 	h->len = cpu_to_le32(status == -EMSGSIZE ? len : send);
 	ret = lite_stage_write(&tx->op, &tx->s, &l, l.size, in->e.rkey, 0,
-			       LITE_REPLY_HDR, data, send,
+			       LITE_REPLY_HDR, data, NULL, send,
 			       LITE_IMM_REPLY | in->e.call_id);
 	if (ret && ret != -EFAULT)
 		lite_conn_close(conn);
@@ -850,7 +1039,7 @@ void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg)
 	bool bad;
 
 	spin_lock_bh(&conn->lock);
-	bad = tail < conn->tx_ring.tail || tail > READ_ONCE(conn->tx_ring.head);
+	bad = tail < conn->tx_ring.tail || tail > conn->tx_ring.head;
 	if (!bad)
 		conn->tx_ring.tail = tail;
 	spin_unlock_bh(&conn->lock);
