@@ -89,6 +89,23 @@ void lite_conn_put(struct lite_conn *conn)
 }
 
 /**
+ * lite_conn_put_not_last - drop a reference if it is not the last
+ * @conn: where the reference is kept; set to NULL if it was dropped
+ *
+ * For atomic context, where lite_conn_release() (it takes the node's
+ * mutex) must not run.
+ *
+ * Return: true if the reference was dropped.
+ */
+bool lite_conn_put_not_last(struct lite_conn **conn)
+{
+	if (!refcount_dec_not_one(&(*conn)->ref.refcount))
+		return false;
+	*conn = NULL;
+	return true;
+}
+
+/**
  * lite_conn_state - a connection's state, read without its lock
  * @conn: the connection
  *

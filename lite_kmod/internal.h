@@ -909,6 +909,7 @@ int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
 void lite_conn_close(struct lite_conn *conn);
 void lite_conn_get(struct lite_conn *conn);
 void lite_conn_put(struct lite_conn *conn);
+bool lite_conn_put_not_last(struct lite_conn **conn);
 int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 		   int status, const void *payload, u32 len);
 int lite_conn_wait_sent(struct lite_conn *conn, unsigned long deadline);

@@ -1922,9 +1922,9 @@ free:
  * A call made through io_uring: started without waiting for anything.
  * Three events end it - the start returning, the request's work requests
  * completing, and the call's outcome (its reply, its connection's failure,
- * or the timer giving up). After the last, lite_acall_work() lets the
- * connection go and runs @done_fn, which has lite_rpc_acall_finish() run
- * in the caller's task.
+ * or the timer giving up). After the last, the call lets the connection
+ * go (lite_acall_event()) and runs @done_fn, which has
+ * lite_rpc_acall_finish() run in the caller's task.
  */
 struct lite_acall {
 	struct lite_node *node;
@@ -1933,7 +1933,7 @@ struct lite_acall {
 	struct lite_rpc_tx tx;
 	struct completion tx_done;
 	struct delayed_work expire;
-	struct work_struct work;	/* after the last event */
+	struct work_struct work;	/* after the last event, if it failed */
 	bool timed_out;			/* set by the timer, before its event */
 	atomic_t events;		/* start, request, outcome */
 	void (*done_fn)(void *arg);
@@ -1941,33 +1941,57 @@ struct lite_acall {
 };
 
 /*
- * After the last event: let the connection go here, not in the caller's
- * task work, which a node going down must not wait for. A call its
- * connection's close failed waits for the QP first: nothing writes the
- * reply buffer after.
+ * After the last event the call lets its connection go, not in the
+ * caller's task work, which a node going down must not wait for; then
+ * @done_fn has the rest done there. A reference already dropped by
+ * lite_conn_put_not_last() is NULL.
+ */
+static void lite_acall_release(struct lite_acall *ac)
+{
+	lite_stage_put(&ac->tx.s);
+	if (!ac->timed_out && ac->call->conn) {
+		lite_conn_put(ac->call->conn);
+		ac->call->conn = NULL;
+	}
+	if (ac->conn) {
+		lite_conn_put(ac->conn);
+		ac->conn = NULL;
+	}
+	ac->done_fn(ac->arg);
+}
+
+/*
+ * A call that timed out, whose connection's close failed it, or whose
+ * reference may be the connection's last: in a work item, which may wait
+ * for the QP to be gone (nothing writes the reply buffer after) and free
+ * the connection.
  */
 static void lite_acall_work(struct work_struct *work)
 {
 	struct lite_acall *ac = container_of(work, struct lite_acall, work);
-	struct lite_rcall *call = ac->call;
 
-	cancel_delayed_work_sync(&ac->expire);
-	lite_stage_put(&ac->tx.s);
-	if (!ac->timed_out) {
-		if (call->conn_failed)
-			wait_for_completion(&ac->conn->closed);
-		lite_conn_put(call->conn);
-		call->conn = NULL;
-	}
-	lite_conn_put(ac->conn);
-	ac->conn = NULL;
-	ac->done_fn(ac->arg);
+	if (!ac->timed_out && ac->call->conn_failed)
+		wait_for_completion(&ac->conn->closed);
+	lite_acall_release(ac);
 }
 
+/*
+ * One of the three events. After the last, the common case - a reply,
+ * its request done - is released at once, in the connection's completion
+ * context (or the start's), provided neither reference it drops is the
+ * connection's last (that one frees in a work item; it takes a mutex).
+ */
 static void lite_acall_event(struct lite_acall *ac)
 {
-	if (atomic_dec_and_test(&ac->events))
-		queue_work(system_unbound_wq, &ac->work);
+	if (!atomic_dec_and_test(&ac->events))
+		return;
+	if (!ac->timed_out && !ac->call->conn_failed &&
+	    lite_conn_put_not_last(&ac->call->conn) &&
+	    lite_conn_put_not_last(&ac->conn)) {
+		lite_acall_release(ac);
+		return;
+	}
+	queue_work(system_unbound_wq, &ac->work);
 }
 
 static void lite_acall_tx_done(struct lite_rdma_op *op)
@@ -2145,6 +2169,7 @@ int lite_rpc_acall_finish(struct lite_acall *ac, const struct lite_rpc_call *a,
 	struct lite_rcall *call = ac->call;
 	int ret = -ETIMEDOUT;
 
+	cancel_delayed_work_sync(&ac->expire);	/* it finds nothing to do */
 	if (ac->timed_out)
 		goto out;
 	ret = call->status;
