@@ -191,7 +191,7 @@ static struct lite_conn *lite_conn_alloc(struct lite_node *node, bool active)
 	conn->state = LITE_CONN_CONNECTING;
 	lite_credits_init(&conn->credits, LITE_RX_DEPTH);
 	conn->sq_avail = LITE_TX_DEPTH;
-	conn->data_avail = LITE_DATA_WRS;
+	lite_rdma_conn_init(conn);
 	INIT_LIST_HEAD(&conn->backlog);
 	init_waitqueue_head(&conn->tx_wq);
 	init_completion(&conn->cm_done);
@@ -426,7 +426,7 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 	attr.cap.max_send_sge = conn->max_sge;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = LITE_MAX_INLINE;
-	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;	/* inline RPC WRs: rdma.c */
 	attr.qp_type = IB_QPT_RC;
 	ret = rdma_create_qp(id, conn->node->pd, &attr);
 	if (ret == -EINVAL) {

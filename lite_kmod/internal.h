@@ -43,6 +43,8 @@
 #define LITE_TX_DEPTH		(LITE_RX_DEPTH + 2)	/* control sends */
 #define LITE_DATA_WRS		64	/* one-sided WRs in flight per conn */
 #define LITE_DATA_SYNC_SLOTS	16	/* of them, never taken by async ops */
+#define LITE_FF_EVERY		8	/* unsignaled inline WRs: one in this
+					 * many is signaled (rdma.c) */
 #define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
 #define LITE_ZCOPY_MIN		(256 * 1024)	/* pin user pages from here on: */
 					/* measured, docs/benchmarks.md */
@@ -550,6 +552,16 @@ struct lite_tx {
 };
 
 /*
+ * The completion of a signaled inline WR (rdma.c): it gives back the data
+ * slots of the unsignaled ones posted before it, and its own.
+ */
+struct lite_rdma_ff {
+	struct ib_cqe cqe;
+	struct lite_conn *conn;
+	u32 n;				/* slots it gives back; conn lock */
+};
+
+/*
  * Fields marked "handshake" are written only by the node's ordered
  * workqueue (HELLO/AUTH handlers) before the connection becomes READY, and
  * read there or after READY was published under conn->lock.
@@ -588,6 +600,12 @@ struct lite_conn {
 	bool qp_gone;			/* node lock: close_work destroyed the QP */
 	struct completion closed;	/* close_work is done with the QP */
 	u32 data_avail;			/* conn lock: free one-sided WR slots */
+	u32 ff_unsig;			/* conn lock: inline WRs posted since the
+					 * last signaled one */
+	u32 ff_next;			/* conn lock: the @ff the next signaled
+					 * inline WR takes (they complete in
+					 * order) */
+	struct lite_rdma_ff ff[LITE_DATA_WRS];	/* immutable but ->n */
 	u32 max_sge;			/* immutable once the QP exists */
 	u32 max_inline;			/* immutable once the QP exists: bytes a
 					 * WR may carry inline (IB_SEND_INLINE) */
@@ -632,7 +650,8 @@ struct lite_rdma_op {
 	atomic_t pending;	/* posted WRs + 1 while posting */
 	int status;		/* first failure */
 	bool inline_data;	/* lite_rdma_post_layout(): the buffer is a
-				 * kernel address, its bytes sent inline */
+				 * kernel address, its bytes sent inline, its
+				 * WRs not counted in @pending (lite_rdma_post()) */
 	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
 	struct list_head entry;		/* conn->aops; conn lock */
 	struct ib_rdma_wr *wrs;		/* immutable once submitted */
@@ -1016,6 +1035,7 @@ void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs,
 		      u32 n);
 void lite_rdma_conn_closed(struct lite_conn *conn);
 void lite_rdma_aop_work(struct work_struct *work);
+void lite_rdma_conn_init(struct lite_conn *conn);
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags);
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,

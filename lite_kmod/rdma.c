@@ -10,7 +10,10 @@
  * slots (lite_rdma_submit()) and end their access on completion.
  *
  * Every work request posted here has its own completion through one shared
- * ib_cqe; a transfer step waits for all of them. A step that does not
+ * ib_cqe; a transfer step waits for all of them. The exception is inline
+ * data (small RPC entries and replies): nothing of the poster's is read
+ * after the post, so those go unsignaled and one in LITE_FF_EVERY gives
+ * the data slots back (lite_rdma_ff_prep()). A step that does not
  * complete in time closes the connection: the drain then completes every
  * request (flushed) before the buffers go away.
  *
@@ -97,28 +100,19 @@ void lite_rdma_aop_work(struct work_struct *work)
 	lite_rdma_fail(&failed);
 }
 
-static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
+/*
+ * @n data slots are free again: post what is queued. Not from the CQ
+ * workqueue, whose poll loop has no budget it yields at: on a device that
+ * completes inline (rxe) each post would feed that loop again.
+ */
+static void lite_rdma_slots_back(struct lite_conn *conn, struct ib_cq *cq,
+				 u32 n)
 {
-	struct lite_rdma_op *op = container_of(wc->wr_cqe, struct lite_rdma_op,
-					       cqe);
-	struct lite_conn *conn = op->conn;
 	bool defer = false;
 	LIST_HEAD(failed);
 
-	if (wc->status != IB_WC_SUCCESS) {
-		cmpxchg(&op->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
-			-ECONNRESET : -EIO);
-		/* The QP is in error now: nothing more goes through it. */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			lite_conn_close(conn);
-	}
-	/*
-	 * A slot is free: post what is queued. Not from the CQ workqueue,
-	 * whose poll loop has no budget it yields at: on a device that
-	 * completes inline (rxe) each post would feed that loop again.
-	 */
 	spin_lock_bh(&conn->lock);
-	conn->data_avail++;
+	conn->data_avail += n;
 	if (conn->state != LITE_CONN_CLOSING && !list_empty(&conn->aops)) {
 		if (cq->poll_ctx == IB_POLL_WORKQUEUE)
 			defer = true;
@@ -130,12 +124,95 @@ static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
 		queue_work(conn->node->cq_wq, &conn->aop_work);
 	lite_rdma_fail(&failed);
 	wake_up(&conn->tx_wq);
+}
+
+static void lite_rdma_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct lite_rdma_op *op = container_of(wc->wr_cqe, struct lite_rdma_op,
+					       cqe);
+	struct lite_conn *conn = op->conn;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		cmpxchg(&op->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
+			-ECONNRESET : -EIO);
+		/* The QP is in error now: nothing more goes through it. */
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			lite_conn_close(conn);
+	}
+	lite_rdma_slots_back(conn, cq, 1);
 	if (atomic_dec_and_test(&op->pending)) {
 		if (op->done_fn)
 			op->done_fn(op);	/* may free @op */
 		else
 			complete(&op->done);
 	}
+}
+
+/*
+ * A signaled inline WR completed: the unsignaled ones before it did too.
+ * A failed one (signaled or not: errors always complete) leaves a QP in
+ * error, whose slots nobody needs any more.
+ */
+static void lite_rdma_ff_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct lite_rdma_ff *ff = container_of(wc->wr_cqe, struct lite_rdma_ff,
+					       cqe);
+
+	if (wc->status == IB_WC_SUCCESS)
+		lite_rdma_slots_back(ff->conn, cq, ff->n);
+	else if (wc->status != IB_WC_WR_FLUSH_ERR)
+		lite_conn_close(ff->conn);
+}
+
+/**
+ * lite_rdma_conn_init - a new connection's data slots
+ * @conn: the connection, not yet visible to anyone
+ */
+void lite_rdma_conn_init(struct lite_conn *conn)
+{
+	u32 i;
+
+	conn->data_avail = LITE_DATA_WRS;
+	for (i = 0; i < LITE_DATA_WRS; i++) {
+		conn->ff[i].cqe.done = lite_rdma_ff_done;
+		conn->ff[i].conn = conn;
+	}
+}
+
+/*
+ * An inline WR goes unsignaled, its completion the connection's: nothing
+ * of the poster's is read after the post. One in LITE_FF_EVERY, or any
+ * when data slots run short, is signaled and gives back the slots of
+ * those before it. Returns whether it is signaled (for the undo).
+ */
+static bool lite_rdma_ff_prep(struct lite_conn *conn, struct ib_send_wr *wr)
+{
+	struct lite_rdma_ff *ff = &conn->ff[conn->ff_next];
+
+	lockdep_assert_held(&conn->lock);
+	wr->wr_cqe = &ff->cqe;
+	if (++conn->ff_unsig < LITE_FF_EVERY &&
+	    conn->data_avail > LITE_DATA_SYNC_SLOTS) {
+		wr->send_flags &= ~IB_SEND_SIGNALED;
+		return false;
+	}
+	wr->send_flags |= IB_SEND_SIGNALED;
+	ff->n = conn->ff_unsig;
+	conn->ff_unsig = 0;
+	conn->ff_next = (conn->ff_next + 1) % LITE_DATA_WRS;
+	return true;
+}
+
+/* The WR lite_rdma_ff_prep() prepared was not posted. */
+static void lite_rdma_ff_undo(struct lite_conn *conn, bool signaled)
+{
+	lockdep_assert_held(&conn->lock);
+	if (!signaled) {
+		conn->ff_unsig--;
+		return;
+	}
+	conn->ff_next = (conn->ff_next + LITE_DATA_WRS - 1) % LITE_DATA_WRS;
+	conn->ff_unsig = conn->ff[conn->ff_next].n - 1;
 }
 
 /**
@@ -254,11 +331,15 @@ static bool lite_rdma_slot(struct lite_conn *conn, bool credit)
 /*
  * Post one WR of @op, waiting for a free data slot if needed. A write with
  * immediate consumes a receive buffer of the peer's: it takes a credit too.
+ * An inline WR of @op->inline_data is the connection's once posted
+ * (lite_rdma_ff_prep()): @op does not wait for it; if it fails, the
+ * connection closes.
  */
 static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 {
 	struct lite_conn *conn = op->conn;
 	bool credit = wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
+	bool ff = op->inline_data, signaled = true;
 	int ret;
 
 	wr->wr_cqe = &op->cqe;
@@ -273,12 +354,18 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 			ret = -EAGAIN;	/* wait for a slot or a credit */
 		} else {
 			conn->data_avail--;
-			atomic_inc(&op->pending);
+			if (ff)
+				signaled = lite_rdma_ff_prep(conn, wr);
+			else
+				atomic_inc(&op->pending);
 			ret = lite_fault_fail_post(conn->node) ? -EIO :
 			      ib_post_send(conn->cm_id->qp, wr, NULL);
 			if (ret) {
 				conn->data_avail++;
-				atomic_dec(&op->pending);
+				if (ff)
+					lite_rdma_ff_undo(conn, signaled);
+				else
+					atomic_dec(&op->pending);
 				if (credit)
 					lite_credits_grant(&conn->credits, 1);
 			}
@@ -333,7 +420,8 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * @len: bytes
  * @dma: the kernel buffer's DMA address (its kernel address if
  *	 @op->inline_data: writes of at most conn->max_inline bytes, copied
- *	 into the WRs as they are posted)
+ *	 into the WRs as they are posted, which go unsignaled and which
+ *	 @op does not wait for)
  * @write: RDMA WRITE to @l, else RDMA READ from it
  * @imm: if not NULL, the last WR is a write with this immediate (which
  *	takes a credit: it consumes a receive buffer of the peer's)

@@ -928,8 +928,9 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 		.chunks = in->segs,
 	};
 	struct lite_wire_rpc_reply *h;
-	struct lite_rpc_tx *tx;
+	struct lite_rpc_tx stx, *tx = &stx;
 	u32 send = len;
+	bool inl;
 	int ret;
 
 	if (!status && len > in->e.reply_cap)
@@ -937,9 +938,12 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	if (status)
 		send = 0;
 	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
-	tx = kmalloc(sizeof(*tx), GFP_KERNEL);
+	/* Inline, nothing outlives the post: the stack does. */
+	inl = LITE_REPLY_HDR + send <= conn->max_inline;
+	if (!inl)
+		tx = kmalloc(sizeof(*tx), GFP_KERNEL);
 	if (tx) {
-		lite_rpc_tx_init(tx, conn, lite_rpc_tx_free);
+		lite_rpc_tx_init(tx, conn, inl ? NULL : lite_rpc_tx_free);
 		if (lite_stage_get(&tx->s, conn, LITE_REPLY_HDR + send)) {
 			kfree(tx);
 			tx = NULL;
@@ -962,7 +966,10 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	if (ret && ret != -EFAULT)
 		lite_conn_close(conn);
 	/* On its way: a failure from here on closes the connection. */
-	lite_rdma_op_release(&tx->op);
+	if (inl)
+		lite_rpc_tx_finish(tx, 0);	/* nothing to wait for */
+	else
+		lite_rdma_op_release(&tx->op);
 	if (ret)
 		return ret;
 	return status == -EMSGSIZE ? -EMSGSIZE : 0;
