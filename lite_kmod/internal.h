@@ -85,6 +85,8 @@
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
 #define LITE_RCALL_CACHE	8	/* reply buffers a node keeps */
+#define LITE_STAGE_CACHE	8	/* RPC staging buffers a node keeps,
+					 * LITE_BOUNCE_SIZE each (rpc.c) */
 #define LITE_RING_TURN_NS	10000	/* a writer polls about twice this
 					 * for the one before it to post */
 #define LITE_RCALL_CACHE_ORDER	5	/* ... each of up to 128 KiB */
@@ -190,6 +192,12 @@ struct lite_dsm_stats {
 	atomic64_t prot_ns;
 };
 
+/* A DMA-mapped RPC staging buffer of LITE_BOUNCE_SIZE a node keeps. */
+struct lite_stage_buf {
+	void *buf;
+	u64 dma;
+};
+
 struct lite_node {
 	enum lite_cm_kind cm_kind;	/* immutable: LITE_CM_LISTENER */
 	struct kref ref;		/* atomic */
@@ -274,6 +282,11 @@ struct lite_node {
 					 * calls left for the next ones */
 	u32 n_rcalls;
 	bool rcalls_closed;		/* the node went down: free, not keep */
+	spinlock_t stage_lock;		/* (bh) protects the three fields below */
+	struct lite_stage_buf stages[LITE_STAGE_CACHE];	/* mapped staging
+					 * buffers RPC writers left */
+	u32 n_stages;
+	bool stages_closed;		/* the node went down: free, not keep */
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
 	u32 next_owner;			/* node lock: lock owner tokens */
 
@@ -651,7 +664,9 @@ struct lite_rdma_op {
 	int status;		/* first failure */
 	bool inline_data;	/* lite_rdma_post_layout(): the buffer is a
 				 * kernel address, its bytes sent inline, its
-				 * WRs not counted in @pending (lite_rdma_post()) */
+				 * WRs not counted in @pending (lite_rdma_post())
+				 * unless @confirm */
+	bool confirm;		/* wait for inline WRs too */
 	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
 	struct list_head entry;		/* conn->aops; conn lock */
 	struct ib_rdma_wr *wrs;		/* immutable once submitted */

@@ -292,6 +292,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	xa_init_flags(&node->services, XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->rpc_calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	spin_lock_init(&node->rcall_lock);
+	spin_lock_init(&node->stage_lock);
 	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	INIT_LIST_HEAD(&node->sync_waits);
 	INIT_LIST_HEAD(&node->orphans);

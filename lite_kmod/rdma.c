@@ -238,6 +238,7 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 	atomic_set(&op->pending, 1);
 	op->status = 0;
 	op->inline_data = false;
+	op->confirm = false;
 	INIT_LIST_HEAD(&op->entry);
 	op->wrs = NULL;
 	op->n_wrs = 0;
@@ -332,14 +333,14 @@ static bool lite_rdma_slot(struct lite_conn *conn, bool credit)
  * Post one WR of @op, waiting for a free data slot if needed. A write with
  * immediate consumes a receive buffer of the peer's: it takes a credit too.
  * An inline WR of @op->inline_data is the connection's once posted
- * (lite_rdma_ff_prep()): @op does not wait for it; if it fails, the
- * connection closes.
+ * (lite_rdma_ff_prep()) unless @op->confirm: @op does not wait for it; if
+ * it fails, the connection closes.
  */
 static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 {
 	struct lite_conn *conn = op->conn;
 	bool credit = wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM;
-	bool ff = op->inline_data, signaled = true;
+	bool ff = op->inline_data && !op->confirm, signaled = true;
 	int ret;
 
 	wr->wr_cqe = &op->cqe;
@@ -421,7 +422,7 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * @dma: the kernel buffer's DMA address (its kernel address if
  *	 @op->inline_data: writes of at most conn->max_inline bytes, copied
  *	 into the WRs as they are posted, which go unsignaled and which
- *	 @op does not wait for)
+ *	 @op does not wait for unless @op->confirm)
  * @write: RDMA WRITE to @l, else RDMA READ from it
  * @imm: if not NULL, the last WR is a write with this immediate (which
  *	takes a credit: it consumes a receive buffer of the peer's)

@@ -391,6 +391,7 @@ struct lite_rpc_out {
 };
 
 struct lite_stage {
+	struct lite_node *node;
 	struct ib_device *dev;
 	void *buf;
 	u64 dma;
@@ -399,16 +400,38 @@ struct lite_stage {
 	u8 small[LITE_MAX_INLINE] __aligned(8);
 };
 
+/* A staging buffer the node kept, if any is left. */
+static bool lite_stage_cached(struct lite_stage *s)
+{
+	struct lite_node *node = s->node;
+	bool got = false;
+
+	spin_lock_bh(&node->stage_lock);
+	if (node->n_stages) {
+		node->n_stages--;
+		s->buf = node->stages[node->n_stages].buf;
+		s->dma = node->stages[node->n_stages].dma;
+		s->size = LITE_BOUNCE_SIZE;
+		got = true;
+	}
+	spin_unlock_bh(&node->stage_lock);
+	return got;
+}
+
 /*
  * A staging buffer for up to @want bytes: the stage's own small one if the
  * connection can send that much inline (nothing to allocate or map), else
- * a DMA-mapped one as large as LITE_STAGE_MAX if memory allows (fewer
- * round trips for big entries), never smaller than LITE_BOUNCE_SIZE unless
- * @want is.
+ * one of LITE_BOUNCE_SIZE the node kept (mapped once), else a DMA-mapped
+ * one as large as LITE_STAGE_MAX if memory allows (fewer round trips for
+ * big entries), of LITE_BOUNCE_SIZE if it can (the node may keep it), and
+ * smaller only if @want is and memory is short.
  */
 static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 			  u64 want)
 {
+	u32 least;
+
+	s->node = conn->node;
 	s->dev = conn->node->ibdev->dev;
 	s->inl = want <= conn->max_inline;
 	if (s->inl) {
@@ -417,9 +440,12 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 		s->size = want;
 		return 0;
 	}
-	s->size = min_t(u64, want, LITE_STAGE_MAX);
+	if (want <= LITE_BOUNCE_SIZE && lite_stage_cached(s))
+		return 0;
+	least = min_t(u64, want, LITE_BOUNCE_SIZE);
+	s->size = clamp_t(u64, want, LITE_BOUNCE_SIZE, LITE_STAGE_MAX);
 	for (;;) {
-		s->buf = kmalloc(s->size, s->size > LITE_BOUNCE_SIZE ?
+		s->buf = kmalloc(s->size, s->size > least ?
 				 GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN :
 				 GFP_KERNEL);
 		if (s->buf) {
@@ -431,20 +457,41 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 			kfree(s->buf);
 			s->buf = NULL;
 		}
-		if (s->size <= LITE_BOUNCE_SIZE)
+		if (s->size <= least)
 			return -ENOMEM;
-		s->size = max_t(u32, s->size / 2, LITE_BOUNCE_SIZE);
+		s->size = max_t(u32, s->size / 2, least);
 	}
 }
 
+static void lite_stage_free(struct ib_device *dev, void *buf, u64 dma,
+			    u32 size)
+{
+	ib_dma_unmap_single(dev, dma, size, DMA_TO_DEVICE);
+	kfree(buf);
+}
+
+/* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
 static void lite_stage_put(struct lite_stage *s)
 {
+	struct lite_node *node = s->node;
+	bool kept = false;
+
 	if (!s->buf || s->inl) {
 		s->buf = NULL;
 		return;
 	}
-	ib_dma_unmap_single(s->dev, s->dma, s->size, DMA_TO_DEVICE);
-	kfree(s->buf);
+	if (s->size == LITE_BOUNCE_SIZE) {
+		spin_lock_bh(&node->stage_lock);
+		if (!node->stages_closed && node->n_stages < LITE_STAGE_CACHE) {
+			node->stages[node->n_stages].buf = s->buf;
+			node->stages[node->n_stages].dma = s->dma;
+			node->n_stages++;
+			kept = true;
+		}
+		spin_unlock_bh(&node->stage_lock);
+	}
+	if (!kept)
+		lite_stage_free(s->dev, s->buf, s->dma, s->size);
 	s->buf = NULL;
 }
 
@@ -940,19 +987,16 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
 	/* Inline, nothing outlives the post: the stack does. */
 	inl = LITE_REPLY_HDR + send <= conn->max_inline;
-	if (!inl)
+	if (!inl) {
 		tx = kmalloc(sizeof(*tx), GFP_KERNEL);
-	if (tx) {
-		lite_rpc_tx_init(tx, conn, inl ? NULL : lite_rpc_tx_free);
-		if (lite_stage_get(&tx->s, conn, LITE_REPLY_HDR + send)) {
-			kfree(tx);
-			tx = NULL;
-		}
+		if (!tx)
+			goto nomem;
 	}
-	if (!tx) {
-		/* Every call is answered or its connection closes. */
-		lite_conn_close(conn);
-		return -ENOMEM;
+	lite_rpc_tx_init(tx, conn, inl ? NULL : lite_rpc_tx_free);
+	if (lite_stage_get(&tx->s, conn, LITE_REPLY_HDR + send)) {
+		if (!inl)
+			kfree(tx);
+		goto nomem;
 	}
 	h = tx->s.buf;
 	memset(h, 0, sizeof(*h));
@@ -973,6 +1017,11 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	if (ret)
 		return ret;
 	return status == -EMSGSIZE ? -EMSGSIZE : 0;
+
+nomem:
+	/* Every call is answered or its connection closes. */
+	lite_conn_close(conn);
+	return -ENOMEM;
 }
 
 static void lite_rpc_send_ack(struct lite_conn *conn)
@@ -2227,6 +2276,7 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 	if (!conn)
 		return -ENOTCONN;
 	lite_rpc_tx_init(&tx, conn, NULL);
+	tx.op.confirm = true;	/* 0 only once the peer's HCA has it */
 	ret = lite_ring_write(conn, &o, deadline, false, &tx);
 	ret = lite_rpc_tx_finish(&tx, ret);
 	lite_conn_put(conn);
@@ -2281,11 +2331,13 @@ void lite_rpc_file_release(struct lite_file *lf)
  * @node: the node
  *
  * No more tokens are given out; what was queued or taken is dropped and
- * every port closes; the reply buffers kept for calls are freed. Called before its connections are closed: what it
- * holds keeps them alive.
+ * every port closes; the reply and staging buffers kept for calls are
+ * freed. Called before its connections are closed: what it holds keeps
+ * them alive.
  */
 void lite_rpc_node_down(struct lite_node *node)
 {
+	struct lite_stage_buf stages[LITE_STAGE_CACHE];
 	struct lite_rcall *kept[LITE_RCALL_CACHE];
 	struct lite_service *svc;
 	struct lite_rpc_in *in;
@@ -2305,6 +2357,15 @@ void lite_rpc_node_down(struct lite_node *node)
 	spin_unlock(&node->rcall_lock);
 	while (n)
 		lite_rcall_free(kept[--n]);
+	spin_lock_bh(&node->stage_lock);
+	node->stages_closed = true;
+	n = node->n_stages;
+	node->n_stages = 0;
+	memcpy(stages, node->stages, sizeof(stages));
+	spin_unlock_bh(&node->stage_lock);
+	while (n--)
+		lite_stage_free(node->ibdev->dev, stages[n].buf, stages[n].dma,
+				LITE_BOUNCE_SIZE);
 	for (;;) {
 		rcu_read_lock();
 		xa_for_each(&node->services, id, svc)
