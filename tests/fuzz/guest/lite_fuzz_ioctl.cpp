@@ -534,7 +534,7 @@ const std::vector<CmdInfo>& cmds()
                           fld(&Rr::buf_cap, K_LEN), fld(&Rr::len, K_OUT), fld(&Rr::token, K_OUT),
                           fld(&Rr::src_node, K_OUT), fld(&Rr::flags, K_FLAGS), fld(&Rr::reserved, K_RSV)},
                          base | errs({EBADFD, ENOENT, EMSGSIZE, ETIMEDOUT, EINTR}),
-                         false};
+                         true};
         using Ry = lite_rpc_reply;
         t[C_RPC_REPLY] = {"RPC_REPLY",
                           LITE_IOC_RPC_REPLY,
@@ -542,7 +542,7 @@ const std::vector<CmdInfo>& cmds()
                           {fld(&Ry::token, K_TOKEN), fld(&Ry::buf_ptr, K_PTR), fld(&Ry::len, K_LEN),
                            fld(&Ry::flags, K_FLAGS), fld(&Ry::reserved, K_RSV)},
                           base | errs({EBADFD, ENOENT, EMSGSIZE, ECONNRESET}),
-                          false};
+                          true};
         using Sd = lite_msg_send;
         t[C_MSG_SEND] = {"MSG_SEND",
                          LITE_IOC_MSG_SEND,
@@ -617,6 +617,13 @@ const ErrSet& uring_errs()
 {
     static const ErrSet s = errs({EINVAL, EBADF, EOPNOTSUPP, EFAULT, ECANCELED, EBUSY, EINTR, ENOTTY});
     return s;
+}
+
+// Whether a cmd_op is one of the io_uring commands (docs/uapi.md).
+bool uring_nr(unsigned long nr)
+{
+    return nr == LITE_IOC_READ || nr == LITE_IOC_WRITE || nr == LITE_IOC_FETCH_ADD || nr == LITE_IOC_CMP_SWAP ||
+           nr == LITE_IOC_RPC_CALL || nr == LITE_IOC_RPC_RECV || nr == LITE_IOC_RPC_REPLY;
 }
 
 bool is_control(int c)
@@ -2314,7 +2321,7 @@ void Worker::note(const Call& c, bool uring, int err)
 void Worker::check(const Call& c, bool uring, long res)
 {
     const CmdInfo& info = cmds()[static_cast<size_t>(c.cmd)];
-    if (res == LONG_MIN || (res > 0 && !(uring && c.cmd == C_RPC_CALL))) {
+    if (res == LONG_MIN || (res > 0 && !(uring && (c.cmd == C_RPC_CALL || c.cmd == C_RPC_RECV)))) {
         finding(c, uring, "returned " + std::to_string(res) + ", neither 0 nor -1 with errno");
         return;
     }
@@ -3081,11 +3088,15 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
         if (self_calls && i == 0) {
             cmd = C_RPC_CALL;
         } else if (pick < 92) {
-            cmd = pick < 30   ? C_READ
-                  : pick < 60 ? C_WRITE
-                  : pick < 72 ? C_FETCH_ADD
-                  : pick < 82 ? C_CMP_SWAP
-                              : C_RPC_CALL;
+            // No receives beside calls to this file's own ports: one could
+            // take the request the worker serves them with.
+            cmd = pick < 28   ? C_READ
+                  : pick < 56 ? C_WRITE
+                  : pick < 67 ? C_FETCH_ADD
+                  : pick < 77 ? C_CMP_SWAP
+                  : pick < 84 ? C_RPC_CALL
+                  : pick < 88 ? (self_calls ? C_RPC_CALL : C_RPC_RECV)
+                              : C_RPC_REPLY;
         } else if (pick < 96) {
             cmd = static_cast<int>(rng_.below(C_UNKNOWN));
         }
@@ -3133,9 +3144,11 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
         } else if (!ring->cqe32 && (cmd == C_FETCH_ADD || cmd == C_CMP_SWAP)) {
             op.c.expect = EINVAL;
             op.c.expect_why = "an atomic without 32-byte CQEs";
+        } else if (!ring->cqe32 && cmd == C_RPC_RECV) {
+            op.c.expect = EINVAL;
+            op.c.expect_why = "an RPC receive without 32-byte CQEs";
         }
-        if (op.c.nr == LITE_IOC_READ || op.c.nr == LITE_IOC_WRITE || op.c.nr == LITE_IOC_FETCH_ADD ||
-            op.c.nr == LITE_IOC_CMP_SWAP || op.c.nr == LITE_IOC_RPC_CALL)
+        if (uring_nr(op.c.nr))
             op.c.expect = op.c.expect == ENOTTY ? 0 : op.c.expect;
         op.c.argv = 0;
         op.c.argp = op.c.arg.data();
@@ -3231,7 +3244,8 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
     std::vector<uint64_t> named;
     std::set<uint64_t> shared_handles;
     for (const auto& op : ops) {
-        if (!cmds()[static_cast<size_t>(op.c.cmd)].uring || op.c.cmd == C_RPC_CALL)
+        if (!cmds()[static_cast<size_t>(op.c.cmd)].uring || op.c.cmd == C_RPC_CALL || op.c.cmd == C_RPC_RECV ||
+            op.c.cmd == C_RPC_REPLY)
             continue;
         const uint64_t h = op.c.get<lite_rw>().handle; // the first field of both structures
         if (std::find(named.begin(), named.end(), h) != named.end())
@@ -3240,8 +3254,7 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
     }
     for (auto& op : ops) {
         const auto nr = static_cast<uint32_t>(op.c.nr);
-        if (op.res >= 0 && (op.c.fd == fd_ || op.c.fd == side_fd_) && nr != LITE_IOC_READ && nr != LITE_IOC_WRITE &&
-            nr != LITE_IOC_FETCH_ADD && nr != LITE_IOC_CMP_SWAP && nr != LITE_IOC_RPC_CALL) {
+        if (op.res >= 0 && (op.c.fd == fd_ || op.c.fd == side_fd_) && !uring_nr(nr)) {
             finding(op.c, true,
                     "cmd_op " + hex(nr) + " is no io_uring command, yet it completed with " + std::to_string(op.res) +
                         "; the SQE:\n" + hexdump(op.sqe.data(), 128));
@@ -3266,6 +3279,17 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
             if (err == 0 && !ring->cqe32)
                 finding(op.c, true, "an atomic succeeded on a ring without 32-byte CQEs");
             apply(copy, err, nullptr, true, alone && !shared_handles.contains(at.handle));
+        } else if (op.c.cmd == C_RPC_RECV) {
+            // No output fields through io_uring: the CQE has them.
+            auto rv = op.c.get<lite_rpc_recv>();
+            rv.len = op.res >= 0 ? static_cast<uint64_t>(op.res) : err == EMSGSIZE ? op.big : 0;
+            rv.token = op.res >= 0 ? LITE_CQE_TOKEN(op.big) : 0;
+            rv.src_node = op.res >= 0 ? LITE_CQE_SRC(op.big) : 0;
+            if (op.res >= 0 && !ring->cqe32)
+                finding(op.c, true, "an RPC receive succeeded on a ring without 32-byte CQEs");
+            std::array<uint8_t, sizeof(rv)> out{};
+            std::memcpy(out.data(), &rv, sizeof(rv));
+            apply(op.c, err, out.data(), true, alone && !op.c.mutated);
         } else if (op.c.cmd == C_RPC_CALL) {
             const auto rc = op.c.get<lite_rpc_call>();
             if (op.res >= 0) {
