@@ -1893,6 +1893,18 @@ static bool lite_rcall_leave(struct lite_node *node, struct lite_rcall *call,
 	return true;
 }
 
+/* The entry of a call: its request (call id and reply buffer to come). */
+static struct lite_rpc_out lite_rpc_call_out(const struct lite_rpc_call *a)
+{
+	return (struct lite_rpc_out) {
+		.kind = LITE_RPC_CALL,
+		.port = a->port,
+		.reply_cap = a->reply_cap,
+		.data = u64_to_user_ptr(a->req_ptr),
+		.len = a->req_len,
+	};
+}
+
 /**
  * lite_rpc_call - call a port on a node and wait for the reply
  * @node: our node
@@ -1914,13 +1926,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 {
 	unsigned long deadline = jiffies +
 		msecs_to_jiffies(a->timeout_ms ?: LITE_RPC_TIMEOUT_MS);
-	struct lite_rpc_out o = {
-		.kind = LITE_RPC_CALL,
-		.port = a->port,
-		.reply_cap = a->reply_cap,
-		.data = u64_to_user_ptr(a->req_ptr),
-		.len = a->req_len,
-	};
+	struct lite_rpc_out o = lite_rpc_call_out(a);
 	struct lite_rcall *call;
 	struct lite_conn *conn;
 	struct lite_rpc_tx tx;
@@ -2145,13 +2151,7 @@ int lite_rpc_acall_start(struct lite_node *node, const struct lite_rpc_call *a,
 			 void (*done_fn)(void *arg), void *arg,
 			 struct lite_acall **out)
 {
-	struct lite_rpc_out o = {
-		.kind = LITE_RPC_CALL,
-		.port = a->port,
-		.reply_cap = a->reply_cap,
-		.data = u64_to_user_ptr(a->req_ptr),
-		.len = a->req_len,
-	};
+	struct lite_rpc_out o = lite_rpc_call_out(a);
 	struct lite_acall *ac;
 	struct lite_conn *conn;
 	int ret;

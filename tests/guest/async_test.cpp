@@ -648,27 +648,20 @@ TEST_F(AsyncUapi, RecvAndReplyRejections)
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_recv(e, fd, kRpcPort + 1, buf.data(), buf.size(), 10); }),
               -ENOENT)
         << "a port this file did not register";
-    EXPECT_EQ(one(r,
-                  [&](io_uring_sqe* e) {
-                      LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 10);
-                      reinterpret_cast<lite_rpc_recv*>(e->cmd)->flags = 1;
-                  }),
-              -EINVAL)
-        << "unknown flag";
-    EXPECT_EQ(one(r,
-                  [&](io_uring_sqe* e) {
-                      LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 10);
-                      reinterpret_cast<lite_rpc_recv*>(e->cmd)->token = 5;
-                  }),
-              -EINVAL)
-        << "output field set";
-    EXPECT_EQ(one(r,
-                  [&](io_uring_sqe* e) {
-                      LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 10);
-                      reinterpret_cast<lite_rpc_recv*>(e->cmd)->reserved[1] = 1;
-                  }),
-              -EINVAL)
-        << "reserved";
+    const std::pair<const char*, void (*)(lite_rpc_recv&)> bad_fields[] = {
+        {"unknown flag", [](lite_rpc_recv& rv) { rv.flags = 1; }},
+        {"output field set", [](lite_rpc_recv& rv) { rv.token = 5; }},
+        {"reserved", [](lite_rpc_recv& rv) { rv.reserved[1] = 1; }},
+    };
+    for (const auto& [what, spoil] : bad_fields) {
+        EXPECT_EQ(one(r,
+                      [&](io_uring_sqe* e) {
+                          LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 10);
+                          spoil(*reinterpret_cast<lite_rpc_recv*>(e->cmd));
+                      }),
+                  -EINVAL)
+            << what;
+    }
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 100); }),
               -ETIMEDOUT)
         << "nothing came";
