@@ -418,18 +418,37 @@ static bool lite_stage_cached(struct lite_stage *s)
 	return got;
 }
 
+/* A DMA-mapped staging buffer of @size bytes in @s. */
+static int lite_stage_alloc(struct lite_stage *s, u32 size, gfp_t gfp)
+{
+	s->buf = kmalloc(size, gfp);
+	if (!s->buf)
+		return -ENOMEM;
+	/* A bounce-buffered DMA layer may map less at once. */
+	s->dma = ib_dma_map_single(s->dev, s->buf, size, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(s->dev, s->dma)) {
+		kfree(s->buf);
+		s->buf = NULL;
+		return -ENOMEM;
+	}
+	s->size = size;
+	return 0;
+}
+
 /*
  * A staging buffer for up to @want bytes: the stage's own small one if the
- * connection can send that much inline (nothing to allocate or map), else
- * one of LITE_BOUNCE_SIZE the node kept (mapped once), else a DMA-mapped
- * one as large as LITE_STAGE_MAX if memory allows (fewer round trips for
- * big entries), of LITE_BOUNCE_SIZE if it can (the node may keep it), and
- * smaller only if @want is and memory is short.
+ * connection can send that much inline (nothing to allocate or map); for
+ * up to LITE_BOUNCE_SIZE, one of that size the node kept (mapped once), or
+ * a new one of that size (the node may keep it), or, if memory is short,
+ * one of @want; for more, a DMA-mapped one as large as LITE_STAGE_MAX if
+ * memory allows (fewer round trips for big entries), halved down to
+ * LITE_BOUNCE_SIZE if not.
  */
 static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 			  u64 want)
 {
-	u32 least;
+	const gfp_t opportunistic = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
+	u32 size;
 
 	s->node = conn->node;
 	s->dev = conn->node->ibdev->dev;
@@ -440,27 +459,18 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 		s->size = want;
 		return 0;
 	}
-	if (want <= LITE_BOUNCE_SIZE && lite_stage_cached(s))
-		return 0;
-	least = min_t(u64, want, LITE_BOUNCE_SIZE);
-	s->size = clamp_t(u64, want, LITE_BOUNCE_SIZE, LITE_STAGE_MAX);
-	for (;;) {
-		s->buf = kmalloc(s->size, s->size > least ?
-				 GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN :
-				 GFP_KERNEL);
-		if (s->buf) {
-			/* A bounce-buffered DMA layer may map less at once. */
-			s->dma = ib_dma_map_single(s->dev, s->buf, s->size,
-						   DMA_TO_DEVICE);
-			if (!ib_dma_mapping_error(s->dev, s->dma))
-				return 0;
-			kfree(s->buf);
-			s->buf = NULL;
-		}
-		if (s->size <= least)
-			return -ENOMEM;
-		s->size = max_t(u32, s->size / 2, least);
+	if (want <= LITE_BOUNCE_SIZE) {
+		if (lite_stage_cached(s) ||
+		    !lite_stage_alloc(s, LITE_BOUNCE_SIZE, opportunistic))
+			return 0;
+		return lite_stage_alloc(s, want, GFP_KERNEL);
 	}
+	for (size = min_t(u64, want, LITE_STAGE_MAX);
+	     size > LITE_BOUNCE_SIZE; size = max_t(u32, size / 2,
+						   LITE_BOUNCE_SIZE))
+		if (!lite_stage_alloc(s, size, opportunistic))
+			return 0;
+	return lite_stage_alloc(s, LITE_BOUNCE_SIZE, GFP_KERNEL);
 }
 
 static void lite_stage_free(struct ib_device *dev, void *buf, u64 dma,
@@ -2010,7 +2020,6 @@ struct lite_acall {
  */
 static void lite_acall_release(struct lite_acall *ac)
 {
-	lite_stage_put(&ac->tx.s);
 	if (!ac->timed_out && ac->call->conn) {
 		lite_conn_put(ac->call->conn);
 		ac->call->conn = NULL;
@@ -2060,6 +2069,12 @@ static void lite_acall_tx_done(struct lite_rdma_op *op)
 {
 	struct lite_acall *ac = container_of(op, struct lite_acall, tx.op);
 
+	/*
+	 * The request's WRs are done with the staging: give it back now, not
+	 * at the reply (up to a minute later), while the connection, and so
+	 * the device, are certainly there.
+	 */
+	lite_stage_put(&ac->tx.s);
 	complete(&ac->tx_done);
 	lite_acall_event(ac);
 }
@@ -2122,8 +2137,7 @@ static void lite_acall_arm(struct lite_acall *ac)
 static void lite_acall_unwind(struct lite_acall *ac)
 {
 	lite_rdma_op_release(&ac->tx.op);
-	wait_for_completion(&ac->tx_done);
-	lite_stage_put(&ac->tx.s);
+	wait_for_completion(&ac->tx_done);	/* its staging is back */
 	lite_rcall_leave(ac->node, ac->call, false);
 	if (lite_conn_state(ac->conn) == LITE_CONN_CLOSING)
 		wait_for_completion(&ac->conn->closed);
