@@ -80,7 +80,18 @@ public:
     RingServer& operator=(const RingServer&) = delete;
     RingServer(RingServer&&) = delete;
     RingServer& operator=(RingServer&&) = delete;
-    ~RingServer() { stop(); }
+    // A server stopped by unwinding (the run failed already): its own
+    // failure is printed, not thrown.
+    ~RingServer()
+    {
+        try {
+            stop();
+        } catch (const std::exception& e) {
+            (void)std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+        } catch (...) {
+            (void)std::fprintf(stderr, "%s: the server failed\n", kProg);
+        }
+    }
 
     [[nodiscard]] uint32_t node() const noexcept { return session_.node_id(); }
 

@@ -653,14 +653,14 @@ TEST_F(AsyncUapi, RecvAndReplyRejections)
         {"output field set", [](lite_rpc_recv& rv) { rv.token = 5; }},
         {"reserved", [](lite_rpc_recv& rv) { rv.reserved[1] = 1; }},
     };
-    for (const auto& [what, spoil] : bad_fields) {
+    for (const auto& bad : bad_fields) {
         EXPECT_EQ(one(r,
                       [&](io_uring_sqe* e) {
                           LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 10);
-                          spoil(*reinterpret_cast<lite_rpc_recv*>(e->cmd));
+                          bad.second(*reinterpret_cast<lite_rpc_recv*>(e->cmd));
                       }),
                   -EINVAL)
-            << what;
+            << bad.first;
     }
     EXPECT_EQ(one(r, [&](io_uring_sqe* e) { LITE_prep_recv(e, fd, kRpcPort, buf.data(), buf.size(), 100); }),
               -ETIMEDOUT)
