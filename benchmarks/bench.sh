@@ -602,6 +602,43 @@ say "native verbs by operation: $native_ops (--poll busy, then --poll event)"
 run_to "$out/native-ops.csv" "$native_ops" --addr "$addr" --poll busy "${ops_opts[@]}" || true
 run_to "$out/native-ops-event.csv" "$native_ops" --addr "$addr" --poll event "${ops_opts[@]}" || true
 
+# perftest's own latency tools, as users know them, on the same device
+# (rdma_cm, one process each side): write and read of 8 bytes and
+# ib_atomic_lat's fetch-and-add. Its t_typical is the median. Rows of
+# perftest.csv: op,size,iters,median_us,p99_us,mean_us.
+perftest_lat() { # tool op size
+	local tool=$1 op=$2 size=$3 port=19990 srv st=0
+	local args=(-R -d "$dev" -n "$ops_iters" -p "$port" -F)
+	[ "$op" = fetch-add ] || args+=(-s "$size")
+	timeout 180 "$tool" "${args[@]}" >/dev/null 2>&1 &
+	srv=$!
+	sleep 2
+	timeout 120 "$tool" "${args[@]}" "$addr" 2>>"$out/perftest.log" | tee -a "$out/perftest.log" |
+		awk -v op="$op" -v size="$size" '
+		$1 == size && $2 ~ /^[0-9]+$/ && NF >= 8 { print op "," size "," $2 "," $5 "," $8 "," $6; n++ }
+		END { exit n != 1 }' || st=1
+	wait "$srv" 2>/dev/null || st=1
+	return "$st"
+}
+if command -v ib_write_lat >/dev/null && command -v ib_atomic_lat >/dev/null; then
+	say "perftest: ib_write_lat, ib_read_lat (8 B), ib_atomic_lat (fetch-and-add)"
+	echo "op,size,iters,median_us,p99_us,mean_us" >"$out/perftest.csv"
+	: >"$out/perftest.log"
+	for t in "ib_write_lat write 8" "ib_read_lat read 8" "ib_atomic_lat fetch-add 8"; do
+		# shellcheck disable=SC2086 # three words: tool, op, size
+		if ! perftest_lat $t >>"$out/perftest.csv"; then
+			say "FAILED: perftest ${t%% *} (see perftest.log)"
+			failed+=("${t%% *}")
+			rc=1
+		fi
+	done
+else
+	say "FAILED: perftest (ib_write_lat, ib_atomic_lat) is not installed"
+	failed+=("perftest")
+	rc=1
+	echo "op,size,iters,median_us,p99_us,mean_us" >"$out/perftest.csv"
+fi
+
 # Joins the two CSVs (op,size,iters,median_us,p99_us,mean_us) on op (less
 # the -event suffix) and size for the table; ops.csv has native-ops' rows as
 # they are (busy, then event with their -event ops) and the kernel. native-ops leaves an operation that failed
@@ -610,7 +647,8 @@ run_to "$out/native-ops-event.csv" "$native_ops" --addr "$addr" --poll event "${
 awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$dev" -v csv="$out/ops.csv" \
 	"$awk_lib"'
 	FNR == 1 { next }
-	src == "lite" { lmed[$1 "," $2] = $4; next }	# lite-lat: write, read, fetch-add, cmp-swap
+	src == "lite" { lmed[$1 "," $2] = $4; next }	# lite-lat: write, read, fetch-add, cmp-swap, cpu-*
+	src == "perftest" { pmed[$1 "," $2] = $4; pp99[$1 "," $2] = $5; pmean[$1 "," $2] = $6; next }
 	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k }; ops[op] = 1 }
 	src == "busy" { bmed[k] = $4; bp99[k] = $5; bmean[k] = $6; next }
 	{ emed[k] = $4; ep99[k] = $5; emean[k] = $6 }
@@ -620,10 +658,12 @@ awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$d
 		printf "write-imm have no one-sided lite counterpart, RPC is in the rpc table),\n"
 		printf "guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up);\n", kver, dev, iters,
 			warmup
-		printf "times in us at the sender'"'"'s completion; busy: busy-polled CQ, event: completion channel\n"
-		fmt = "%-10s %6s %9s %9s %9s %9s %9s %9s %9s %6s %6s\n"
+		printf "times in us at the sender'"'"'s completion; busy: busy-polled CQ, event: completion channel;\n"
+		printf "perftest: ib_write_lat, ib_read_lat, ib_atomic_lat (t_typical); lite'"'"'s atomics on an LMR of\n"
+		printf "LITE_LMR_NIC_ATOMIC (one-sided), lite cpu: on any other LMR (the memory node'"'"'s CPU)\n"
+		fmt = "%-10s %6s %9s %9s %9s %9s %9s %9s %9s %9s %6s %6s\n"
 		printf fmt, "op", "size", "busy med", "busy p99", "busy mean", "event med", "event p99", "event mean",
-			"lite med", "ratio", "native"
+			"perftest", "lite med", "ratio", "native"
 		print "op,size,iters,median_us,p99_us,mean_us,kernel" >csv
 		for (i = 1; i <= n; i++) {
 			k = order[i]
@@ -631,7 +671,7 @@ awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$d
 			m = better(bmed, emed, k, 1)
 			r = ratio(lmed, k, bmed, emed, k, m)
 			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(bmean, k), v(emed, k), v(ep99, k), v(emean, k),
-				v(lmed, k), r, (k in lmed) ? m : "-"
+				v(pmed, k), v(lmed, k), r, (k in lmed) ? m : "-"
 			if (k in bmed)
 				print k "," iters "," bmed[k] "," bp99[k] "," bmean[k] "," kver >csv
 		}
@@ -647,12 +687,26 @@ awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$d
 			if (k in emed)
 				print f[1] "-event," f[2] "," iters "," emed[k] "," ep99[k] "," emean[k] "," kver >csv
 		}
+		for (k in pmed) {
+			split(k, f, ",")
+			print "perftest-" f[1] "," f[2] "," iters "," pmed[k] "," pp99[k] "," pmean[k] "," kver >csv
+		}
+		split("cpu-fetch-add cpu-cmp-swap", cpu, " ")
+		for (j = 1; j <= 2; j++) {
+			k = cpu[j] ",8"
+			if (!(k in lmed))
+				continue
+			print "lite-" k ",," lmed[k] ",,," kver >csv
+			nk = substr(cpu[j], 5) ",8"
+			printf "lite cpu %s 8 B: %s us, %s against native busy\n", substr(cpu[j], 5), lmed[k],
+				ratio(lmed, k, bmed, emed, nk, "busy")
+		}
 		nm = split("send write write-imm read fetch-add cmp-swap", want, " ")
 		for (j = 1; j <= nm; j++)
 			if (!(want[j] in ops))
 				printf "%s: not measured (failed or not supported; see the log)\n", want[j]
-	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" src=lite "$lite_csv" |
-	tee "$out/ops.txt"
+	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" src=lite "$lite_csv" \
+	src=perftest "$out/perftest.csv" | tee "$out/ops.txt"
 fi # ops
 
 if want first_op; then

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // lite-lat: LITE_write, LITE_read, LITE_fetch_add and LITE_cmp_swap latency
+// (NIC atomics, then the memory node's CPU: rows cpu-fetch-add, cpu-cmp-swap)
 // through liblite's C API
 // (lite/lite.h), to compare with native-lat (see benchmarks/bench.sh).
 //
@@ -64,8 +65,9 @@ void read_lmr(lite_t* lite, const Lmr& lmr, std::vector<uint8_t>& buf, size_t le
 }
 
 // LITE_fetch_add and LITE_cmp_swap on the LMR's first word (8 bytes), each
-// checked once: the old value returned and the word after.
-void measure_atomics(lite_t* lite, const Lmr& lmr, const bench::Options& opt)
+// checked once: the old value returned and the word after. Rows are named
+// @prefix-fetch-add and @prefix-cmp-swap (no prefix: an LMR of NIC atomics).
+void measure_atomics(lite_t* lite, const Lmr& lmr, const bench::Options& opt, const std::string& prefix)
 {
     uint64_t old = 0;
     auto call = [](int rc, const char* what) {
@@ -86,9 +88,9 @@ void measure_atomics(lite_t* lite, const Lmr& lmr, const bench::Options& opt)
 
     bench::Stats s =
         bench::measure(opt, [&] { call(LITE_fetch_add(lite, lmr.handle(), 0, 1, &old), "LITE_fetch_add"); });
-    bench::print_csv_row("fetch-add", 8, opt, s);
+    bench::print_csv_row((prefix + "fetch-add").c_str(), 8, opt, s);
     s = bench::measure(opt, [&] { call(LITE_cmp_swap(lite, lmr.handle(), 0, 1, 2, &old), "LITE_cmp_swap"); });
-    bench::print_csv_row("cmp-swap", 8, opt, s);
+    bench::print_csv_row((prefix + "cmp-swap").c_str(), 8, opt, s);
 }
 
 int run(int argc, char** argv)
@@ -166,7 +168,11 @@ int run(int argc, char** argv)
         bench::Stats s = bench::measure(opt, [&] { read_lmr(lite.get(), lmr, in, size); });
         bench::print_csv_row("read", size, opt, s);
     }
-    measure_atomics(lite.get(), lmr, opt);
+    // The two atomic domains (docs/uapi.md): one-sided NIC atomics on an
+    // LMR of LITE_LMR_NIC_ATOMIC, the memory node's CPU on any other.
+    Lmr nic(lite.get(), 4096, node, LITE_LMR_NIC_ATOMIC);
+    measure_atomics(lite.get(), nic, opt, "");
+    measure_atomics(lite.get(), lmr, opt, "cpu-");
     return 0;
 }
 

@@ -51,9 +51,9 @@ inline Lite open_lite(unsigned instance)
 class Lmr
 {
 public:
-    Lmr(lite_t* lite, uint64_t size, uint32_t node) : lite_(lite)
+    Lmr(lite_t* lite, uint64_t size, uint32_t node, uint32_t flags = 0) : lite_(lite)
     {
-        if (int rc = LITE_alloc(lite, size, node, &handle_); rc < 0)
+        if (int rc = LITE_alloc_flags(lite, size, node, flags, &handle_); rc < 0)
             throw lite_error("LITE_alloc(" + std::to_string(size) + " bytes on node " + std::to_string(node) + ")", rc);
     }
     Lmr(Lmr&& other) noexcept : lite_(other.lite_), handle_(std::exchange(other.handle_, 0)) {}

@@ -33,8 +33,10 @@ plot.py):
         rpc_lat_64, rpc_lat_4096, rpc_lat_65536 (median round trip against
         the better native median), rpc_tput_1, rpc_tput_2, rpc_tput_4
         (64-byte calls/s against the higher native), write_lat_8,
-        read_lat_8, write_lat_4096, read_lat_4096, fetch_add_lat,
-        async_write_qd1, async_write_qd32, async_read_qd32 (lite's
+        read_lat_8, write_lat_4096, read_lat_4096, fetch_add_lat and
+        cmp_swap_lat (NIC atomics, against native-ops busy),
+        fetch_add_lat_ib_atomic_lat (against perftest's ib_atomic_lat),
+        fetch_add_cpu_lat (value: the memory node's CPU), async_write_qd1, async_write_qd32, async_read_qd32 (lite's
         io_uring ops/s against the higher native), first_op, alloc_4096,
         alloc_1g (LMR allocation against native registration). Each names
         its native baseline in "native_mode". rpc_tput_ring_1, _2, _4:
@@ -486,8 +488,17 @@ def section_core(d, summary):
     if rows:
         found = True
         by = {(r["op"], r["size"]): r for r in rows}
-        summary["fetch_add_lat"] = named(pair(num(by.get(("lite-fetch-add", "8")), "median_us"),
-                                              num(by.get(("fetch-add", "8")), "median_us"), "us"), "busy")
+        # lite's rows are NIC atomics (an LMR of LITE_LMR_NIC_ATOMIC); the
+        # CPU domain's are lite-cpu-*.
+        for key, op in (("fetch_add_lat", "fetch-add"), ("cmp_swap_lat", "cmp-swap")):
+            summary[key] = named(pair(num(by.get((f"lite-{op}", "8")), "median_us"),
+                                      num(by.get((op, "8")), "median_us"), "us"), "busy")
+        summary["fetch_add_lat_ib_atomic_lat"] = named(
+            pair(num(by.get(("lite-fetch-add", "8")), "median_us"),
+                 num(by.get(("perftest-fetch-add", "8")), "median_us"), "us"), "ib_atomic_lat")
+        cpu = num(by.get(("lite-cpu-fetch-add", "8")), "median_us")
+        if cpu is not None:
+            summary["fetch_add_cpu_lat"] = {"value": cpu, "unit": "us"}
     rows = optional_rows(d, "first_op.csv")
     if rows:
         found = True

@@ -61,7 +61,7 @@ struct lite_dsm_fetch {
 	struct lite_wire_dsm_done done;
 	struct lite_conn *data_conn;	/* DATA: to the source; a reference */
 	struct lite_rdma_op op;
-	struct ib_rdma_wr wr;
+	union lite_wr wr;
 	struct ib_sge sge;
 	struct work_struct work;	/* on the node's dsm work queue */
 };
@@ -443,8 +443,8 @@ static void lite_dsm_fetch_data(struct lite_dsm_fetch *f)
 	f->wr.wr.opcode = IB_WR_RDMA_READ;
 	f->wr.wr.sg_list = &f->sge;
 	f->wr.wr.num_sge = 1;
-	f->wr.remote_addr = le64_to_cpu(f->grant.from_addr);
-	f->wr.rkey = le32_to_cpu(f->grant.from_rkey);
+	f->wr.rdma.remote_addr = le64_to_cpu(f->grant.from_addr);
+	f->wr.rdma.rkey = le32_to_cpu(f->grant.from_rkey);
 	lite_rdma_op_init(&f->op, f->data_conn, lite_dsm_read_done);
 	lite_rdma_submit(&f->op, &f->wr, 1);
 	lite_rdma_op_release(&f->op);

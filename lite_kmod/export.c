@@ -31,6 +31,7 @@ struct lite_alloc_job {
 	u16 owner;			/* immutable: the requesting node */
 	u32 req_id;			/* immutable: its request id */
 	u64 size;			/* immutable */
+	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
 	bool cancelled;			/* node lock (the allocating loop peeks
 					 * with READ_ONCE): the requester gave
 					 * up, or its node left */
@@ -119,6 +120,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 	ex->owner = job->owner;
 	ex->alloc_req = job->req_id;
 	ex->size = size;
+	ex->flags = job->flags;
 	atomic64_add(size, &node->mem_bytes);
 	atomic64_inc(&node->mem_lmrs);
 	while (left) {
@@ -246,6 +248,7 @@ static void lite_alloc_job_work(struct work_struct *work)
 		rep->mr_id = cpu_to_le64(lite_export_wire_id(node, ex));
 		rep->size = cpu_to_le64(ex->size);
 		rep->rkey = cpu_to_le32(node->rkey);
+		rep->flags = cpu_to_le32(ex->flags);
 		len = offsetof(struct lite_wire_lmr, first) +
 		      lite_export_put_chunks(ex, 0, &rep->first, room -
 					     offsetof(struct lite_wire_lmr,
@@ -263,7 +266,8 @@ static void lite_alloc_job_work(struct work_struct *work)
  * @conn: the requester's connection
  * @msg: the request, handled in order on node->wq
  *
- * A size over LITE_LMR_MAX is refused with -EINVAL. The job holds a
+ * A size over LITE_LMR_MAX is refused with -EINVAL, NIC atomics on a
+ * device without remote atomics with -EOPNOTSUPP. The job holds a
  * reference on @conn; it allocates the memory, publishes it and replies
  * with the first chunks, or with why not (also when it was cancelled).
  */
@@ -274,9 +278,14 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	struct lite_node *node = conn->node;
 	struct lite_alloc_job *job;
 	u64 size = le64_to_cpu(req->size);
+	u32 flags = le32_to_cpu(req->flags);	/* the wire checked them */
 
 	if (size > LITE_LMR_MAX) {	/* the wire checked that it is not 0 */
 		lite_reply(conn, msg, -EINVAL, NULL, 0);
+		return;
+	}
+	if (flags & LITE_WIRE_LMR_NIC_ATOMIC && !node->nic_atomic) {
+		lite_reply(conn, msg, -EOPNOTSUPP, NULL, 0);
 		return;
 	}
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
@@ -290,6 +299,7 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	job->owner = conn->peer_id;
 	job->req_id = msg->req_id;
 	job->size = size;
+	job->flags = flags;
 	mutex_lock(&node->lock);
 	list_add_tail(&job->entry, &node->alloc_jobs);
 	mutex_unlock(&node->lock);
@@ -521,7 +531,8 @@ static struct lite_export_chunk *lite_export_at(struct lite_export *ex,
  * For locks and barriers (sync.c).
  *
  * Return: the word, valid while node->lock is held, or NULL with *@err
- * set to -EKEYREVOKED (no such LMR, or freed) or -ERANGE.
+ * set to -EKEYREVOKED (no such LMR, or freed), -EOPNOTSUPP (its words are
+ * the NIC's) or -ERANGE.
  */
 atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 			     int *err)
@@ -533,6 +544,10 @@ atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 	ex = lite_export_find(node, mr_id);
 	if (!ex) {
 		*err = -EKEYREVOKED;
+		return NULL;
+	}
+	if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC) {
+		*err = -EOPNOTSUPP;
 		return NULL;
 	}
 	if (off >= ex->size || ex->size - off < 8) {
@@ -552,7 +567,8 @@ atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
  * included: never sleeps). The requester checked rights and bounds; we
  * check the LMR and the range again. The exports' xarray lock keeps the
  * export alive: it is freed only after it was erased. Replies with the
- * old value, or -ENOENT or -ERANGE.
+ * old value, or -ENOENT, -EOPNOTSUPP (an LMR of NIC atomics: the CPU must
+ * not change its words) or -ERANGE.
  */
 void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 {
@@ -569,6 +585,8 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg)
 	ex = id >> 32 == node->nonce ? xa_load(&node->exports, (u32)id) : NULL;
 	if (!ex)
 		ret = -ENOENT;
+	else if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
+		ret = -EOPNOTSUPP;
 	else if (off >= ex->size || ex->size - off < 8)
 		ret = -ERANGE;
 	else

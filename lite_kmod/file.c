@@ -217,8 +217,8 @@ static long lite_ioc_lmr_alloc(struct lite_file *lf, void __user *argp)
 
 	if (copy_from_user(&req, argp, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.handle || !lite_zero(req.reserved,
-						  sizeof(req.reserved)))
+	if (req.flags & ~LITE_LMR_FLAGS_ALL || req.handle ||
+	    !lite_zero(req.reserved, sizeof(req.reserved)))
 		return -EINVAL;
 	if (!req.size)
 		return -EINVAL;
@@ -233,8 +233,11 @@ static long lite_ioc_lmr_alloc(struct lite_file *lf, void __user *argp)
 	mutex_lock(&node->lock);
 	ret = lite_mbr_present(&node->mb, mem) ? 0 : -EHOSTUNREACH;
 	mutex_unlock(&node->lock);
+	if (!ret && req.flags & LITE_LMR_NIC_ATOMIC && !node->nic_atomic)
+		ret = -EOPNOTSUPP;
 	if (!ret)
-		ret = lite_lmr_alloc(node, mem, req.size, lf->uid, &lmr);
+		ret = lite_lmr_alloc(node, mem, req.size, req.flags, lf->uid,
+				     &lmr);
 	if (!ret) {
 		ret = lite_file_add(lf, lmr, LITE_PERM_ALL, true, &req.handle);
 		if (ret)
@@ -709,6 +712,22 @@ static long lite_ioc_msg_send(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
+/* Locks and barriers change the word on the memory node's CPU. */
+static int lite_file_sync_access(struct lite_file *lf, u64 handle, u64 off,
+				 struct lite_lmr **out)
+{
+	int ret;
+
+	ret = lite_file_access(lf, handle, LITE_LMR_ATOMIC, off, 8, out);
+	if (ret)
+		return ret;
+	if ((*out)->flags & LITE_WIRE_LMR_NIC_ATOMIC) {
+		lite_lmr_put(*out);
+		return -EOPNOTSUPP;	/* its words are the NIC's */
+	}
+	return 0;
+}
+
 static long lite_ioc_lock(struct lite_file *lf, void __user *argp, bool lock)
 {
 	struct lite_lmr *lmr;
@@ -723,8 +742,7 @@ static long lite_ioc_lock(struct lite_file *lf, void __user *argp, bool lock)
 	    lk.timeout_ms > LITE_MAX_TIMEOUT_MS)
 		return -EINVAL;
 	if (lock) {
-		ret = lite_file_access(lf, lk.handle, LITE_LMR_ATOMIC,
-				       lk.offset, 8, &lmr);
+		ret = lite_file_sync_access(lf, lk.handle, lk.offset, &lmr);
 		if (ret)
 			return ret;
 		ret = lite_sync_lock(lf, lmr, lk.offset,
@@ -752,8 +770,7 @@ static long lite_ioc_barrier(struct lite_file *lf, void __user *argp)
 	    !br.count || br.count > U16_MAX ||
 	    br.timeout_ms > LITE_MAX_TIMEOUT_MS)
 		return -EINVAL;
-	ret = lite_file_access(lf, br.handle, LITE_LMR_ATOMIC, br.offset, 8,
-			       &lmr);
+	ret = lite_file_sync_access(lf, br.handle, br.offset, &lmr);
 	if (ret)
 		return ret;
 	ret = lite_sync_barrier(lmr, br.offset, br.count, br.timeout_ms);

@@ -235,7 +235,10 @@ struct lite_node {
 
 	struct lite_node_stats stats;	/* atomics */
 
-	u32 rkey;			/* immutable: the PD's global rkey */
+	struct ib_mr *global_mr;	/* immutable: peers' way to our LMRs */
+	u32 rkey;			/* immutable: @global_mr's rkey */
+	bool nic_atomic;		/* immutable: the device does remote
+					 * atomics (@global_mr allows them) */
 	struct lite_conn *self_conn;	/* node lock and peers_lock: loopback,
 					 * active end */
 	spinlock_t peers_lock;		/* writers of @peers and @self_conn hold
@@ -458,6 +461,7 @@ struct lite_export {
 	u32 alloc_req;			/* immutable: the owner's LMR_ALLOC
 					 * request id (LMR_CANCEL names it) */
 	u64 size;			/* immutable */
+	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
 	u32 n_chunks;			/* immutable */
 	struct lite_export_chunk *chunks;	/* immutable */
 	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by, and
@@ -479,6 +483,7 @@ struct lite_share_ent {
 	u32 perms;
 	u32 rkey;
 	u8 kind;			/* enum lite_share_kind */
+	u8 flags;			/* LITE_WIRE_LMR_* of the LMR */
 	bool mappers[LITE_MAX_NODES + 1];
 };
 
@@ -489,6 +494,7 @@ struct lite_lmr {
 	u16 mem_node;			/* immutable */
 	u64 mr_id;			/* immutable */
 	u32 rkey;			/* immutable */
+	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
 	u64 share_id;			/* immutable: mapped via; 0 if own */
 	kuid_t uid;			/* immutable: the user charged for it */
 	u64 charged;			/* immutable: bytes charged to @uid's
@@ -654,6 +660,13 @@ struct lite_conn {
 	struct work_struct aop_work;	/* posts from @aops (workqueue CQs) */
 };
 
+/* A one-sided work request: transfer or atomic (rdma.c). */
+union lite_wr {
+	struct ib_send_wr wr;		/* the common part, first in both */
+	struct ib_rdma_wr rdma;
+	struct ib_atomic_wr atomic;
+};
+
 /* One-sided work requests that complete together (rdma.c). */
 struct lite_rdma_op {
 	struct ib_cqe cqe;
@@ -669,7 +682,7 @@ struct lite_rdma_op {
 	bool confirm;		/* wait for inline WRs too */
 	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
 	struct list_head entry;		/* conn->aops; conn lock */
-	struct ib_rdma_wr *wrs;		/* immutable once submitted */
+	union lite_wr *wrs;		/* immutable once submitted */
 	u32 n_wrs;			/* immutable once submitted */
 	u32 n_posted;			/* conn lock while on conn->aops; the
 					 * one that took the op off after */
@@ -997,7 +1010,7 @@ bool lite_node_has_conn(struct lite_node *node, u16 id);
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn);
 struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
-		   kuid_t uid, struct lite_lmr **out);
+		   u32 flags, kuid_t uid, struct lite_lmr **out);
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out);
 void lite_lmr_release(struct lite_lmr *lmr, bool owner);
@@ -1046,13 +1059,16 @@ int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 int lite_rdma_write_imm(struct lite_conn *conn,
 			const struct lite_layout *l, u32 rkey, u64 off,
 			u32 len, u64 dma, const u32 *imm);
-void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs,
+void lite_rdma_submit(struct lite_rdma_op *op, union lite_wr *wrs,
 		      u32 n);
 void lite_rdma_conn_closed(struct lite_conn *conn);
 void lite_rdma_aop_work(struct work_struct *work);
 void lite_rdma_conn_init(struct lite_conn *conn);
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags);
+int lite_rdma_atomic_wr(union lite_wr *wr, struct ib_sge *sge,
+			const struct lite_lmr *lmr, u64 off, bool cmp_swap,
+			u64 operand, u64 swap, u64 dma);
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 		     u64 operand, u64 swap, u64 *result);
 int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value);

@@ -16,6 +16,8 @@
 
 #include "internal.h"
 
+static_assert(LITE_LMR_NIC_ATOMIC == LITE_WIRE_LMR_NIC_ATOMIC);
+
 /**
  * lite_node_conn - a connection to node @id, with a reference
  * @node: our node
@@ -201,7 +203,7 @@ static void lite_lmr_revoke(struct lite_lmr *lmr)
 
 /* A new LMR without chunks yet, already on node->lmrs. */
 static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
-				     u64 mr_id, u64 size, u32 rkey)
+				     u64 mr_id, u64 size, u32 rkey, u32 flags)
 {
 	struct lite_lmr *lmr;
 
@@ -214,6 +216,7 @@ static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
 	lmr->mem_node = mem_node;
 	lmr->mr_id = mr_id;
 	lmr->rkey = rkey;
+	lmr->flags = flags;
 	lmr->layout.size = size;
 	spin_lock_init(&lmr->lock);
 	init_waitqueue_head(&lmr->idle_wq);
@@ -394,9 +397,11 @@ static void lite_alloc_req_done(struct lite_call *call)
 static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
 						   struct lite_conn *conn,
 						   u16 mem_node, kuid_t uid,
-						   u64 size, int *err)
+						   u64 size, u32 flags,
+						   int *err)
 {
-	struct lite_wire_lmr_alloc req = { .size = cpu_to_le64(size) };
+	struct lite_wire_lmr_alloc req = { .size = cpu_to_le64(size),
+					   .flags = cpu_to_le32(flags) };
 	struct lite_alloc_req *ar;
 
 	*err = -ENOMEM;
@@ -486,7 +491,7 @@ answered:
 
 /* The LMR the successful reply @rep describes, with its whole layout. */
 static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
-			       u16 mem_node, u64 size,
+			       u16 mem_node, u64 size, u32 flags,
 			       const struct lite_wire_lmr *rep,
 			       unsigned long deadline, struct lite_lmr **out)
 {
@@ -495,10 +500,10 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 	int ret;
 
 	lmr = lite_lmr_new(node, mem_node, le64_to_cpu(rep->mr_id), size,
-			   le32_to_cpu(rep->rkey));
+			   le32_to_cpu(rep->rkey), flags);
 	if (!lmr)
 		return -ENOMEM;
-	if (le64_to_cpu(rep->size) != size)
+	if (le64_to_cpu(rep->size) != size || le32_to_cpu(rep->flags) != flags)
 		ret = -EPROTO;
 	else
 		ret = lite_lmr_size_chunks(lmr, &rep->first);
@@ -519,6 +524,7 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
  * @node: the requesting node
  * @mem_node: the node whose memory it is (may be @node itself)
  * @size: bytes, 1 .. LITE_LMR_MAX
+ * @flags: LITE_WIRE_LMR_* (the uapi's LITE_LMR_* have the same values)
  * @uid: the user whose quota on @node it counts against
  * @out: the LMR, on success
  *
@@ -528,7 +534,7 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
  * error of the request.
  */
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
-		   kuid_t uid, struct lite_lmr **out)
+		   u32 flags, kuid_t uid, struct lite_lmr **out)
 {
 	/* Zeroing a GiB under emulation takes a while: allow for it. */
 	unsigned long deadline = jiffies + msecs_to_jiffies(
@@ -549,7 +555,8 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		       -EHOSTUNREACH;
 	}
 	lite_conn_get(conn);	/* @ar takes one reference */
-	ar = lite_alloc_req_start(node, conn, mem_node, uid, size, &ret);
+	ar = lite_alloc_req_start(node, conn, mem_node, uid, size, flags,
+				  &ret);
 	if (!ar) {
 		lite_quota_uncharge(node, uid, size);
 		goto out;
@@ -558,8 +565,8 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 	if (abandoned)
 		goto out;	/* with its charge */
 	if (!ret) {
-		ret = lite_lmr_from_reply(node, conn, mem_node, size, ar->rep,
-					  deadline, out);
+		ret = lite_lmr_from_reply(node, conn, mem_node, size, flags,
+					  ar->rep, deadline, out);
 		if (ret)
 			lite_lmr_remote_free(conn, mem_node,
 					     le64_to_cpu(ar->rep->mr_id));
@@ -596,7 +603,7 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 		return -EMEDIUMTYPE;	/* a DSM region's name */
 	lk->lmr = lite_lmr_new(call->conn->node, le16_to_cpu(sh->mem_node),
 			       le64_to_cpu(sh->mr_id), le64_to_cpu(sh->size),
-			       le32_to_cpu(sh->rkey));
+			       le32_to_cpu(sh->rkey), sh->flags);
 	if (!lk->lmr)
 		return -ENOMEM;
 	lk->lmr->share_id = le64_to_cpu(sh->share_id);

@@ -239,6 +239,39 @@ err_wq:
 	return -ENOMEM;
 }
 
+/*
+ * The DMA MR through which peers reach every LMR of ours: remote read and
+ * write and, where the device has them, remote atomics. The PD's own
+ * global rkey (IB_PD_UNSAFE_GLOBAL_RKEY) carries no atomic right, so the
+ * MR is made as __ib_alloc_pd() makes that one, with the right added, and
+ * counted as a user of the PD (ib_dereg_mr() undoes both).
+ */
+static int lite_node_global_mr(struct lite_node *node)
+{
+	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		     IB_ACCESS_REMOTE_WRITE;
+	struct ib_device *dev = node->pd->device;
+	struct ib_mr *mr;
+
+	if (!dev->ops.get_dma_mr)
+		return -EOPNOTSUPP;
+	node->nic_atomic = dev->attrs.atomic_cap != IB_ATOMIC_NONE;
+	if (node->nic_atomic)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	mr = dev->ops.get_dma_mr(node->pd, access);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	mr->device = dev;
+	mr->pd = node->pd;
+	mr->type = IB_MR_TYPE_DMA;
+	mr->uobject = NULL;
+	mr->need_inval = false;
+	atomic_inc(&node->pd->usecnt);
+	node->global_mr = mr;
+	node->rkey = mr->rkey;
+	return 0;
+}
+
 /**
  * lite_node_create - create a node instance listening on @listen
  * @ctx: the module's instance list
@@ -331,16 +364,18 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	if (ret)
 		goto err_xa;
 
-	node->pd = ib_alloc_pd(ibdev->dev, IB_PD_UNSAFE_GLOBAL_RKEY);
+	node->pd = ib_alloc_pd(ibdev->dev, 0);
 	if (IS_ERR(node->pd)) {
 		ret = PTR_ERR(node->pd);
 		goto err_wq;
 	}
-	node->rkey = node->pd->unsafe_global_rkey;
+	ret = lite_node_global_mr(node);
+	if (ret)
+		goto err_pd;
 
 	ret = lite_poller_start(node);
 	if (ret)
-		goto err_pd;
+		goto err_mr;
 	ret = lite_node_listen(node);
 	if (ret)
 		goto err_poller;
@@ -351,6 +386,8 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 
 err_poller:
 	lite_poller_stop(node);
+err_mr:
+	ib_dereg_mr(node->global_mr);
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
@@ -428,6 +465,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	destroy_workqueue(node->close_wq);
 	lite_exports_free_all(node);
 	lite_shares_free_all(node);
+	ib_dereg_mr(node->global_mr);
 	ib_dealloc_pd(node->pd);
 	list_del_init(&node->dev_entry);
 	xa_erase(&ctx->nodes, node->instance);

@@ -257,7 +257,7 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
  * op's done_fn runs in every case once the caller released the op and the
  * posted WRs completed. @wrs must live until then. Takes conn->lock.
  */
-void lite_rdma_submit(struct lite_rdma_op *op, struct ib_rdma_wr *wrs, u32 n)
+void lite_rdma_submit(struct lite_rdma_op *op, union lite_wr *wrs, u32 n)
 {
 	struct lite_conn *conn = op->conn;
 	LIST_HEAD(failed);
@@ -778,6 +778,103 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 }
 
 /**
+ * lite_rdma_atomic_wr - prepare a NIC atomic on a word of an LMR
+ * @wr: filled in: one fetch-and-add or compare-and-swap
+ * @sge: filled in: the 8-byte buffer at @dma that gets the old value
+ * @lmr: the LMR, of LITE_WIRE_LMR_NIC_ATOMIC; the access was checked (one
+ *	 aligned word inside it)
+ * @off: the word's offset in it
+ * @cmp_swap: compare-and-swap, else fetch-and-add
+ * @operand: what to add, or the value to compare with
+ * @swap: the new value of a compare-and-swap
+ * @dma: the result buffer's DMA address
+ *
+ * Return: 0, or -EIO if the layout has no chunk under the word.
+ */
+int lite_rdma_atomic_wr(union lite_wr *wr, struct ib_sge *sge,
+			const struct lite_lmr *lmr, u64 off, bool cmp_swap,
+			u64 operand, u64 swap, u64 dma)
+{
+	struct lite_seg seg;
+	u64 done;
+
+	if (lite_lmr_segments(&lmr->layout, off, 8, &seg, 1, &done) != 1 ||
+	    done != 8)
+		return -EIO;
+	memset(wr, 0, sizeof(*wr));
+	sge->addr = dma;
+	sge->length = 8;
+	sge->lkey = lmr->node->pd->local_dma_lkey;
+	wr->wr.opcode = cmp_swap ? IB_WR_ATOMIC_CMP_AND_SWP :
+				   IB_WR_ATOMIC_FETCH_AND_ADD;
+	wr->wr.sg_list = sge;
+	wr->wr.num_sge = 1;
+	wr->atomic.remote_addr = seg.addr;
+	wr->atomic.compare_add = operand;
+	wr->atomic.swap = cmp_swap ? swap : 0;
+	wr->atomic.rkey = lmr->rkey;
+	return 0;
+}
+
+/* One NIC atomic, its old value through a small mapped buffer. */
+static int lite_rdma_atomic_nic(struct lite_conn *conn, struct lite_lmr *lmr,
+				u64 off, bool cmp_swap, u64 operand, u64 swap,
+				u64 *result)
+{
+	struct lite_rdma_op op;
+	struct lite_bounce b;
+	union lite_wr wr;
+	struct ib_sge sge;
+	int ret;
+
+	ret = lite_bounce_get(&b, conn, 8);
+	if (ret)
+		return ret;
+	ret = lite_rdma_atomic_wr(&wr, &sge, lmr, off, cmp_swap, operand, swap,
+				  b.dma);
+	if (!ret)
+		ret = lite_lmr_begin(lmr);
+	if (!ret) {
+		lite_rdma_op_init(&op, conn, NULL);
+		ret = lite_rdma_op_wait(&op, lite_rdma_post(&op, &wr.wr));
+		lite_lmr_end(lmr);
+	}
+	if (!ret) {
+		ib_dma_sync_single_for_cpu(b.dev, b.dma, b.size,
+					   DMA_BIDIRECTIONAL);
+		*result = *(u64 *)b.buf;
+	}
+	lite_bounce_put(&b);
+	return ret;
+}
+
+/* One CPU atomic: a request the memory node's CPU carries out. */
+static int lite_rdma_atomic_cpu(struct lite_conn *conn, struct lite_lmr *lmr,
+				u64 off, bool cmp_swap, u64 operand, u64 swap,
+				u64 *result)
+{
+	struct lite_wire_atomic_result rep;
+	struct lite_wire_atomic req = {};
+	int ret;
+
+	req.mr_id = cpu_to_le64(lmr->mr_id);
+	req.offset = cpu_to_le64(off);
+	req.operand = cpu_to_le64(operand);
+	req.swap = cpu_to_le64(cmp_swap ? swap : 0);
+	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
+	ret = lite_lmr_begin(lmr);
+	if (ret)
+		return ret;
+	ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
+			sizeof(rep), NULL, jiffies +
+			msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
+	lite_lmr_end(lmr);
+	if (!ret)
+		*result = le64_to_cpu(rep.value);
+	return ret;
+}
+
+/**
  * lite_rdma_atomic - fetch-and-add or compare-and-swap an LMR's word
  * @lmr: the LMR; the access was checked (one aligned 8-byte word)
  * @off: the word's offset in it
@@ -786,40 +883,35 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
  * @swap: the new value of a compare-and-swap
  * @result: set to the word's old value on success
  *
- * Atomics run on the memory node's CPU (see struct lite_wire_atomic): the
- * global rkey carries no remote-atomic right. Every atomic on an LMR goes
- * this way, so they are atomic with respect to each other. Sleeps.
+ * The LMR's flags pick the domain of its words: an LMR of
+ * LITE_WIRE_LMR_NIC_ATOMIC takes a one-sided RDMA atomic; any other a
+ * request that the memory node's CPU carries out (struct lite_wire_atomic),
+ * atomic with the locks and barriers on that LMR. Sleeps.
  *
  * Return: 0; -ENOTCONN without a connection to the memory node;
- * -EHOSTDOWN or -EKEYREVOKED (lite_lmr_begin()); or the error of the
- * ATOMIC request (-ETIMEDOUT, -EINTR, -ECONNRESET, or the memory node's
- * -ENOENT or -ERANGE).
+ * -EOPNOTSUPP for NIC atomics on a device without them; -EHOSTDOWN or
+ * -EKEYREVOKED (lite_lmr_begin()); the WR's failure (-ETIMEDOUT,
+ * -ECONNRESET, -EIO) or the ATOMIC request's (-ETIMEDOUT, -EINTR,
+ * -ECONNRESET, or the memory node's -ENOENT or -ERANGE).
  */
 int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 		     u64 operand, u64 swap, u64 *result)
 {
-	struct lite_wire_atomic_result rep;
-	struct lite_wire_atomic req = {};
+	bool nic = lmr->flags & LITE_WIRE_LMR_NIC_ATOMIC;
 	struct lite_conn *conn;
 	int ret;
 
+	if (nic && !lmr->node->nic_atomic)
+		return -EOPNOTSUPP;
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
 		return -ENOTCONN;
-	req.mr_id = cpu_to_le64(lmr->mr_id);
-	req.offset = cpu_to_le64(off);
-	req.operand = cpu_to_le64(operand);
-	req.swap = cpu_to_le64(cmp_swap ? swap : 0);
-	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
-	ret = lite_lmr_begin(lmr);
-	if (!ret) {
-		ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
-				sizeof(rep), NULL, jiffies +
-				msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
-		lite_lmr_end(lmr);
-	}
-	if (!ret)
-		*result = le64_to_cpu(rep.value);
+	if (nic)
+		ret = lite_rdma_atomic_nic(conn, lmr, off, cmp_swap, operand,
+					   swap, result);
+	else
+		ret = lite_rdma_atomic_cpu(conn, lmr, off, cmp_swap, operand,
+					   swap, result);
 	lite_conn_put(conn);
 	return ret;
 }

@@ -64,6 +64,7 @@ void lite_share_handle_share(struct lite_conn *conn,
 		e->perms = le32_to_cpu(req->perms);
 		e->rkey = le32_to_cpu(req->rkey);
 		e->kind = req->kind;
+		e->flags = req->flags;
 		list_add_tail(&e->entry, &node->shares);
 		rep.share_id = cpu_to_le64(e->share_id);
 		e = NULL;
@@ -109,6 +110,7 @@ void lite_share_handle_lookup(struct lite_conn *conn,
 		rep.perms = cpu_to_le32(e->perms);
 		rep.rkey = cpu_to_le32(e->rkey);
 		rep.kind = e->kind;
+		rep.flags = e->flags;
 	}
 	mutex_unlock(&node->lock);
 	lite_reply(conn, msg, ret, &rep, sizeof(rep));
@@ -261,6 +263,7 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	req.perms = cpu_to_le32(perms);
 	req.rkey = cpu_to_le32(lmr->rkey);
 	req.kind = LITE_SHARE_LMR;
+	req.flags = lmr->flags;
 	return lite_share_send(node, &req);
 }
 

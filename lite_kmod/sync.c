@@ -5,9 +5,10 @@
  * The word is the state: a lock word holds the next ticket (high half) and
  * the ticket being served (low half), and is zero whenever the lock is free
  * and nobody waits; a barrier word holds its generation (high) and the
- * arrivals of this generation (low). Like every lite atomic, the
- * operations run on the memory node's CPU (SYNC requests), because the
- * global rkey carries no remote-atomic right. A waiter does not poll: its
+ * arrivals of this generation (low). The operations run on the memory
+ * node's CPU (SYNC requests), like the atomics on an LMR without
+ * LITE_WIRE_LMR_NIC_ATOMIC; an LMR with it has no locks or barriers (the
+ * NIC's atomics are not atomic with the CPU's). A waiter does not poll: its
  * request stays parked at the memory node, which answers it when its
  * ticket is served or the last participant arrives. Tickets are served in
  * order, so the lock is fair (FIFO).

@@ -54,10 +54,11 @@ struct lite_aop {
 	u64 dma;
 	u32 len;
 	u64 ubuf;
-	struct ib_rdma_wr wrs[LITE_AOP_SEGS];
+	union lite_wr wrs[LITE_AOP_SEGS];
 	struct ib_sge sges[LITE_AOP_SEGS];
 
-	/* An atomic. */
+	/* An atomic: a NIC atomic (@op, one WR, 8 bytes of @buf), or a call. */
+	bool nic_atomic;
 	bool is_call;
 	struct lite_call call;
 	struct lite_wire_atomic_result rep;
@@ -182,8 +183,14 @@ static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
 			res2 = le64_to_cpu(a->rep.value);
 	} else {
 		ret = a->op.status;
-		if (!ret && !a->write)
+		if (!ret && a->nic_atomic) {
+			ib_dma_sync_single_for_cpu(a->lmr->node->ibdev->dev,
+						   a->dma, a->len,
+						   DMA_FROM_DEVICE);
+			res2 = *(u64 *)a->buf;
+		} else if (!ret && !a->write) {
 			ret = lite_aop_copy_out(a);
+		}
 	}
 	lite_aop_free(a);
 	io_uring_cmd_done(cmd, ret, res2, issue_flags);
@@ -266,8 +273,8 @@ static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
 						 IB_WR_RDMA_READ;
 		a->wrs[i].wr.sg_list = &a->sges[i];
 		a->wrs[i].wr.num_sge = 1;
-		a->wrs[i].remote_addr = segs[i].addr;
-		a->wrs[i].rkey = a->lmr->rkey;
+		a->wrs[i].rdma.remote_addr = segs[i].addr;
+		a->wrs[i].rdma.rkey = a->lmr->rkey;
 	}
 	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
 	lite_rdma_submit(&a->op, a->wrs, n);
@@ -318,6 +325,40 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 	return -EIOCBQUEUED;
 }
 
+/* A NIC atomic: one WR whose old value lands in an 8-byte buffer. */
+static int lite_aop_nic_atomic_start(struct lite_aop *a,
+				     const struct lite_atomic *at,
+				     bool cmp_swap)
+{
+	struct ib_device *dev = a->lmr->node->ibdev->dev;
+	u64 dma;
+	int ret;
+
+	if (!a->lmr->node->nic_atomic)
+		return -EOPNOTSUPP;
+	ret = lite_aop_begin(a);
+	if (ret)
+		return ret;
+	a->nic_atomic = true;
+	a->len = 8;
+	a->buf = kmalloc(a->len, GFP_KERNEL_ACCOUNT);
+	if (!a->buf)
+		return -ENOMEM;
+	dma = ib_dma_map_single(dev, a->buf, a->len, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(dev, dma))
+		return -ENOMEM;
+	a->dma = dma;
+	a->mapped = true;
+	ret = lite_rdma_atomic_wr(&a->wrs[0], &a->sges[0], a->lmr, at->offset,
+				  cmp_swap, at->operand, at->swap, dma);
+	if (ret)
+		return ret;
+	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
+	lite_rdma_submit(&a->op, a->wrs, 1);
+	lite_rdma_op_release(&a->op);
+	return 0;
+}
+
 static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 			     unsigned int issue_flags, bool cmp_swap)
 {
@@ -336,6 +377,15 @@ static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 	a = lite_aop_new(lf, cmd, lmr, &ret);
 	if (!a)
 		return ret;
+	if (lmr->flags & LITE_WIRE_LMR_NIC_ATOMIC) {
+		if (!ret)
+			ret = lite_aop_nic_atomic_start(a, &at, cmp_swap);
+		if (ret) {
+			lite_aop_free(a);
+			return ret;
+		}
+		return -EIOCBQUEUED;
+	}
 	a->is_call = true;
 	INIT_DELAYED_WORK(&a->expire, lite_aop_expire);
 	if (!ret)

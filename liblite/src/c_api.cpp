@@ -116,11 +116,17 @@ int LITE_fd(const lite_t* l)
 
 int LITE_alloc(lite_t* l, uint64_t size, uint32_t node, lite_lmr_t* lmr)
 {
+    return LITE_alloc_flags(l, size, node, 0, lmr);
+}
+
+int LITE_alloc_flags(lite_t* l, uint64_t size, uint32_t node, uint32_t flags, lite_lmr_t* lmr)
+{
     if (lmr == nullptr)
         return -EINVAL;
     lite_lmr_alloc a{};
     a.size = size;
     a.node_id = node;
+    a.flags = flags;
     int ret = do_ioctl(l, LITE_IOC_LMR_ALLOC, &a);
     if (ret == 0)
         *lmr = a.handle;

@@ -348,12 +348,15 @@ static int check_lmr_payload(const struct lite_msg *m)
 	switch (m->type) {
 	case LITE_MSG_LMR_ALLOC:
 		if (m->reply)
-			return m->len >= sizeof(*lmr) && !lmr->reserved &&
+			return m->len >= sizeof(*lmr) &&
+			       !(le32_to_cpu(lmr->flags) &
+				 ~LITE_WIRE_LMR_FLAGS) &&
 			       le64_to_cpu(lmr->size) ?
 			       check_chunks(&lmr->first, m->len -
 					    offsetof(struct lite_wire_lmr,
 						     first)) : -EBADMSG;
-		return m->len == sizeof(*alloc) && !alloc->flags &&
+		return m->len == sizeof(*alloc) &&
+		       !(le32_to_cpu(alloc->flags) & ~LITE_WIRE_LMR_FLAGS) &&
 		       !alloc->reserved && le64_to_cpu(alloc->size) ?
 		       0 : -EBADMSG;
 	case LITE_MSG_LMR_CHUNKS:
@@ -374,7 +377,8 @@ static int check_lmr_payload(const struct lite_msg *m)
 			return m->len == sizeof(struct lite_wire_share_id) ?
 			       0 : -EBADMSG;
 		if (m->len != sizeof(*share) || !name_ok(share->name) ||
-		    share->reserved0 || share->reserved || share->share_id ||
+		    share->flags & ~LITE_WIRE_LMR_FLAGS || share->reserved ||
+		    share->share_id ||
 		    !le64_to_cpu(share->size) ||
 		    share->kind > LITE_SHARE_KIND_MAX)
 			return -EBADMSG;
@@ -386,7 +390,8 @@ static int check_lmr_payload(const struct lite_msg *m)
 	case LITE_MSG_LOOKUP:
 		if (m->reply)
 			return m->len == sizeof(*share) && name_ok(share->name) &&
-			       !share->reserved0 && !share->reserved &&
+			       !(share->flags & ~LITE_WIRE_LMR_FLAGS) &&
+			       !share->reserved &&
 			       share->kind <= LITE_SHARE_KIND_MAX &&
 			       share->share_id && le64_to_cpu(share->size) &&
 			       !(le32_to_cpu(share->perms) & ~LITE_WIRE_PERMS) &&

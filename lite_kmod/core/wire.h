@@ -148,9 +148,17 @@ struct lite_wire_ping {
 #define LITE_WIRE_NAME_MAX	64
 #define LITE_WIRE_PERMS		7U	/* read | write | atomic */
 
+/*
+ * An LMR's flags, fixed at allocation. NIC_ATOMIC: its words belong to the
+ * NIC's atomics (one-sided fetch-and-add and compare-and-swap); the memory
+ * node's CPU never changes them atomically, so it refuses ATOMIC and SYNC.
+ */
+#define LITE_WIRE_LMR_NIC_ATOMIC	(1U << 0)
+#define LITE_WIRE_LMR_FLAGS		LITE_WIRE_LMR_NIC_ATOMIC
+
 struct lite_wire_lmr_alloc {
 	__le64 size;
-	__le32 flags;		/* none defined */
+	__le32 flags;		/* LITE_WIRE_LMR_* */
 	__le32 reserved;
 };
 
@@ -174,7 +182,7 @@ struct lite_wire_lmr {
 	__le64 mr_id;
 	__le64 size;
 	__le32 rkey;
-	__le32 reserved;
+	__le32 flags;		/* LITE_WIRE_LMR_*: those it was allocated with */
 	struct lite_wire_chunks first;
 };
 
@@ -210,7 +218,7 @@ struct lite_wire_share {
 	__le64 share_id;
 	__le16 mem_node;
 	__u8 kind;		/* enum lite_share_kind */
-	__u8 reserved0;
+	__u8 flags;		/* LITE_WIRE_LMR_* of the LMR (0 for DSM) */
 	__le32 perms;
 	__le32 rkey;
 	__le32 reserved;
@@ -242,9 +250,9 @@ enum lite_atomic_op {
 };
 
 /*
- * ATOMIC request: executed by the memory node's CPU, because the global
- * rkey of IB_PD_UNSAFE_GLOBAL_RKEY grants remote read and write only.
- * The reply carries the word's previous value.
+ * ATOMIC request: executed by the memory node's CPU, for an LMR without
+ * LITE_WIRE_LMR_NIC_ATOMIC (whose words locks and barriers may use). The
+ * reply carries the word's previous value.
  */
 struct lite_wire_atomic {
 	__le64 mr_id;

@@ -152,7 +152,8 @@ void check_request(const lite_msg& m)
     }
     case LITE_MSG_LMR_ALLOC: {
         const auto* a = as<lite_wire_lmr_alloc>(m);
-        FUZZ_CHECK(m.len == sizeof(*a) && a->flags == 0 && a->reserved == 0 && a->size != 0);
+        FUZZ_CHECK(m.len == sizeof(*a) && (le32toh(a->flags) & ~LITE_WIRE_LMR_FLAGS) == 0 && a->reserved == 0 &&
+                   a->size != 0);
         break;
     }
     case LITE_MSG_LMR_CHUNKS:
@@ -161,7 +162,7 @@ void check_request(const lite_msg& m)
         break;
     case LITE_MSG_SHARE: {
         const auto* s = as<lite_wire_share>(m);
-        FUZZ_CHECK(m.len == sizeof(*s) && s->reserved0 == 0 && s->reserved == 0);
+        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0);
         FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
         check_name(s->name);
         FUZZ_CHECK(s->share_id == 0 && s->size != 0 && node_id_ok(s->mem_node));
@@ -270,7 +271,7 @@ void check_reply(const lite_msg& m)
         break;
     case LITE_MSG_LMR_ALLOC: {
         const auto* l = as<lite_wire_lmr>(m);
-        FUZZ_CHECK(m.len >= sizeof(*l) && l->reserved == 0 && l->size != 0);
+        FUZZ_CHECK(m.len >= sizeof(*l) && (le32toh(l->flags) & ~LITE_WIRE_LMR_FLAGS) == 0 && l->size != 0);
         check_chunks(&l->first, m.len - offsetof(lite_wire_lmr, first));
         break;
     }
@@ -282,7 +283,7 @@ void check_reply(const lite_msg& m)
         break;
     case LITE_MSG_LOOKUP: {
         const auto* s = as<lite_wire_share>(m);
-        FUZZ_CHECK(m.len == sizeof(*s) && s->reserved0 == 0 && s->reserved == 0);
+        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0);
         FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
         check_name(s->name);
         FUZZ_CHECK(s->share_id != 0 && s->size != 0 && node_id_ok(s->mem_node));

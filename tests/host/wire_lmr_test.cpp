@@ -55,8 +55,10 @@ TEST(WireLmr, AllocRequest)
     lite_wire_lmr_alloc a{};
     a.size = htole64(4096);
     EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), 0);
-    a.flags = htole32(1);
-    EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), -EBADMSG) << "flags";
+    a.flags = htole32(LITE_WIRE_LMR_NIC_ATOMIC);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), 0) << "NIC atomics";
+    a.flags = htole32(2);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), -EBADMSG) << "unknown flag";
     a.flags = 0;
     a.size = 0;
     EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), -EBADMSG) << "size 0";
@@ -123,6 +125,12 @@ TEST(WireLmr, AllocReplyCarriesFirstChunks)
     l->size = htole64(uint64_t{4} * 4096);
     std::memcpy(p.data() + offsetof(lite_wire_lmr, first), tail.data(), tail.size());
     EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), 0);
+    l->flags = htole32(LITE_WIRE_LMR_NIC_ATOMIC);
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), 0);
+    l->flags = htole32(4);
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), -EBADMSG)
+        << "unknown flag";
+    l->flags = 0;
     l->size = 0;
     EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), -EBADMSG);
 }
@@ -130,6 +138,12 @@ TEST(WireLmr, AllocReplyCarriesFirstChunks)
 TEST(WireLmr, ShareAndLookup)
 {
     EXPECT_EQ(parse_req(LITE_MSG_SHARE, good_share()), 0);
+
+    auto f = good_share();
+    f.flags = LITE_WIRE_LMR_NIC_ATOMIC;
+    EXPECT_EQ(parse_req(LITE_MSG_SHARE, f), 0) << "an LMR of NIC atomics";
+    f.flags = 0x80;
+    EXPECT_EQ(parse_req(LITE_MSG_SHARE, f), -EBADMSG) << "unknown LMR flag";
 
     auto s = good_share();
     std::memset(s.name, 'x', sizeof(s.name));

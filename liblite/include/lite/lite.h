@@ -35,6 +35,13 @@ int LITE_fd(const lite_t *lite);
 
 /* @size bytes on node @node (0: this node), zeroed. */
 int LITE_alloc(lite_t *lite, uint64_t size, uint32_t node, lite_lmr_t *lmr);
+/*
+ * The same with LITE_LMR_* flags: LITE_LMR_NIC_ATOMIC makes LITE_fetch_add
+ * and LITE_cmp_swap on it one-sided NIC atomics, and refuses LITE_lock and
+ * LITE_barrier on it (-EOPNOTSUPP): see docs/uapi.md, "Atomic domains".
+ */
+int LITE_alloc_flags(lite_t *lite, uint64_t size, uint32_t node,
+		     uint32_t flags, lite_lmr_t *lmr);
 int LITE_free(lite_t *lite, lite_lmr_t lmr);
 
 int LITE_read(lite_t *lite, lite_lmr_t lmr, uint64_t offset, void *buf,

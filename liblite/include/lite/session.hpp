@@ -112,8 +112,8 @@ public:
     [[nodiscard]] uint32_t node_id() const noexcept { return LITE_node_id(l_.get()); }
     [[nodiscard]] lite_t* get() const noexcept { return l_.get(); }
 
-    // @size bytes on @node (0: this node), zeroed.
-    [[nodiscard]] Lmr alloc(uint64_t size, uint32_t node = 0) const;
+    // @size bytes on @node (0: this node), zeroed; @flags: LITE_LMR_*.
+    [[nodiscard]] Lmr alloc(uint64_t size, uint32_t node = 0, uint32_t flags = 0) const;
     // A published LMR, with @perms (0: all that was granted).
     [[nodiscard]] Lmr map(std::string_view name, uint32_t perms = 0) const;
     void revoke(std::string_view name) const
@@ -335,10 +335,10 @@ private:
     uint64_t size_ = 0;
 };
 
-inline Lmr Session::alloc(uint64_t size, uint32_t node) const
+inline Lmr Session::alloc(uint64_t size, uint32_t node, uint32_t flags) const
 {
     lite_lmr_t h = 0;
-    detail::check(LITE_alloc(l_.get(), size, node, &h), "alloc");
+    detail::check(LITE_alloc_flags(l_.get(), size, node, flags, &h), "alloc");
     return {l_.get(), h, size};
 }
 

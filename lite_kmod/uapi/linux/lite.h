@@ -197,11 +197,22 @@ struct lite_attach {
 	__u32 reserved;
 };
 
+/*
+ * LITE_LMR_NIC_ATOMIC: the LMR's words belong to the NIC's atomics.
+ * FETCH_ADD and CMP_SWAP on it are one-sided RDMA atomics, which the memory
+ * node's CPU takes no part in; LOCK and BARRIER on it are refused
+ * (EOPNOTSUPP), because the CPU's atomics are not atomic with the NIC's.
+ * Without it, every atomic, lock and barrier on the LMR runs on the memory
+ * node's CPU. Fixed for the LMR's life; mappings inherit it.
+ */
+#define LITE_LMR_NIC_ATOMIC	(1U << 0)
+#define LITE_LMR_FLAGS_ALL	LITE_LMR_NIC_ATOMIC
+
 /* LITE_IOC_LMR_ALLOC: @size bytes on node @node_id (0: this node). */
 struct lite_lmr_alloc {
 	__u64 size;		/* in: 1 .. LITE_LMR_MAX */
 	__u32 node_id;		/* in */
-	__u32 flags;		/* in: none defined */
+	__u32 flags;		/* in: LITE_LMR_* */
 	__u64 handle;		/* out */
 	__u64 reserved[2];
 };

@@ -560,20 +560,20 @@ const std::vector<CmdInfo>& cmds()
                      sizeof(L),
                      lk,
                      base | errs({EBADFD, EBADF, EACCES, ERANGE, EAGAIN, EDEADLK, ETIMEDOUT, EKEYREVOKED, ENOTCONN,
-                                  EINTR, EOVERFLOW, EHOSTDOWN}),
+                                  EINTR, EOVERFLOW, EHOSTDOWN, EOPNOTSUPP}),
                      false};
         t[C_UNLOCK] = {
             "UNLOCK", LITE_IOC_UNLOCK, sizeof(L), lk, base | errs({EBADFD, EBADF, EPERM, ENOTCONN, EKEYREVOKED}),
             false};
         using B = lite_barrier;
-        t[C_BARRIER] = {
-            "BARRIER",
-            LITE_IOC_BARRIER,
-            sizeof(B),
-            {fld(&B::handle, K_HANDLE), fld(&B::offset, K_OFF), fld(&B::count, K_COUNT), fld(&B::timeout_ms, K_TMO),
-             fld(&B::flags, K_FLAGS), fld(&B::reserved, K_RSV)},
-            base | errs({EBADFD, EBADF, EACCES, ERANGE, ETIMEDOUT, EKEYREVOKED, ENOTCONN, EINTR, EOVERFLOW, EHOSTDOWN}),
-            false};
+        t[C_BARRIER] = {"BARRIER",
+                        LITE_IOC_BARRIER,
+                        sizeof(B),
+                        {fld(&B::handle, K_HANDLE), fld(&B::offset, K_OFF), fld(&B::count, K_COUNT),
+                         fld(&B::timeout_ms, K_TMO), fld(&B::flags, K_FLAGS), fld(&B::reserved, K_RSV)},
+                        base | errs({EBADFD, EBADF, EACCES, ERANGE, ETIMEDOUT, EKEYREVOKED, ENOTCONN, EINTR, EOVERFLOW,
+                                     EHOSTDOWN, EOPNOTSUPP}),
+                        false};
         using Do = lite_dsm_open;
         t[C_DSM_OPEN] = {
             "DSM_OPEN",
@@ -848,6 +848,7 @@ struct Lmr {
     uint32_t node = 0;
     uint32_t perms = 0;
     bool owner = false;
+    bool nic = false;               // allocated with LITE_LMR_NIC_ATOMIC (owner)
     std::vector<std::string> names; // published (owner)
     std::unique_ptr<Shadow> shadow; // private LMRs up to kTrackMax
 };
@@ -1636,6 +1637,7 @@ void Worker::build(Call& c, int cmd, bool for_uring)
             break;
         }
         al.node_id = rng_.one_in(3) ? 0 : static_cast<uint32_t>(rng_.range(1, kNodes));
+        al.flags = rng_.one_in(4) ? LITE_LMR_NIC_ATOMIC : 0;
         c.put(al);
         break;
     }
@@ -2502,6 +2504,7 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
         l.node = al.node_id != 0 ? al.node_id : node_;
         l.perms = LITE_PERM_ALL;
         l.owner = true;
+        l.nic = (al.flags & LITE_LMR_NIC_ATOMIC) != 0;
         if (al.size <= kTrackMax) {
             l.shadow = std::make_unique<Shadow>(al.size); // a new LMR is zeroed
             l.shadow->note(desc("ALLOC " + std::to_string(al.size)));
@@ -2756,6 +2759,8 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
     }
     case C_LOCK: {
         const auto lk = c.get<lite_lock>();
+        if (const Lmr* l = live(lk.handle); good && l != nullptr && l->nic)
+            finding(c, uring, "LOCK succeeded on an LMR of NIC atomics");
         touch(lk.handle, lk.offset, 8, [&](Shadow& s) { s.forget(lk.offset, 8); });
         if (Lmr* l = live(lk.handle); l != nullptr && l->shadow && !(err != 0 && no_effect(err)))
             l->shadow->make_volatile(lk.offset);
@@ -2780,6 +2785,8 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
     }
     case C_BARRIER: {
         const auto br = c.get<lite_barrier>();
+        if (const Lmr* l = live(br.handle); good && l != nullptr && l->nic)
+            finding(c, uring, "BARRIER succeeded on an LMR of NIC atomics");
         touch(br.handle, br.offset, 8, [&](Shadow& s) { s.forget(br.offset, 8); });
         if (Lmr* l = live(br.handle); l != nullptr && l->shadow && !(err != 0 && no_effect(err)))
             l->shadow->make_volatile(br.offset);
