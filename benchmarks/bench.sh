@@ -267,7 +267,7 @@ fi
 awk -F, -v kver="$kver" -v iters="$iters" -v warmup="$warmup" -v dev="$dev" \
 	-v csv="$out/latency.csv" "$awk_lib"'
 	FNR == 1 { next }
-	src == "lite" && ($1 == "fetch-add" || $1 == "cmp-swap") { next }	# in the ops table
+	src == "lite" && $1 ~ /^(cpu-)?(fetch-add|cmp-swap)$/ { next }	# in the ops table
 	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
 	src == "busy" { bmed[k] = $4; bp99[k] = $5; next }
 	src == "event" { emed[k] = $4; ep99[k] = $5; next }

@@ -662,7 +662,7 @@ struct lite_conn {
 
 /* A one-sided work request: transfer or atomic (rdma.c). */
 union lite_wr {
-	struct ib_send_wr wr;		/* the common part, first in both */
+	struct ib_send_wr wr;		/* the common part, first in each */
 	struct ib_rdma_wr rdma;
 	struct ib_atomic_wr atomic;
 };

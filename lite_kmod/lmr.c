@@ -17,6 +17,9 @@
 #include "internal.h"
 
 static_assert(LITE_LMR_NIC_ATOMIC == LITE_WIRE_LMR_NIC_ATOMIC);
+static_assert(LITE_LMR_FLAGS_ALL == LITE_WIRE_LMR_FLAGS);
+/* The share registry keeps them in a byte (struct lite_wire_share). */
+static_assert(LITE_WIRE_LMR_FLAGS <= U8_MAX);
 
 /**
  * lite_node_conn - a connection to node @id, with a reference

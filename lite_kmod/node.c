@@ -243,8 +243,10 @@ err_wq:
  * The DMA MR through which peers reach every LMR of ours: remote read and
  * write and, where the device has them, remote atomics. The PD's own
  * global rkey (IB_PD_UNSAFE_GLOBAL_RKEY) carries no atomic right, so the
- * MR is made as __ib_alloc_pd() makes that one, with the right added, and
- * counted as a user of the PD (ib_dereg_mr() undoes both).
+ * MR is made as __ib_alloc_pd() makes that one, with the right added.
+ * Unlike the PD's internal MR it counts as a user of the PD and goes
+ * through ib_dereg_mr() (lite_node_put_global_mr()); the resource tracker
+ * (rdma_restrack_add()) is core-private, so `rdma res` does not list it.
  */
 static int lite_node_global_mr(struct lite_node *node)
 {
@@ -266,10 +268,23 @@ static int lite_node_global_mr(struct lite_node *node)
 	mr->type = IB_MR_TYPE_DMA;
 	mr->uobject = NULL;
 	mr->need_inval = false;
+	mr->dm = NULL;
+	mr->sig_attrs = NULL;
 	atomic_inc(&node->pd->usecnt);
 	node->global_mr = mr;
 	node->rkey = mr->rkey;
+	pr_warn_once("global rkeys: peers may read, write%s any LMR memory\n",
+		     node->nic_atomic ? " and atomically change" : "");
 	return 0;
+}
+
+static void lite_node_put_global_mr(struct lite_node *node)
+{
+	int ret = ib_dereg_mr(node->global_mr);
+
+	if (ret)
+		pr_err("%s: global MR not released: %d\n", node->dev_name, ret);
+	node->global_mr = NULL;
 }
 
 /**
@@ -387,7 +402,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 err_poller:
 	lite_poller_stop(node);
 err_mr:
-	ib_dereg_mr(node->global_mr);
+	lite_node_put_global_mr(node);
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
@@ -465,7 +480,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	destroy_workqueue(node->close_wq);
 	lite_exports_free_all(node);
 	lite_shares_free_all(node);
-	ib_dereg_mr(node->global_mr);
+	lite_node_put_global_mr(node);
 	ib_dealloc_pd(node->pd);
 	list_del_init(&node->dev_entry);
 	xa_erase(&ctx->nodes, node->instance);

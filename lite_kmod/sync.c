@@ -278,7 +278,8 @@ static void lite_sync_cancel_op(struct lite_conn *conn, u64 mr_id, u64 off,
  * served, a barrier not yet complete) is parked and answered later.
  * Replies with the ticket and owner token (locks) or generation
  * (barriers), or with -EKEYREVOKED or -ERANGE for a word that is not
- * ours, -EAGAIN for a busy TRYLOCK, -EPERM for an UNLOCK by a non-holder,
+ * ours, -EOPNOTSUPP for a word of an LMR of NIC atomics (the requester
+ * refuses those first), -EAGAIN for a busy TRYLOCK, -EPERM for an UNLOCK by a non-holder,
  * -EINVAL for barrier participants that disagree on the count, -ENOMEM.
  */
 void lite_sync_handle(struct lite_conn *conn, const struct lite_msg *msg)

@@ -13,9 +13,11 @@
  * completion ends the LMR access - so that freeing or revoking the LMR
  * never waits for task work, which the freeing thread may be the one to
  * run - and hands the operation to the issuer's task (io_uring task work),
- * which copies a read out and posts the CQE. Atomics are a control-message
- * call to the memory node (see rdma.c) with a timer for its timeout,
- * completed the same way. What has to wait -
+ * which copies a read out and posts the CQE. Atomics on an LMR of NIC
+ * atomics are one such work request (its old value lands in an 8-byte
+ * buffer); on any other LMR a control-message call to the memory node (see
+ * rdma.c) with a timer for its timeout, completed the same way. What has
+ * to wait -
  * longer or zero-copy transfers, RPC calls - returns -EAGAIN when issued
  * with IO_URING_F_NONBLOCK; io_uring then issues it again from one of its
  * worker threads, where it runs the synchronous path.
@@ -337,6 +339,9 @@ static int lite_aop_nic_atomic_start(struct lite_aop *a,
 	if (!a->lmr->node->nic_atomic)
 		return -EOPNOTSUPP;
 	ret = lite_aop_begin(a);
+	if (ret)
+		return ret;
+	ret = lite_aop_account(a, 8);
 	if (ret)
 		return ret;
 	a->nic_atomic = true;

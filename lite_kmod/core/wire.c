@@ -378,6 +378,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 			       0 : -EBADMSG;
 		if (m->len != sizeof(*share) || !name_ok(share->name) ||
 		    share->flags & ~LITE_WIRE_LMR_FLAGS || share->reserved ||
+		    (share->kind == LITE_SHARE_DSM && share->flags) ||
 		    share->share_id ||
 		    !le64_to_cpu(share->size) ||
 		    share->kind > LITE_SHARE_KIND_MAX)
@@ -391,6 +392,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 		if (m->reply)
 			return m->len == sizeof(*share) && name_ok(share->name) &&
 			       !(share->flags & ~LITE_WIRE_LMR_FLAGS) &&
+			       !(share->kind == LITE_SHARE_DSM && share->flags) &&
 			       !share->reserved &&
 			       share->kind <= LITE_SHARE_KIND_MAX &&
 			       share->share_id && le64_to_cpu(share->size) &&

@@ -13,7 +13,8 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	4	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM */
+#define LITE_WIRE_VERSION	5	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
+				 * 5: LMR flags */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16

@@ -144,6 +144,9 @@ TEST(WireLmr, ShareAndLookup)
     EXPECT_EQ(parse_req(LITE_MSG_SHARE, f), 0) << "an LMR of NIC atomics";
     f.flags = 0x80;
     EXPECT_EQ(parse_req(LITE_MSG_SHARE, f), -EBADMSG) << "unknown LMR flag";
+    f.flags = LITE_WIRE_LMR_NIC_ATOMIC;
+    f.kind = LITE_SHARE_DSM;
+    EXPECT_EQ(parse_req(LITE_MSG_SHARE, f), -EBADMSG) << "LMR flags on a DSM region's name";
 
     auto s = good_share();
     std::memset(s.name, 'x', sizeof(s.name));
