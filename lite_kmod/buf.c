@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Kernel buffers that peers write into with RDMA: RPC rings and reply
- * buffers. Zeroed pages in physically contiguous, DMA-mapped chunks as
- * large as the buddy allocator gives (smaller when memory is fragmented),
- * described as a lite_layout so writers can split accesses by chunk.
+ * Kernel buffers that RDMA moves data through.
+ *
+ * Buffers that peers write into: RPC rings and reply buffers. Zeroed pages
+ * in physically contiguous, DMA-mapped chunks as large as the buddy
+ * allocator gives (smaller when memory is fragmented), described as a
+ * lite_layout so writers can split accesses by chunk.
+ *
+ * Bounce buffers that a one-sided copy, an atomic's result or an RPC
+ * entry on its way passes through: LITE_BOUNCE_SIZE bytes, mapped
+ * (bidirectional) once; a node keeps up to LITE_STAGE_CACHE of them, so a
+ * small operation allocates and maps nothing.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -190,4 +197,147 @@ int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		cond_resched();
 	}
 	return 0;
+}
+
+/**
+ * lite_bounce_map - a new DMA-mapped (bidirectional) kernel buffer
+ * @dev: the device
+ * @size: bytes
+ * @gfp: allocation flags
+ * @buf: set to its kernel address
+ * @dma: set to its DMA address
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int lite_bounce_map(struct ib_device *dev, u32 size, gfp_t gfp, void **buf,
+		    u64 *dma)
+{
+	*buf = kmalloc(size, gfp);
+	if (!*buf)
+		return -ENOMEM;
+	*dma = ib_dma_map_single(dev, *buf, size, DMA_BIDIRECTIONAL);
+	if (ib_dma_mapping_error(dev, *dma)) {
+		kfree(*buf);
+		*buf = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/**
+ * lite_bounce_unmap - unmap and free a buffer of lite_bounce_map()
+ * @dev: the device
+ * @buf: its kernel address
+ * @dma: its DMA address
+ * @size: its size
+ */
+void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size)
+{
+	ib_dma_unmap_single(dev, dma, size, DMA_BIDIRECTIONAL);
+	kfree(buf);
+}
+
+/**
+ * lite_bounce_take - a mapped LITE_BOUNCE_SIZE buffer the node kept
+ * @node: the node
+ * @buf: set to its kernel address
+ * @dma: set to its DMA address
+ *
+ * Any context. Return: true if one was left.
+ */
+bool lite_bounce_take(struct lite_node *node, void **buf, u64 *dma)
+{
+	bool got = false;
+
+	spin_lock_bh(&node->stage_lock);
+	if (node->n_stages) {
+		node->n_stages--;
+		*buf = node->stages[node->n_stages].buf;
+		*dma = node->stages[node->n_stages].dma;
+		got = true;
+	}
+	spin_unlock_bh(&node->stage_lock);
+	return got;
+}
+
+/**
+ * lite_bounce_keep - give a mapped LITE_BOUNCE_SIZE buffer back
+ * @node: the node
+ * @buf: its kernel address
+ * @dma: its DMA address
+ *
+ * The node keeps it if it has room and is not going down; else it is
+ * freed. Nothing may still move data through it. Any context.
+ */
+void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma)
+{
+	bool kept = false;
+
+	spin_lock_bh(&node->stage_lock);
+	if (!node->stages_closed && node->n_stages < LITE_STAGE_CACHE) {
+		node->stages[node->n_stages].buf = buf;
+		node->stages[node->n_stages].dma = dma;
+		node->n_stages++;
+		kept = true;
+	}
+	spin_unlock_bh(&node->stage_lock);
+	if (!kept)
+		lite_bounce_unmap(node->ibdev->dev, buf, dma, LITE_BOUNCE_SIZE);
+}
+
+/**
+ * lite_bounce_close - free the buffers a node kept, and keep none again
+ * @node: the node, going down
+ */
+void lite_bounce_close(struct lite_node *node)
+{
+	struct lite_stage_buf kept[LITE_STAGE_CACHE];
+	u32 n;
+
+	spin_lock_bh(&node->stage_lock);
+	node->stages_closed = true;
+	n = node->n_stages;
+	node->n_stages = 0;
+	memcpy(kept, node->stages, sizeof(kept));
+	spin_unlock_bh(&node->stage_lock);
+	while (n--)
+		lite_bounce_unmap(node->ibdev->dev, kept[n].buf, kept[n].dma,
+				  LITE_BOUNCE_SIZE);
+}
+
+/**
+ * lite_bounce_get - a bounce buffer for a transfer of @len bytes
+ * @b: filled in
+ * @node: the node the transfer goes from
+ * @len: bytes the whole transfer moves (it may go in steps of b->size)
+ *
+ * One the node kept, or a new one of LITE_BOUNCE_SIZE (kept afterwards)
+ * if memory allows, or one just large enough (at most LITE_BOUNCE_SIZE).
+ * Sleeps. Return: 0, or -ENOMEM.
+ */
+int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len)
+{
+	const gfp_t opportunistic = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
+
+	b->node = node;
+	b->dev = node->ibdev->dev;
+	b->size = LITE_BOUNCE_SIZE;
+	if (lite_bounce_take(node, &b->buf, &b->dma) ||
+	    !lite_bounce_map(b->dev, b->size, opportunistic, &b->buf, &b->dma))
+		return 0;
+	b->size = min_t(u64, max_t(u64, len, 8), LITE_BOUNCE_SIZE);
+	return lite_bounce_map(b->dev, b->size, GFP_KERNEL, &b->buf, &b->dma);
+}
+
+/**
+ * lite_bounce_put - done with a bounce buffer (nothing in flight uses it)
+ * @b: from lite_bounce_get()
+ */
+void lite_bounce_put(struct lite_bounce *b)
+{
+	if (b->size == LITE_BOUNCE_SIZE)
+		lite_bounce_keep(b->node, b->buf, b->dma);
+	else
+		lite_bounce_unmap(b->dev, b->buf, b->dma, b->size);
+	b->buf = NULL;
 }

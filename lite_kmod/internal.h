@@ -85,8 +85,8 @@
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
 #define LITE_RCALL_CACHE	8	/* reply buffers a node keeps */
-#define LITE_STAGE_CACHE	8	/* RPC staging buffers a node keeps,
-					 * LITE_BOUNCE_SIZE each (rpc.c) */
+#define LITE_STAGE_CACHE	8	/* bounce buffers a node keeps,
+					 * LITE_BOUNCE_SIZE each (buf.c) */
 #define LITE_RING_TURN_NS	10000	/* a writer polls about twice this
 					 * for the one before it to post */
 #define LITE_RCALL_CACHE_ORDER	5	/* ... each of up to 128 KiB */
@@ -192,7 +192,7 @@ struct lite_dsm_stats {
 	atomic64_t prot_ns;
 };
 
-/* A DMA-mapped RPC staging buffer of LITE_BOUNCE_SIZE a node keeps. */
+/* A DMA-mapped bounce buffer of LITE_BOUNCE_SIZE a node keeps (buf.c). */
 struct lite_stage_buf {
 	void *buf;
 	u64 dma;
@@ -286,8 +286,8 @@ struct lite_node {
 	u32 n_rcalls;
 	bool rcalls_closed;		/* the node went down: free, not keep */
 	spinlock_t stage_lock;		/* (bh) protects the three fields below */
-	struct lite_stage_buf stages[LITE_STAGE_CACHE];	/* mapped staging
-					 * buffers RPC writers left */
+	struct lite_stage_buf stages[LITE_STAGE_CACHE];	/* mapped bounce
+					 * buffers transfers left (buf.c) */
 	u32 n_stages;
 	bool stages_closed;		/* the node went down: free, not keep */
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
@@ -797,6 +797,24 @@ long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
 int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
 		    u32 max_chunks);
 void lite_kbuf_free(struct lite_kbuf *b);
+
+/* A kernel buffer a transfer goes through (buf.c). */
+struct lite_bounce {
+	struct lite_node *node;
+	struct ib_device *dev;
+	void *buf;
+	u64 dma;		/* mapped DMA_BIDIRECTIONAL */
+	u32 size;
+};
+
+int lite_bounce_map(struct ib_device *dev, u32 size, gfp_t gfp, void **buf,
+		    u64 *dma);
+void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size);
+bool lite_bounce_take(struct lite_node *node, void **buf, u64 *dma);
+void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma);
+void lite_bounce_close(struct lite_node *node);
+int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len);
+void lite_bounce_put(struct lite_bounce *b);
 void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len);
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len);

@@ -467,6 +467,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	node->listen_id = NULL;
 	lite_rpc_node_down(node);	/* what it holds keeps conns alive */
 	lite_node_close_conns(node);
+	lite_bounce_close(node);	/* a late user frees its own */
 	lite_poller_stop(node);
 	lite_dsm_node_free(node);	/* after the drain: no fetch runs */
 

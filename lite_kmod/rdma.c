@@ -522,35 +522,6 @@ static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-struct lite_bounce {
-	struct ib_device *dev;
-	void *buf;
-	u64 dma;
-	u32 size;
-};
-
-static int lite_bounce_get(struct lite_bounce *b, struct lite_conn *conn,
-			   u64 len)
-{
-	b->dev = conn->node->ibdev->dev;
-	b->size = min_t(u64, max_t(u64, len, 8), LITE_BOUNCE_SIZE);
-	b->buf = kmalloc(b->size, GFP_KERNEL);
-	if (!b->buf)
-		return -ENOMEM;
-	b->dma = ib_dma_map_single(b->dev, b->buf, b->size, DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(b->dev, b->dma)) {
-		kfree(b->buf);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static void lite_bounce_put(struct lite_bounce *b)
-{
-	ib_dma_unmap_single(b->dev, b->dma, b->size, DMA_BIDIRECTIONAL);
-	kfree(b->buf);
-}
-
 /* Before each transfer step: -EINTR if the caller was killed, else 0. */
 static int lite_rdma_killed(void)
 {
@@ -564,6 +535,34 @@ static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 }
 
+/*
+ * A write the QP takes inline: from a buffer on the stack, copied into the
+ * work request as it is posted; nothing allocated or mapped. Still waited
+ * for (@op.confirm): the write returns once the peer's HCA has the bytes.
+ */
+static int lite_rdma_write_inline(struct lite_conn *conn, struct lite_lmr *lmr,
+				  u64 off, u32 len, const void __user *buf)
+{
+	u8 data[LITE_MAX_INLINE] __aligned(8);
+	struct lite_rdma_op op;
+	int ret;
+
+	if (copy_from_user(data, buf, len))
+		return -EFAULT;
+	ret = lite_lmr_begin(lmr);
+	if (ret)
+		return ret;
+	lite_rdma_op_init(&op, conn, NULL);
+	op.inline_data = true;
+	op.confirm = true;
+	ret = lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, &lmr->layout,
+							   lmr->rkey, off, len,
+							   (uintptr_t)data,
+							   true, NULL));
+	lite_lmr_end(lmr);
+	return ret;
+}
+
 /* Copy path: through a kernel buffer, LITE_BOUNCE_SIZE at a time. */
 static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 			     u64 off, u64 len, void __user *buf, bool write)
@@ -573,7 +572,7 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 	u32 n;
 	int ret;
 
-	ret = lite_bounce_get(&b, conn, len);
+	ret = lite_bounce_get(&b, conn->node, len);
 	if (ret)
 		return ret;
 	for (done = 0; !ret && done < len; done += n) {
@@ -771,6 +770,8 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		(!(flags & LITE_RW_COPY) && len >= LITE_ZCOPY_MIN);
 	if (zcopy)
 		ret = lite_rdma_rw_zcopy(conn, lmr, off, len, buf, write);
+	else if (write && len <= conn->max_inline)
+		ret = lite_rdma_write_inline(conn, lmr, off, len, buf);
 	else
 		ret = lite_rdma_rw_copy(conn, lmr, off, len, buf, write);
 	lite_conn_put(conn);
@@ -827,7 +828,7 @@ static int lite_rdma_atomic_nic(struct lite_conn *conn, struct lite_lmr *lmr,
 	struct ib_sge sge;
 	int ret;
 
-	ret = lite_bounce_get(&b, conn, 8);
+	ret = lite_bounce_get(&b, conn->node, 8);
 	if (ret)
 		return ret;
 	ret = lite_rdma_atomic_wr(&wr, &sge, lmr, off, cmp_swap, operand, swap,
@@ -835,13 +836,14 @@ static int lite_rdma_atomic_nic(struct lite_conn *conn, struct lite_lmr *lmr,
 	if (!ret)
 		ret = lite_lmr_begin(lmr);
 	if (!ret) {
+		ib_dma_sync_single_for_device(b.dev, b.dma, 8,
+					      DMA_BIDIRECTIONAL);
 		lite_rdma_op_init(&op, conn, NULL);
 		ret = lite_rdma_op_wait(&op, lite_rdma_post(&op, &wr.wr));
 		lite_lmr_end(lmr);
 	}
 	if (!ret) {
-		ib_dma_sync_single_for_cpu(b.dev, b.dma, b.size,
-					   DMA_BIDIRECTIONAL);
+		ib_dma_sync_single_for_cpu(b.dev, b.dma, 8, DMA_BIDIRECTIONAL);
 		*result = *(u64 *)b.buf;
 	}
 	lite_bounce_put(&b);
@@ -933,8 +935,8 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 {
 	struct lite_bounce b;
 	struct lite_conn *conn;
+	u32 n, fill;
 	u64 done;
-	u32 n;
 	int ret;
 
 	if (!len)
@@ -942,13 +944,14 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
 		return -ENOTCONN;
-	ret = lite_bounce_get(&b, conn, len);
+	ret = lite_bounce_get(&b, conn->node, len);
 	if (ret)
 		goto out;
-	memset(b.buf, value, b.size);
-	ib_dma_sync_single_for_device(b.dev, b.dma, b.size, DMA_BIDIRECTIONAL);
+	fill = min_t(u64, len, b.size);		/* what the steps use of it */
+	memset(b.buf, value, fill);
+	ib_dma_sync_single_for_device(b.dev, b.dma, fill, DMA_BIDIRECTIONAL);
 	for (done = 0; !ret && done < len; done += n) {
-		n = min_t(u64, len - done, b.size);
+		n = min_t(u64, len - done, fill);
 		ret = lite_rdma_killed() ?:
 		      lite_rdma_xfer(conn, lmr, off + done, n, b.dma, true);
 		cond_resched();
@@ -996,7 +999,7 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	dconn = lite_rdma_conn(dst);
 	ret = sconn && dconn ? 0 : -ENOTCONN;
 	if (!ret)
-		ret = lite_bounce_get(&b, sconn, len);
+		ret = lite_bounce_get(&b, sconn->node, len);
 	if (ret)
 		goto out;
 	for (done = 0; !ret && done < len; done += n) {

@@ -400,39 +400,23 @@ struct lite_stage {
 	u8 small[LITE_MAX_INLINE] __aligned(8);
 };
 
-/* A staging buffer the node kept, if any is left. */
+/* A bounce buffer the node kept (buf.c), if any is left. */
 static bool lite_stage_cached(struct lite_stage *s)
 {
-	struct lite_node *node = s->node;
-	bool got = false;
-
-	spin_lock_bh(&node->stage_lock);
-	if (node->n_stages) {
-		node->n_stages--;
-		s->buf = node->stages[node->n_stages].buf;
-		s->dma = node->stages[node->n_stages].dma;
-		s->size = LITE_BOUNCE_SIZE;
-		got = true;
-	}
-	spin_unlock_bh(&node->stage_lock);
-	return got;
+	if (!lite_bounce_take(s->node, &s->buf, &s->dma))
+		return false;
+	s->size = LITE_BOUNCE_SIZE;
+	return true;
 }
 
 /* A DMA-mapped staging buffer of @size bytes in @s. */
 static int lite_stage_alloc(struct lite_stage *s, u32 size, gfp_t gfp)
 {
-	s->buf = kmalloc(size, gfp);
-	if (!s->buf)
-		return -ENOMEM;
-	/* A bounce-buffered DMA layer may map less at once. */
-	s->dma = ib_dma_map_single(s->dev, s->buf, size, DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(s->dev, s->dma)) {
-		kfree(s->buf);
-		s->buf = NULL;
-		return -ENOMEM;
-	}
-	s->size = size;
-	return 0;
+	int ret = lite_bounce_map(s->dev, size, gfp, &s->buf, &s->dma);
+
+	if (!ret)
+		s->size = size;
+	return ret;
 }
 
 /*
@@ -473,35 +457,15 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 	return lite_stage_alloc(s, LITE_BOUNCE_SIZE, GFP_KERNEL);
 }
 
-static void lite_stage_free(struct ib_device *dev, void *buf, u64 dma,
-			    u32 size)
-{
-	ib_dma_unmap_single(dev, dma, size, DMA_TO_DEVICE);
-	kfree(buf);
-}
-
 /* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
 static void lite_stage_put(struct lite_stage *s)
 {
-	struct lite_node *node = s->node;
-	bool kept = false;
-
-	if (!s->buf || s->inl) {
-		s->buf = NULL;
-		return;
+	if (s->buf && !s->inl) {
+		if (s->size == LITE_BOUNCE_SIZE)
+			lite_bounce_keep(s->node, s->buf, s->dma);
+		else
+			lite_bounce_unmap(s->dev, s->buf, s->dma, s->size);
 	}
-	if (s->size == LITE_BOUNCE_SIZE) {
-		spin_lock_bh(&node->stage_lock);
-		if (!node->stages_closed && node->n_stages < LITE_STAGE_CACHE) {
-			node->stages[node->n_stages].buf = s->buf;
-			node->stages[node->n_stages].dma = s->dma;
-			node->n_stages++;
-			kept = true;
-		}
-		spin_unlock_bh(&node->stage_lock);
-	}
-	if (!kept)
-		lite_stage_free(s->dev, s->buf, s->dma, s->size);
 	s->buf = NULL;
 }
 
@@ -548,7 +512,8 @@ static int lite_stage_post(struct lite_rdma_op *last, struct lite_stage *s,
 	int ret;
 
 	if (!s->inl)
-		ib_dma_sync_single_for_device(s->dev, s->dma, n, DMA_TO_DEVICE);
+		ib_dma_sync_single_for_device(s->dev, s->dma, n,
+					      DMA_BIDIRECTIONAL);
 	last->inline_data = s->inl;
 	if (first < n) {
 		ret = lite_rdma_post_layout(last, l, rkey, off, first, s->dma,
@@ -596,7 +561,7 @@ static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 		if (done + n == total)
 			break;		/* the last step: posted below */
 		ib_dma_sync_single_for_device(s->dev, s->dma, n,
-					      DMA_TO_DEVICE);
+					      DMA_BIDIRECTIONAL);
 		off = (pos + done) % wrap;
 		first = min_t(u64, n, wrap - off);
 		ret = lite_rdma_write_imm(conn, l, rkey, off, first, s->dma,
@@ -2345,13 +2310,11 @@ void lite_rpc_file_release(struct lite_file *lf)
  * @node: the node
  *
  * No more tokens are given out; what was queued or taken is dropped and
- * every port closes; the reply and staging buffers kept for calls are
- * freed. Called before its connections are closed: what it holds keeps
+ * every port closes; the reply buffers kept for calls are freed. Called before its connections are closed: what it holds keeps
  * them alive.
  */
 void lite_rpc_node_down(struct lite_node *node)
 {
-	struct lite_stage_buf stages[LITE_STAGE_CACHE];
 	struct lite_rcall *kept[LITE_RCALL_CACHE];
 	struct lite_service *svc;
 	struct lite_rpc_in *in;
@@ -2371,15 +2334,6 @@ void lite_rpc_node_down(struct lite_node *node)
 	spin_unlock(&node->rcall_lock);
 	while (n)
 		lite_rcall_free(kept[--n]);
-	spin_lock_bh(&node->stage_lock);
-	node->stages_closed = true;
-	n = node->n_stages;
-	node->n_stages = 0;
-	memcpy(stages, node->stages, sizeof(stages));
-	spin_unlock_bh(&node->stage_lock);
-	while (n--)
-		lite_stage_free(node->ibdev->dev, stages[n].buf, stages[n].dma,
-				LITE_BOUNCE_SIZE);
 	for (;;) {
 		rcu_read_lock();
 		xa_for_each(&node->services, id, svc)
