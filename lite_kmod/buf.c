@@ -243,7 +243,7 @@ void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size)
  * @buf: set to its kernel address
  * @dma: set to its DMA address
  *
- * Any context. Return: true if one was left.
+ * Any context but hard irq. Return: true if one was left.
  */
 bool lite_bounce_take(struct lite_node *node, void **buf, u64 *dma)
 {
@@ -267,7 +267,8 @@ bool lite_bounce_take(struct lite_node *node, void **buf, u64 *dma)
  * @dma: its DMA address
  *
  * The node keeps it if it has room and is not going down; else it is
- * freed. Nothing may still move data through it. Any context.
+ * freed. Nothing may still move data through it. Any context but hard
+ * irq.
  */
 void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma)
 {

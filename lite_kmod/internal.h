@@ -108,6 +108,10 @@
 #define LITE_URING_REPLY_MAX	(512 * 1024)	/* longer replies go to an
 						 * io_uring worker */
 #define LITE_AOP_SEGS		8	/* remote segments of an async access */
+#define LITE_AOP_PAGES		(LITE_AOP_MAX_LEN / PAGE_SIZE + 1)
+#define LITE_AOP_SGES		(LITE_AOP_PAGES + LITE_AOP_SEGS)
+					/* local pieces of one (registered
+					 * buffers: page by page) */
 #define LITE_AOP_FILE_BYTES	(64ULL << 20)	/* kernel memory of a file's
 						 * async operations */
 /* DSM (dsm.c, dsm_home.c). */

@@ -1005,6 +1005,9 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	for (done = 0; !ret && done < len; done += n) {
 		n = min_t(u64, len - done, b.size);
 		at = backwards ? len - done - n : done;
+		/* A kept buffer: no CPU line of it may land on the data. */
+		ib_dma_sync_single_for_device(b.dev, b.dma, n,
+					      DMA_BIDIRECTIONAL);
 		ret = lite_rdma_killed() ?:
 		      lite_rdma_xfer(sconn, src, soff + at, n, b.dma, false);
 		if (!ret)

@@ -7,7 +7,9 @@
  * A read or write of up to LITE_AOP_MAX_LEN bytes never waits for the
  * network (it may sleep allocating memory or faulting the user's buffer
  * in): it is checked like the ioctl, its data goes through a kernel buffer
- * of its own (a write copies the user's bytes in at submission), and its
+ * of its own (a write copies the user's bytes in at submission) or, from a
+ * buffer registered with the ring (IORING_URING_CMD_FIXED), straight
+ * between the buffer's pinned pages and the NIC, and its
  * work requests are posted at once or, when the connection has no free
  * data slot, queued behind earlier ones (lite_rdma_submit()). The last
  * completion ends the LMR access - so that freeing or revoking the LMR
@@ -58,6 +60,7 @@ struct lite_aop {
 	u64 ubuf;
 	union lite_wr wrs[LITE_AOP_SEGS];
 	struct ib_sge sges[LITE_AOP_SEGS];
+	struct lite_aop_fixed *fixed;	/* a registered buffer, or NULL */
 
 	/* An atomic: a NIC atomic (@op, one WR, 8 bytes of @buf), or a call. */
 	bool nic_atomic;
@@ -65,6 +68,16 @@ struct lite_aop {
 	struct lite_call call;
 	struct lite_wire_atomic_result rep;
 	struct delayed_work expire;
+};
+
+/* A registered buffer's pieces: the used part of each page, mapped once. */
+struct lite_aop_fixed {
+	struct ib_sge sges[LITE_AOP_SGES];
+	struct lite_aop_map {
+		u64 dma;
+		u32 len;
+	} maps[LITE_AOP_PAGES];
+	u32 n_maps;
 };
 
 static struct lite_aop **lite_aop_slot(struct io_uring_cmd *cmd)
@@ -129,7 +142,13 @@ static void lite_aop_end(struct lite_aop *a)
 static void lite_aop_free(struct lite_aop *a)
 {
 	struct lite_node *node = a->lmr->node;
+	u32 i;
 
+	for (i = 0; a->fixed && i < a->fixed->n_maps; i++)
+		ib_dma_unmap_page(node->ibdev->dev, a->fixed->maps[i].dma,
+				  a->fixed->maps[i].len,
+				  a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	kfree(a->fixed);
 	if (a->mapped)
 		ib_dma_unmap_single(node->ibdev->dev, a->dma, a->len,
 				    a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
@@ -190,7 +209,7 @@ static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
 						   a->dma, a->len,
 						   DMA_FROM_DEVICE);
 			res2 = *(u64 *)a->buf;
-		} else if (!ret && !a->write) {
+		} else if (!ret && !a->write && !a->fixed) {
 			ret = lite_aop_copy_out(a);
 		}
 	}
@@ -284,9 +303,189 @@ static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
 	return 0;
 }
 
+/*
+ * Where the walk over a registered buffer's pages is: each page's used part
+ * is mapped once (pieces of one page never get mappings that overlap).
+ */
+struct lite_bvec_walk {
+	const struct bio_vec *bv;
+	size_t off;			/* into *bv */
+	u64 left;			/* bytes of the transfer not yet taken */
+	bool mapped;			/* *bv's used part is the last map */
+	size_t map_start;		/* its offset in *bv */
+};
+
+/* The DMA address of the walk's next byte, mapping its page's part. */
+static int lite_bvec_walk_dma(struct lite_aop *a, struct lite_bvec_walk *w,
+			      u64 *dma)
+{
+	struct ib_device *dev = a->lmr->node->ibdev->dev;
+	struct lite_aop_fixed *f = a->fixed;
+	struct lite_aop_map *m;
+	u32 len;
+
+	while (w->off == w->bv->bv_len) {
+		w->bv++;
+		w->off = 0;
+		w->mapped = false;
+	}
+	if (!w->mapped) {
+		if (f->n_maps == LITE_AOP_PAGES)
+			return -EAGAIN;
+		m = &f->maps[f->n_maps];
+		len = min_t(u64, w->bv->bv_len - w->off, w->left);
+		m->dma = ib_dma_map_page(dev, w->bv->bv_page,
+					 w->bv->bv_offset + w->off, len,
+					 a->write ? DMA_TO_DEVICE :
+						    DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(dev, m->dma))
+			return -ENOMEM;
+		m->len = len;
+		f->n_maps++;
+		w->mapped = true;
+		w->map_start = w->off;
+	}
+	*dma = f->maps[f->n_maps - 1].dma + (w->off - w->map_start);
+	return 0;
+}
+
+/* One WR over the next pieces of @seg; the walk goes on. */
+static int lite_aop_fixed_wr(struct lite_aop *a, struct lite_bvec_walk *w,
+			     const struct lite_seg *seg, u64 *in_seg,
+			     u32 max_sge, u32 *n_sges, union lite_wr *wr)
+{
+	u32 first = *n_sges, piece;
+	u64 start = *in_seg, dma;
+	int ret;
+
+	while (*n_sges - first < max_sge && *in_seg < seg->len) {
+		if (*n_sges == LITE_AOP_SGES)
+			return -EAGAIN;
+		ret = lite_bvec_walk_dma(a, w, &dma);
+		if (ret)
+			return ret;
+		piece = min_t(u64, w->bv->bv_len - w->off, seg->len - *in_seg);
+		a->fixed->sges[*n_sges].addr = dma;
+		a->fixed->sges[*n_sges].length = piece;
+		a->fixed->sges[*n_sges].lkey = a->lmr->node->pd->local_dma_lkey;
+		(*n_sges)++;
+		w->off += piece;
+		w->left -= piece;
+		*in_seg += piece;
+	}
+	memset(wr, 0, sizeof(*wr));
+	wr->wr.opcode = a->write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+	wr->wr.sg_list = &a->fixed->sges[first];
+	wr->wr.num_sge = *n_sges - first;
+	wr->rdma.remote_addr = seg->addr + start;
+	wr->rdma.rkey = a->lmr->rkey;
+	return 0;
+}
+
+/*
+ * A read or write on a registered buffer (IORING_URING_CMD_FIXED): the NIC
+ * moves the bytes straight to or from its pages, which io_uring keeps
+ * pinned until the command completes; each piece is mapped for this
+ * transfer only. No copy, no bounce buffer.
+ * Return: 0; -EAGAIN if it needs more WRs or SGEs than an operation holds
+ * (the caller takes the synchronous path); or an error.
+ */
+static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
+				const struct lite_seg *segs, int n)
+{
+	struct ib_device *dev = a->lmr->node->ibdev->dev;
+	u32 max_sge, nwr = 0, n_sges = 0;
+	struct lite_bvec_walk w;
+	struct iov_iter it;
+	u64 in_seg;
+	int i, ret;
+
+	ret = io_uring_cmd_import_fixed(rw->buf, rw->len,
+					a->write ? WRITE : READ, &it, a->cmd);
+	if (ret)
+		return ret;
+	if (!iov_iter_is_bvec(&it))
+		return -EFAULT;
+	ret = lite_aop_begin(a);
+	if (ret)
+		return ret;
+	ret = lite_aop_account(a, sizeof(*a->fixed));
+	if (ret)
+		return ret;
+	a->fixed = kzalloc(sizeof(*a->fixed), GFP_KERNEL_ACCOUNT);
+	if (!a->fixed)
+		return -ENOMEM;
+	max_sge = a->conn->max_sge;
+	if (!a->write)		/* RDMA READ may take fewer SGEs */
+		max_sge = min_t(u32, max_sge, dev->attrs.max_sge_rd);
+	w.bv = it.bvec;
+	w.off = it.iov_offset;
+	w.left = rw->len;
+	w.mapped = false;
+	/* The segments tile the buffer in order. */
+	for (i = 0; i < n; i++) {
+		for (in_seg = 0; in_seg < segs[i].len;) {
+			if (nwr == LITE_AOP_SEGS)
+				return -EAGAIN;
+			ret = lite_aop_fixed_wr(a, &w, &segs[i], &in_seg,
+						max_sge, &n_sges,
+						&a->wrs[nwr++]);
+			if (ret)
+				return ret;
+		}
+	}
+	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
+	lite_rdma_submit(&a->op, a->wrs, nwr);
+	lite_rdma_op_release(&a->op);
+	return 0;
+}
+
+/*
+ * What the asynchronous path does not take runs synchronously in an
+ * io_uring worker (a registered buffer's address is the caller's too).
+ * Drops the caller's reference on @lmr.
+ */
+static int lite_uring_rw_sync(struct lite_lmr *lmr, const struct lite_rw *rw,
+			      bool write, unsigned int issue_flags)
+{
+	int ret;
+
+	if (issue_flags & IO_URING_F_NONBLOCK) {
+		ret = -EAGAIN;	/* again from an io_uring worker */
+	} else {
+		lite_aop_count(lmr->node);
+		ret = lite_rdma_rw(lmr, rw->offset, rw->len,
+				   u64_to_user_ptr(rw->buf), write, rw->flags);
+		atomic_dec(&lmr->node->aops);
+	}
+	lite_lmr_put(lmr);
+	return ret;
+}
+
+/*
+ * A registered buffer's range: -EFAULT unless the registered buffer holds
+ * it (whichever path then moves the data); 1 if the NIC may move it
+ * straight, 0 for the synchronous path (a read not aligned to the DMA
+ * cache line: its pages' mappings would share lines with others').
+ */
+static int lite_uring_fixed_check(struct io_uring_cmd *cmd,
+				  const struct lite_rw *rw, bool write)
+{
+	struct iov_iter it;
+	int ret;
+
+	ret = io_uring_cmd_import_fixed(rw->buf, rw->len, write ? WRITE : READ,
+					&it, cmd);
+	if (ret)
+		return ret;
+	return write || !((rw->buf | rw->len) &
+			  (dma_get_cache_alignment() - 1));
+}
+
 static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 			 unsigned int issue_flags, bool write)
 {
+	bool fixed = cmd->flags & IORING_URING_CMD_FIXED;
 	struct lite_seg segs[LITE_AOP_SEGS];
 	struct lite_lmr *lmr;
 	struct lite_aop *a;
@@ -294,6 +493,8 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 	int n, ret;
 
 	memcpy(&rw, cmd->cmd, sizeof(rw));
+	if (fixed && rw.flags)
+		return -EINVAL;		/* no path to pick: the NIC's */
 	ret = lite_file_rw_access(lf, &rw, write, &lmr);
 	if (ret)
 		return ret;
@@ -301,25 +502,31 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 		lite_lmr_put(lmr);
 		return 0;
 	}
-	if (!lite_aop_rw_fits(lmr, &rw, segs, &n)) {
-		if (issue_flags & IO_URING_F_NONBLOCK) {
-			ret = -EAGAIN;	/* again from an io_uring worker */
-		} else {
-			lite_aop_count(lmr->node);
-			ret = lite_rdma_rw(lmr, rw.offset, rw.len,
-					   u64_to_user_ptr(rw.buf), write,
-					   rw.flags);
-			atomic_dec(&lmr->node->aops);
+	if (fixed) {
+		ret = lite_uring_fixed_check(cmd, &rw, write);
+		if (ret < 0) {
+			lite_lmr_put(lmr);
+			return ret;
 		}
-		lite_lmr_put(lmr);
-		return ret;
+		if (!ret)
+			return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
 	}
+	if (!lite_aop_rw_fits(lmr, &rw, segs, &n))
+		return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
 	a = lite_aop_new(lf, cmd, lmr, &ret);
 	if (!a)
 		return ret;
 	a->write = write;
-	if (!ret)
+	if (!ret && fixed)
+		ret = lite_aop_fixed_start(a, &rw, segs, n);
+	else if (!ret)
 		ret = lite_aop_rw_start(a, &rw, segs, n);
+	if (ret == -EAGAIN) {
+		/* Too many pieces: the LMR reference goes to the sync path. */
+		lite_lmr_get(lmr);
+		lite_aop_free(a);
+		return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
+	}
 	if (ret) {
 		lite_aop_free(a);
 		return ret;
@@ -738,6 +945,10 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	BUILD_BUG_ON(sizeof(struct lite_rpc_reply) > 80);
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;		/* the structures need the big SQE */
+	/* Registered buffers: reads and writes only. */
+	if (cmd->flags & IORING_URING_CMD_FIXED &&
+	    cmd->cmd_op != LITE_IOC_READ && cmd->cmd_op != LITE_IOC_WRITE)
+		return -EINVAL;
 	switch (cmd->cmd_op) {
 	case LITE_IOC_READ:
 		return lite_uring_rw(lf, cmd, issue_flags, false);

@@ -26,6 +26,7 @@ struct Ring::Impl {
     size_t in_flight = 0;          // queued or submitted, callback not run
     size_t recvs = 0;              // receives among them
     size_t cap = 0;
+    bool deferred = false; // IORING_SETUP_DEFER_TASKRUN: completions wait for us
 
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
@@ -34,9 +35,16 @@ struct Ring::Impl {
 
     Impl(const Session& s, unsigned int entries) : session(s.get()), fd(LITE_fd(s.get()))
     {
-        int ret = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+        // One issuing thread, whose completions wait until it asks for
+        // them (6.1 on); an older kernel refuses the flags: without them.
+        int ret = io_uring_queue_init(entries, &ring,
+                                      IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_SINGLE_ISSUER |
+                                          IORING_SETUP_DEFER_TASKRUN);
+        if (ret == -EINVAL)
+            ret = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
         if (ret < 0)
             detail::fail(ret, "io_uring setup (SQE128, CQE32) with " + std::to_string(entries) + " entries");
+        deferred = (ring.flags & IORING_SETUP_DEFER_TASKRUN) != 0;
         // Operations that must wait (long transfers, RPC calls) run in
         // io_uring's worker threads: a few are enough, not one per op.
         std::array<unsigned int, 2> workers = {0, kMaxWorkers};
@@ -152,6 +160,33 @@ void Ring::write(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in,
                  [&](io_uring_sqe* e) { LITE_prep_write(e, impl_->fd, lmr.handle(), offset, in.data(), in.size()); });
 }
 
+void Ring::register_buffers(std::span<const std::span<std::byte>> bufs)
+{
+    std::vector<iovec> iov;
+    iov.reserve(bufs.size());
+    for (auto b : bufs)
+        iov.push_back({b.data(), b.size()});
+    int ret = io_uring_register_buffers(&impl_->ring, iov.data(), static_cast<unsigned>(iov.size()));
+    if (ret < 0)
+        detail::fail(ret, "register " + std::to_string(bufs.size()) + " buffers with the ring");
+}
+
+void Ring::read_fixed(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, uint16_t index, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async read (registered buffer)", [&](io_uring_sqe* e) {
+        LITE_prep_rw_fixed(e, impl_->fd, 0, lmr.handle(), offset, out.data(), out.size(), index);
+    });
+}
+
+void Ring::write_fixed(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, uint16_t index, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async write (registered buffer)", [&](io_uring_sqe* e) {
+        LITE_prep_rw_fixed(e, impl_->fd, 1, lmr.handle(), offset, in.data(), in.size(), index);
+    });
+}
+
 void Ring::fetch_add(const Lmr& lmr, uint64_t offset, uint64_t add, Callback cb)
 {
     impl_->check_lmr(lmr);
@@ -210,6 +245,13 @@ unsigned int Ring::submit()
 
 unsigned int Ring::poll()
 {
+    // Deferred completions are posted only when this thread enters the
+    // kernel for them.
+    if (impl_->deferred) {
+        int ret = io_uring_get_events(&impl_->ring);
+        if (ret < 0 && ret != -EINTR)
+            detail::fail(ret, "collect lite completions");
+    }
     return impl_->reap(false, 0);
 }
 

@@ -62,6 +62,22 @@ static inline void LITE_prep_write(struct io_uring_sqe *sqe, int fd,
 	LITE_prep_rw(sqe, fd, 1, lmr, offset, (void *)(uintptr_t)buf, len, 0);
 }
 
+/*
+ * A read or write on a buffer registered with the ring
+ * (io_uring_register_buffers(), index @buf_index; @buf and @len inside
+ * it): the NIC moves the bytes to or from its pages directly, no copy.
+ */
+static inline void LITE_prep_rw_fixed(struct io_uring_sqe *sqe, int fd,
+				      int write, uint64_t lmr,
+				      uint64_t offset, const void *buf,
+				      uint64_t len, uint16_t buf_index)
+{
+	LITE_prep_rw(sqe, fd, write, lmr, offset, (void *)(uintptr_t)buf, len,
+		     0);
+	sqe->uring_cmd_flags = IORING_URING_CMD_FIXED;
+	sqe->buf_index = buf_index;
+}
+
 /* FETCH_ADD (@cmp_swap 0: adds @operand) or CMP_SWAP. */
 static inline void LITE_prep_atomic(struct io_uring_sqe *sqe, int fd,
 				    int cmp_swap, uint64_t lmr,

@@ -2,8 +2,11 @@
 //
 // liblite asynchronous API: a Ring (an io_uring on a Session's /dev/lite)
 // takes reads, writes, atomics and RPC calls without a system call each,
-// submits them in batches and runs a callback per completion. Callbacks
-// run in the thread that calls poll(), wait() or drain(), never
+// submits them in batches and runs a callback per completion. A Ring
+// belongs to the thread that made it (IORING_SETUP_SINGLE_ISSUER, where
+// the kernel has it): only that thread queues, submits, polls or waits,
+// and completions are delivered when it does (IORING_SETUP_DEFER_TASKRUN:
+// no interrupting task work). Callbacks run in that thread, never
 // concurrently. A callback gets a Result; Result::value() throws
 // lite::Error for an operation that failed, as the synchronous call would
 // have (the error scheme of the whole C++ API). Buffers given to an
@@ -69,6 +72,12 @@ public:
     // completion queue holds are in flight, first waits for one.
     void read(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, Callback cb);
     void write(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, Callback cb);
+    // Register @bufs with the ring (once; they stay registered for its
+    // life); read_fixed and write_fixed then move bytes straight between
+    // registered buffer @index (@out / @in inside it) and the LMR.
+    void register_buffers(std::span<const std::span<std::byte>> bufs);
+    void read_fixed(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, uint16_t index, Callback cb);
+    void write_fixed(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, uint16_t index, Callback cb);
     void fetch_add(const Lmr& lmr, uint64_t offset, uint64_t add, Callback cb);
     void cmp_swap(const Lmr& lmr, uint64_t offset, uint64_t expected, uint64_t desired, Callback cb);
     void call(uint32_t node, uint32_t port, std::span<const std::byte> req, std::span<std::byte> reply, Callback cb,
