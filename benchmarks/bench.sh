@@ -26,7 +26,8 @@
 #                table (wake-up, rxe, CQ handling, the rest per call)
 #   ops          the transport's own latency by operation (send, write,
 #                write-imm, read, fetch-add, cmp-swap) and size (native-ops,
-#                both poll modes): the ceiling, no lite counterpart
+#                both poll modes), and perftest's ib_write_lat, ib_read_lat
+#                and ib_atomic_lat: the ceiling, beside lite-lat's rows
 #   first_op     time from a fresh process's start to its first completed
 #                8-byte remote write (first-op): lite (LITE_open, LITE_alloc,
 #                LITE_write) against native (rdma_cm, PD, CQ, QP, MR,

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "nodes.hpp"
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -26,18 +27,8 @@ namespace
 
 constexpr uint16_t kPort = 19700;
 
-class Atomic : public ::testing::Test
+class Atomic : public ThreeNodes<kPort>
 {
-protected:
-    void SetUp() override
-    {
-        dev_ = std::make_unique<lite::Device>(lite::Device::open());
-        inst_ = three_nodes(*dev_, kPort);
-    }
-    void TearDown() override { down_all(*dev_); }
-
-    std::unique_ptr<lite::Device> dev_;
-    std::vector<uint32_t> inst_;
 };
 
 // Runs @body(node index, thread index) on 3 nodes x 4 threads; the first
