@@ -998,7 +998,7 @@ TEST_F(Async, RegisteredBuffersChecksummed)
         std::vector<lite::Lmr> lmrs;
         lmrs.push_back(s.alloc(kMiB, 2));
         lmrs.push_back(s.alloc(kMiB, 3));
-        const std::array<size_t, 7> sizes = {1, 8, 100, 4096, 5000, 65536, 200 * 1024};
+        const std::array<size_t, 7> sizes = {1, 8, 100, 4096, 5000, 65536, size_t{200} * 1024};
         const std::array<size_t, 3> at = {0, 4095, 12345};
         std::vector<std::string> errs;
         auto check = [&](const char* what) {
