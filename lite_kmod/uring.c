@@ -257,35 +257,56 @@ static bool lite_aop_rw_fits(const struct lite_lmr *lmr,
 	return done == rw->len;
 }
 
-/* Buffer the data, then post (or queue) one WR per remote segment. */
-static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
-			     const struct lite_seg *segs, int n)
+/*
+ * The operation's own kernel buffer of @len bytes, charged to the file; a
+ * write's bytes copied in from @ubuf; mapped for the NIC (freed and
+ * unmapped by lite_aop_free()).
+ */
+static int lite_aop_kbuf(struct lite_aop *a, u32 len, u64 ubuf)
 {
 	struct ib_device *dev = a->lmr->node->ibdev->dev;
-	u32 lkey = a->lmr->node->pd->local_dma_lkey;
 	u64 dma;
-	int i, ret;
+	int ret;
 
-	ret = lite_aop_begin(a);
+	ret = lite_aop_account(a, len);
 	if (ret)
 		return ret;
-	ret = lite_aop_account(a, rw->len);
-	if (ret)
-		return ret;
-	a->len = rw->len;
-	a->ubuf = rw->buf;
-	a->buf = kmalloc(a->len, GFP_KERNEL_ACCOUNT);
+	a->len = len;
+	a->ubuf = ubuf;
+	a->buf = kmalloc(len, GFP_KERNEL_ACCOUNT);
 	if (!a->buf)
 		return -ENOMEM;
-	if (a->write && copy_from_user(a->buf, u64_to_user_ptr(rw->buf),
-				       a->len))
+	if (a->write && copy_from_user(a->buf, u64_to_user_ptr(ubuf), len))
 		return -EFAULT;
-	dma = ib_dma_map_single(dev, a->buf, a->len,
+	dma = ib_dma_map_single(dev, a->buf, len,
 				a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(dev, dma))
 		return -ENOMEM;
 	a->dma = dma;
 	a->mapped = true;
+	return 0;
+}
+
+/* Post (or queue) the operation's @n prepared WRs; their end completes it. */
+static void lite_aop_post(struct lite_aop *a, u32 n)
+{
+	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
+	lite_rdma_submit(&a->op, a->wrs, n);
+	lite_rdma_op_release(&a->op);
+}
+
+/* Buffer the data, then post (or queue) one WR per remote segment. */
+static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
+			     const struct lite_seg *segs, int n)
+{
+	u32 lkey = a->lmr->node->pd->local_dma_lkey;
+	u64 dma;
+	int i, ret;
+
+	ret = lite_aop_begin(a) ?: lite_aop_kbuf(a, rw->len, rw->buf);
+	if (ret)
+		return ret;
+	dma = a->dma;
 	for (i = 0; i < n; i++) {
 		a->sges[i].addr = dma + segs[i].off;
 		a->sges[i].length = segs[i].len;
@@ -297,9 +318,7 @@ static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
 		a->wrs[i].rdma.remote_addr = segs[i].addr;
 		a->wrs[i].rdma.rkey = a->lmr->rkey;
 	}
-	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
-	lite_rdma_submit(&a->op, a->wrs, n);
-	lite_rdma_op_release(&a->op);
+	lite_aop_post(a, n);
 	return 0;
 }
 
@@ -434,9 +453,7 @@ static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
 				return ret;
 		}
 	}
-	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
-	lite_rdma_submit(&a->op, a->wrs, nwr);
-	lite_rdma_op_release(&a->op);
+	lite_aop_post(a, nwr);
 	return 0;
 }
 
@@ -539,35 +556,17 @@ static int lite_aop_nic_atomic_start(struct lite_aop *a,
 				     const struct lite_atomic *at,
 				     bool cmp_swap)
 {
-	struct ib_device *dev = a->lmr->node->ibdev->dev;
-	u64 dma;
 	int ret;
 
 	if (!a->lmr->node->nic_atomic)
 		return -EOPNOTSUPP;
-	ret = lite_aop_begin(a);
+	a->nic_atomic = true;	/* a->write stays false: the NIC writes it */
+	ret = lite_aop_begin(a) ?: lite_aop_kbuf(a, 8, 0) ?:
+	      lite_rdma_atomic_wr(&a->wrs[0], &a->sges[0], a->lmr, at->offset,
+				  cmp_swap, at->operand, at->swap, a->dma);
 	if (ret)
 		return ret;
-	ret = lite_aop_account(a, 8);
-	if (ret)
-		return ret;
-	a->nic_atomic = true;
-	a->len = 8;
-	a->buf = kmalloc(a->len, GFP_KERNEL_ACCOUNT);
-	if (!a->buf)
-		return -ENOMEM;
-	dma = ib_dma_map_single(dev, a->buf, a->len, DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(dev, dma))
-		return -ENOMEM;
-	a->dma = dma;
-	a->mapped = true;
-	ret = lite_rdma_atomic_wr(&a->wrs[0], &a->sges[0], a->lmr, at->offset,
-				  cmp_swap, at->operand, at->swap, dma);
-	if (ret)
-		return ret;
-	lite_rdma_op_init(&a->op, a->conn, lite_aop_rw_done);
-	lite_rdma_submit(&a->op, a->wrs, 1);
-	lite_rdma_op_release(&a->op);
+	lite_aop_post(a, 1);
 	return 0;
 }
 
