@@ -341,9 +341,15 @@ def plot_reg(d):
     xs = [key_num(r, "size") for r in rows]
     native = [num(r, "native_reg_us") + num(r, "native_dereg_us") for r in rows]
     lite = [num(r, "lite_alloc_us") + num(r, "lite_free_us") for r in rows]
+    paced = "lite_alloc_paced_us" in rows[0] if rows else False
     fig, ax = plt.subplots(figsize=(7, 4.8))
-    drawn = line(ax, xs, lite, "lite: alloc + free", LITE[1])
-    drawn += line(ax, xs, native, "native: ibv_reg_mr + ibv_dereg_mr", BUSY[1])
+    drawn = line(ax, xs, lite, "lite: alloc + free, back to back", LITE[1])
+    drawn += line(ax, xs, native, "native: ibv_reg_mr + ibv_dereg_mr, back to back", BUSY[1])
+    if paced:
+        lite_p = [num(r, "lite_alloc_paced_us") + num(r, "lite_free_paced_us") for r in rows]
+        native_p = [num(r, "native_reg_paced_us") + num(r, "native_dereg_paced_us") for r in rows]
+        drawn += line(ax, xs, lite_p, "lite: alloc + free, 10 ms apart (lease)", LITE[1], "--", "s")
+        drawn += line(ax, xs, native_p, "native: reg + dereg, 10 ms apart", BUSY[1], "--", "s")
     if not drawn:
         plt.close(fig)
         raise Skip("reg.csv has no measured times")

@@ -11,15 +11,24 @@
 //           memory node allocates, zeroes and registers it; this node
 //           fetches its layout).
 //
+// Each side runs twice for sizes up to 1 MiB (lite's lease sizes): back to
+// back, and paced (--pace-ms apart, 10 by default: an application that
+// allocates now and then, whose lease the memory node refills between
+// calls); larger sizes run back to back only ("-" in the paced columns).
+// Back to back, lite's lease runs dry after its depth and the calls ask the
+// memory node again: both columns matter.
+//
 // A size whose allocation or registration fails with ENOMEM is skipped on
 // that side, with a line on stderr, and shows as "-" in the CSV; any other
 // failure ends the program. Default iterations per size: 20 up to 1 MiB,
 // 5 up to 256 MiB, 3 above (--iters sets one count for all), after one
-// untimed round for sizes up to 16 MiB.
+// untimed round for sizes up to 16 MiB (three when paced).
 //
 // Prints CSV on stdout, medians in us:
 //
-//   size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us
+//   size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us,
+//   native_reg_paced_us,native_dereg_paced_us,lite_alloc_paced_us,
+//   lite_free_paced_us
 //
 // exit 0 ok, 1 error, 2 usage.
 #include "lat.hpp"
@@ -43,6 +52,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace
@@ -57,9 +67,10 @@ constexpr const char* kProg = "reg-cost";
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = kKiB * 1024;
 constexpr uint64_t kGiB = kMiB * 1024;
+constexpr uint64_t kPacedMax = kMiB; // lite's lease sizes
 
 constexpr const char* kUsage =
-    R"(usage: reg-cost [--addr IPV4] [--instance N] [--node N] [--iters N] [--sizes LIST]
+    R"(usage: reg-cost [--addr IPV4] [--instance N] [--node N] [--iters N] [--sizes LIST] [--pace-ms N]
 
 ibv_reg_mr + ibv_dereg_mr against LITE_alloc + LITE_free, median time per
 size; prints CSV on stdout. The lite nodes must be up already (litectl up).
@@ -72,6 +83,8 @@ size; prints CSV on stdout. The lite nodes must be up already (litectl up).
                  3 above)
   --sizes LIST   comma-separated sizes, with an optional K, M or G suffix
                  (default 4K,64K,1M,16M,256M,1G)
+  --pace-ms N    also measure sizes up to 1M with N ms between calls
+                 (default 10; 0: back to back only)
 )";
 
 using Clock = std::chrono::steady_clock;
@@ -98,9 +111,16 @@ struct Medians {
     double second = 0;
 };
 
-// Native: @iters rounds (plus @warmup untimed) of ibv_reg_mr and
+// How the rounds of one measurement run: how many, and how far apart.
+struct Rounds {
+    unsigned iters = 0;
+    unsigned warmup = 0;
+    std::chrono::milliseconds pace{0}; // slept before each round
+};
+
+// Native: @r.iters rounds (plus @r.warmup untimed) of ibv_reg_mr and
 // ibv_dereg_mr of one touched buffer of @size bytes; nothing on ENOMEM.
-std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, unsigned iters, unsigned warmup)
+std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, const Rounds& r)
 {
     std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[size]);
     if (!buf) {
@@ -112,7 +132,8 @@ std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, unsigned iters, un
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
     std::vector<int64_t> reg;
     std::vector<int64_t> dereg;
-    for (unsigned i = 0; i < warmup + iters; i++) {
+    for (unsigned i = 0; i < r.warmup + r.iters; i++) {
+        std::this_thread::sleep_for(r.pace);
         const auto t0 = Clock::now();
         ibv_mr* mr = ibv_reg_mr(pd, buf.get(), size, access);
         const int64_t t_reg = ns_since(t0);
@@ -130,7 +151,7 @@ std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, unsigned iters, un
         const int64_t t_dereg = ns_since(t1);
         if (rc != 0)
             throw verb_error("ibv_dereg_mr", rc);
-        if (i >= warmup) {
+        if (i >= r.warmup) {
             reg.push_back(t_reg);
             dereg.push_back(t_dereg);
         }
@@ -138,13 +159,14 @@ std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, unsigned iters, un
     return Medians{median_us(std::move(reg)), median_us(std::move(dereg))};
 }
 
-// Lite: @iters rounds (plus @warmup untimed) of LITE_alloc and LITE_free of
-// @size bytes on @node; nothing on ENOMEM.
-std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, unsigned iters, unsigned warmup)
+// Lite: @r.iters rounds (plus @r.warmup untimed) of LITE_alloc and
+// LITE_free of @size bytes on @node; nothing on ENOMEM.
+std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, const Rounds& r)
 {
     std::vector<int64_t> alloc;
     std::vector<int64_t> frees;
-    for (unsigned i = 0; i < warmup + iters; i++) {
+    for (unsigned i = 0; i < r.warmup + r.iters; i++) {
+        std::this_thread::sleep_for(r.pace);
         lite_lmr_t lmr = 0;
         const auto t0 = Clock::now();
         const int rc = LITE_alloc(lite, size, node, &lmr);
@@ -161,7 +183,7 @@ std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, uns
         const int64_t t_free = ns_since(t1);
         if (frc < 0)
             throw lite_error("LITE_free(" + std::to_string(size) + " bytes)", frc);
-        if (i >= warmup) {
+        if (i >= r.warmup) {
             alloc.push_back(t_alloc);
             frees.push_back(t_free);
         }
@@ -185,6 +207,7 @@ int run(int argc, char** argv)
     unsigned instance = 0;
     uint32_t node = 2;
     unsigned iters = 0; // 0: by size
+    unsigned pace_ms = 10;
     std::vector<uint64_t> sizes{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB};
     for (int i = 1; i < argc; i++) {
         std::string_view arg = argv[i];
@@ -192,8 +215,8 @@ int run(int argc, char** argv)
             std::printf("%s", kUsage);
             return 0;
         }
-        const bool known =
-            arg == "--addr" || arg == "--instance" || arg == "--node" || arg == "--iters" || arg == "--sizes";
+        const bool known = arg == "--addr" || arg == "--instance" || arg == "--node" || arg == "--iters" ||
+                           arg == "--sizes" || arg == "--pace-ms";
         if (!known)
             throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
         if (i + 1 >= argc)
@@ -206,6 +229,8 @@ int run(int argc, char** argv)
             node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
         } else if (arg == "--iters") {
             iters = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 1, 1'000'000));
+        } else if (arg == "--pace-ms") {
+            pace_ms = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, 10'000));
         } else {
             sizes = bench::parse_list(
                 argv[++i], [](std::string_view t) { return bench::parse_bytes(t, "--sizes", LITE_LMR_MAX); });
@@ -230,14 +255,23 @@ int run(int argc, char** argv)
     (void)std::fprintf(stderr, "%s: native on %s (%s), lite instance %u (node %u) allocating on node %u\n", kProg,
                        ibv_get_device_name(id->verbs->device), addr.c_str(), instance, LITE_node_id(lite.get()), node);
 
-    std::printf("size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us\n");
+    std::printf("size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us,native_reg_paced_us,"
+                "native_dereg_paced_us,lite_alloc_paced_us,lite_free_paced_us\n");
     for (uint64_t size : sizes) {
-        const unsigned n = iters != 0 ? iters : default_iters(size);
-        const unsigned warmup = size <= 16 * kMiB ? 1 : 0;
-        const std::optional<Medians> nat = native_cost(pd.get(), size, n, warmup);
-        const std::optional<Medians> lit = lite_cost(lite.get(), node, size, n, warmup);
-        std::printf("%llu,%s,%s,%s,%s\n", static_cast<unsigned long long>(size), cell(nat, true).c_str(),
-                    cell(nat, false).c_str(), cell(lit, true).c_str(), cell(lit, false).c_str());
+        const Rounds burst{iters != 0 ? iters : default_iters(size), size <= 16 * kMiB ? 1U : 0U};
+        const std::optional<Medians> nat = native_cost(pd.get(), size, burst);
+        const std::optional<Medians> lit = lite_cost(lite.get(), node, size, burst);
+        std::optional<Medians> nat_paced;
+        std::optional<Medians> lit_paced;
+        if (pace_ms != 0 && size <= kPacedMax) {
+            const Rounds paced{burst.iters, 3, std::chrono::milliseconds(pace_ms)};
+            nat_paced = native_cost(pd.get(), size, paced);
+            lit_paced = lite_cost(lite.get(), node, size, paced);
+        }
+        std::printf("%llu,%s,%s,%s,%s,%s,%s,%s,%s\n", static_cast<unsigned long long>(size), cell(nat, true).c_str(),
+                    cell(nat, false).c_str(), cell(lit, true).c_str(), cell(lit, false).c_str(),
+                    cell(nat_paced, true).c_str(), cell(nat_paced, false).c_str(), cell(lit_paced, true).c_str(),
+                    cell(lit_paced, false).c_str());
         (void)std::fflush(stdout);
     }
     return 0;

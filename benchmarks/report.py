@@ -38,7 +38,10 @@ plot.py):
         fetch_add_lat_ib_atomic_lat (against perftest's ib_atomic_lat),
         fetch_add_cpu_lat (value: the memory node's CPU), async_write_qd1, async_write_qd32, async_read_qd32 (lite's
         io_uring ops/s against the higher native), first_op, alloc_4096,
-        alloc_1g (LMR allocation against native registration). Each names
+        alloc_1g (LMR allocation against native registration),
+        alloc_free_4096, alloc_free_1m (LITE_alloc + LITE_free against
+        ibv_reg_mr + ibv_dereg_mr, paced 10 ms apart), alloc_free_4096_b2b,
+        alloc_free_1m_b2b (the same back to back). Each names
         its native baseline in "native_mode". rpc_tput_ring_1, _2, _4:
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
@@ -512,6 +515,16 @@ def section_core(d, summary):
         for key, size in (("alloc_4096", "4096"), ("alloc_1g", "1073741824")):
             r = by.get(size)
             summary[key] = named(pair(num(r, "lite_alloc_us"), num(r, "native_reg_us"), "us"), "native registration")
+        # LITE_alloc + LITE_free against ibv_reg_mr + ibv_dereg_mr (issue 14),
+        # paced (the lease refilled between calls) and back to back.
+        for key, size, mode in (("alloc_free_4096", "4096", "paced"), ("alloc_free_1m", "1048576", "paced"),
+                                ("alloc_free_4096_b2b", "4096", "b2b"), ("alloc_free_1m_b2b", "1048576", "b2b")):
+            r = by.get(size)
+            cols = ("native_reg_paced_us", "native_dereg_paced_us", "lite_alloc_paced_us", "lite_free_paced_us") \
+                if mode == "paced" else ("native_reg_us", "native_dereg_us", "lite_alloc_us", "lite_free_us")
+            v = [num(r, c) for c in cols]
+            if None not in v:
+                summary[key] = named(pair(v[2] + v[3], v[0] + v[1], "us"), f"native registration, {mode}")
     if not found:
         note("core: none of rpc.csv, rpc_tput.csv, latency.csv, ops.csv, async.csv, first_op.csv, reg.csv")
     return found

@@ -334,6 +334,12 @@ static void lite_status_fill(struct lite_node *node,
 	c->timeouts = atomic64_read(&node->stats.timeouts);
 	c->mem_bytes = atomic64_read(&node->mem_bytes);
 	c->mem_lmrs = atomic64_read(&node->mem_lmrs);
+	st->lease.hits = atomic64_read(&node->stats.lease_hits);
+	st->lease.misses = atomic64_read(&node->stats.lease_misses);
+	st->lease.stock_lmrs = atomic64_read(&node->stats.lease_stock_lmrs);
+	st->lease.stock_bytes = atomic64_read(&node->stats.lease_stock_bytes);
+	st->lease.granted_lmrs = atomic64_read(&node->stats.lease_lmrs);
+	st->lease.granted_bytes = atomic64_read(&node->stats.lease_bytes);
 	st->async_inflight = atomic_read(&node->aops);
 	st->async_peak = atomic_read(&node->aops_peak);
 	st->reconnects = (u32)atomic64_read(&node->stats.reconnects);

@@ -114,6 +114,7 @@ void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
 	lite_exports_drop_owner(node, id);
 	lite_sync_drop_peer(node, id);
 	lite_lmrs_mem_gone(node, id);
+	lite_lease_peer_gone(node, id);
 	lite_dsm_member_gone(node, id);
 	if (node->mb.self == node->mb.manager)
 		lite_shares_drop_publisher(node, id);

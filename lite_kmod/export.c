@@ -32,6 +32,7 @@ struct lite_alloc_job {
 	u32 req_id;			/* immutable: its request id */
 	u64 size;			/* immutable */
 	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
+	bool lease;			/* immutable: for the owner's lease */
 	bool cancelled;			/* node lock (the allocating loop peeks
 					 * with READ_ONCE): the requester gave
 					 * up, or its node left */
@@ -53,8 +54,13 @@ static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 				  DMA_BIDIRECTIONAL);
 		__free_pages(ex->chunks[i].page, ex->chunks[i].order);
 	}
-	atomic64_sub(ex->size, &node->mem_bytes);
-	atomic64_dec(&node->mem_lmrs);
+	if (ex->leased) {
+		atomic64_sub(ex->size, &node->stats.lease_bytes);
+		atomic64_dec(&node->stats.lease_lmrs);
+	} else {
+		atomic64_sub(ex->size, &node->mem_bytes);
+		atomic64_dec(&node->mem_lmrs);
+	}
 	kvfree(ex->chunks);
 	kfree(ex);
 }
@@ -121,8 +127,14 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 	ex->alloc_req = job->req_id;
 	ex->size = size;
 	ex->flags = job->flags;
-	atomic64_add(size, &node->mem_bytes);
-	atomic64_inc(&node->mem_lmrs);
+	ex->leased = job->lease;
+	if (ex->leased) {
+		atomic64_add(size, &node->stats.lease_bytes);
+		atomic64_inc(&node->stats.lease_lmrs);
+	} else {
+		atomic64_add(size, &node->mem_bytes);
+		atomic64_inc(&node->mem_lmrs);
+	}
 	while (left) {
 		ret = lite_export_chunk(node, &ex->chunks[ex->n_chunks], left);
 		if (ret)
@@ -300,6 +312,7 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	job->req_id = msg->req_id;
 	job->size = size;
 	job->flags = flags;
+	job->lease = le32_to_cpu(req->how) & LITE_WIRE_ALLOC_LEASE;
 	mutex_lock(&node->lock);
 	list_add_tail(&job->entry, &node->alloc_jobs);
 	mutex_unlock(&node->lock);
@@ -414,7 +427,8 @@ static void lite_export_retire(struct lite_node *node, struct lite_export *ex)
  * @msg: the request: the LMR's wire id
  *
  * Only the node that allocated it may free it. Every mapper is told to
- * drop its mappings first, waiting a bounded time; the pages are freed
+ * drop its mappings first (but the owner, if it says it has none: it
+ * never published the LMR), waiting a bounded time; the pages are freed
  * then, or once the mappers that did not confirm are gone (reap_work).
  * Replies 0, -ENOENT for an LMR we do not hold, or -EPERM. Runs in order
  * on node->wq; sleeps.
@@ -436,6 +450,9 @@ void lite_export_handle_free(struct lite_conn *conn,
 		ret = -EPERM;	/* only the node that allocated frees */
 	else
 		xa_erase_bh(&node->exports, ex->id);
+	/* Never published: the owner has no mapping left to drop. */
+	if (!ret && le32_to_cpu(req->flags) & LITE_WIRE_FREE_UNMAPPED)
+		ex->mappers[conn->peer_id] = false;
 	mutex_unlock(&node->lock);
 	if (!ret)
 		lite_export_retire(node, ex);

@@ -173,6 +173,12 @@ struct lite_node_stats {
 	atomic64_t bad_msgs;
 	atomic64_t timeouts;
 	atomic64_t reconnects;		/* connections to members re-made */
+	atomic64_t lease_hits;		/* allocations from a lease's stock */
+	atomic64_t lease_misses;	/* allocations a lease had no stock for */
+	atomic64_t lease_stock_lmrs;	/* in our leases' stock */
+	atomic64_t lease_stock_bytes;
+	atomic64_t lease_lmrs;		/* exports we made for peers' leases */
+	atomic64_t lease_bytes;
 };
 
 /* Fault injection (fault.c), set through debugfs; all zero = off. */
@@ -197,6 +203,28 @@ struct lite_dsm_stats {
 };
 
 /* A DMA-mapped bounce buffer of LITE_BOUNCE_SIZE a node keeps (buf.c). */
+/*
+ * A lease: LMRs a memory node allocated for us ahead of demand, by size
+ * class (lease.c). Class c holds LMRs of PAGE_SIZE << c bytes.
+ */
+#define LITE_LEASE_CLASSES	9		/* 4 KiB .. 1 MiB */
+#define LITE_LEASE_MAX		(PAGE_SIZE << (LITE_LEASE_CLASSES - 1))
+
+struct lite_lease_class {
+	struct list_head stock;		/* lite_lmr.lease_entry; lease_lock */
+	u32 have;			/* lease_lock: LMRs in @stock */
+	u32 target;			/* lease_lock: how many to keep */
+	unsigned long used;		/* lease_lock: jiffies, last claim */
+};
+
+struct lite_lease {
+	struct lite_node *node;		/* immutable; it owns the lease */
+	u16 mem_node;			/* immutable */
+	struct work_struct refill;	/* on close_wq */
+	struct lite_lease_class cls[LITE_LEASE_CLASSES];	/* node's
+					 * lease_lock */
+};
+
 struct lite_stage_buf {
 	void *buf;
 	u64 dma;
@@ -259,8 +287,24 @@ struct lite_node {
 	u32 nonce;			/* immutable: high half of our mr_ids */
 	struct list_head shares;	/* manager: lite_share_ent; node lock */
 	u64 next_share_id;		/* node lock */
-	atomic64_t mem_bytes;		/* held in exports */
+	atomic64_t mem_bytes;		/* held in exports, but leases' */
 	atomic64_t mem_lmrs;
+
+	/* Leases and frees that do not wait (lease.c). */
+	spinlock_t lease_lock;		/* protects the fields below and the
+					 * classes of every lite_lease */
+	struct lite_lease *leases[LITE_MAX_NODES + 1];	/* by memory node;
+					 * made on first use, freed with us */
+	bool lease_down;		/* the node goes down: queue nothing */
+	struct list_head lease_dead;	/* stock of members that left */
+	struct delayed_work lease_work;	/* on close_wq: lite_lease_scan() */
+	struct list_head frees;		/* LMRs whose FREE waits for free_work */
+	u64 frees_pending;		/* their bytes */
+	u32 frees_queued;		/* how many */
+	struct work_struct free_work;	/* on close_wq: sends them, one at a
+					 * time (FREEs must not take every
+					 * credit: the memory node's
+					 * INVALIDATEs need replies) */
 
 	/* Per-user LMR quota of the allocations made from here (quota.c). */
 	spinlock_t quota_lock;		/* protects @quota */
@@ -466,6 +510,8 @@ struct lite_export {
 					 * request id (LMR_CANCEL names it) */
 	u64 size;			/* immutable */
 	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
+	bool leased;			/* immutable: made for the owner's
+					 * lease (counted as lease memory) */
 	u32 n_chunks;			/* immutable */
 	struct lite_export_chunk *chunks;	/* immutable */
 	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by, and
@@ -503,9 +549,14 @@ struct lite_lmr {
 	kuid_t uid;			/* immutable: the user charged for it */
 	u64 charged;			/* immutable: bytes charged to @uid's
 					 * quota (0: a mapping, nothing) */
-	struct lite_layout layout;	/* immutable */
+	struct lite_layout layout;	/* immutable once handed out (a
+					 * lease's stock is cut to size) */
 	struct lite_chunk *chunks;	/* immutable, layout's array */
 	struct list_head map_entry;	/* node->lmrs; node lock */
+	struct list_head lease_entry;	/* a lease's stock, or node->frees;
+					 * node->lease_lock */
+	bool published;			/* READ_ONCE: shared under a name once
+					 * (others may have mapped it) */
 
 	spinlock_t lock;		/* protects the fields below */
 	bool revoked;			/* freed or revoked: no new access */
@@ -1033,6 +1084,10 @@ void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn);
 struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		   u32 flags, kuid_t uid, struct lite_lmr **out);
+void lite_lmr_free_queued(struct lite_lmr *lmr);
+int lite_lmr_request(struct lite_node *node, u16 mem_node, u64 size,
+		     u32 flags, u32 how, kuid_t uid, u64 charged,
+		     struct lite_lmr **out);
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out);
 void lite_lmr_release(struct lite_lmr *lmr, bool owner);
@@ -1044,6 +1099,15 @@ void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg);
 int lite_invalidate_on(struct lite_node *node, u16 id,
 		       const struct lite_wire_invalidate *inv,
 		       unsigned long deadline);
+
+/* lease.c: memory usable without a round trip, frees that do not wait */
+struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
+				  u64 size, u32 flags);
+void lite_lease_peer_gone(struct lite_node *node, u16 id);
+bool lite_lease_free_later(struct lite_lmr *lmr);
+void lite_lease_node_init(struct lite_node *node);
+void lite_lease_node_down(struct lite_node *node);
+void lite_lease_node_free(struct lite_node *node);
 
 /* quota.c: per-user LMR quotas of the allocations made from a node */
 void lite_quota_init(struct lite_node *node);

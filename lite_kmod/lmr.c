@@ -221,6 +221,7 @@ static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
 	lmr->rkey = rkey;
 	lmr->flags = flags;
 	lmr->layout.size = size;
+	INIT_LIST_HEAD(&lmr->lease_entry);
 	spin_lock_init(&lmr->lock);
 	init_waitqueue_head(&lmr->idle_wq);
 	mutex_lock(&node->lock);
@@ -246,8 +247,9 @@ static int lite_lmr_size_chunks(struct lite_lmr *lmr,
 {
 	u32 total = le32_to_cpu(w->total);
 
+	/* A leased LMR lives in its size class: less than twice its pages. */
 	if (!lmr->layout.size || lmr->layout.size > LITE_LMR_MAX ||
-	    total > DIV_ROUND_UP(lmr->layout.size, PAGE_SIZE))
+	    total > 2 * DIV_ROUND_UP(lmr->layout.size, PAGE_SIZE))
 		return -EPROTO;
 	lmr->chunks = kvcalloc(total, sizeof(*lmr->chunks), GFP_KERNEL);
 	if (!lmr->chunks)
@@ -302,21 +304,28 @@ static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 			ret = lite_lmr_take_chunks(lmr, rep, &have);
 	}
 	kfree(rep);
-	if (!ret && lite_layout_check(&lmr->layout))
-		ret = -EPROTO;	/* chunks do not add up to the LMR */
+	/* Cut to the LMR's size: a leased one's chunks cover its class. */
+	if (!ret && lite_layout_fit(&lmr->layout, lmr->chunks,
+				    lmr->layout.size))
+		ret = -EPROTO;	/* the chunks do not cover the LMR */
 	return ret;
 }
 
 /*
- * Ask @mem_node, over @conn, to free our LMR @mr_id. If the request's fate
- * is unknown (the connection broke, or no answer came), ask once more on
- * the connection that replaces it: FREE is idempotent (a second one finds
- * nothing, ENOENT), and a lost one would keep the memory until we leave.
+ * Ask @mem_node, over @conn, to free our LMR @mr_id; @unmapped: it was
+ * never published, so no mapping of it is left on this node. If the
+ * request's fate is unknown (the connection broke, or no answer came), ask
+ * once more on the connection that replaces it: FREE is idempotent (a
+ * second one finds nothing, ENOENT), and a lost one would keep the memory
+ * until we leave.
  */
 static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
-				 u64 mr_id)
+				 u64 mr_id, bool unmapped)
 {
-	struct lite_wire_lmr_ref req = { .mr_id = cpu_to_le64(mr_id) };
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(mr_id),
+		.flags = cpu_to_le32(unmapped ? LITE_WIRE_FREE_UNMAPPED : 0),
+	};
 	unsigned long wait = msecs_to_jiffies(LITE_CALL_TIMEOUT_MS +
 					      LITE_INVALIDATE_MS);
 	struct lite_node *node = conn->node;
@@ -348,8 +357,8 @@ struct lite_alloc_req {
 	atomic_t state;			/* enum lite_alloc_req_state */
 	struct lite_node *node;		/* immutable */
 	u16 mem_node;			/* immutable */
-	kuid_t uid;			/* immutable: charged @size */
-	u64 size;			/* immutable */
+	kuid_t uid;			/* immutable: charged @charged */
+	u64 charged;			/* quota charge to return, or 0 */
 	struct lite_wire_lmr *rep;	/* the reply (LITE_MSG_MAX bytes) */
 	struct work_struct reap;	/* abandoned: on node->close_wq */
 };
@@ -363,7 +372,7 @@ enum lite_alloc_req_state {
 /* The request is over: return its charge and everything it holds. */
 static void lite_alloc_req_free(struct lite_alloc_req *ar)
 {
-	lite_quota_uncharge(ar->node, ar->uid, ar->size);
+	lite_quota_uncharge(ar->node, ar->uid, ar->charged);
 	lite_conn_put(ar->call.conn);
 	kfree(ar->rep);
 	kfree(ar);
@@ -377,7 +386,7 @@ static void lite_alloc_req_reap(struct work_struct *work)
 
 	if (!ar->call.status)
 		lite_lmr_remote_free(ar->call.conn, ar->mem_node,
-				     le64_to_cpu(ar->rep->mr_id));
+				     le64_to_cpu(ar->rep->mr_id), true);
 	lite_alloc_req_free(ar);
 }
 
@@ -395,16 +404,18 @@ static void lite_alloc_req_done(struct lite_call *call)
 
 /*
  * Send LMR_ALLOC for @size bytes to @mem_node on @conn, whose reference it
- * takes.
+ * takes; @how: LITE_WIRE_ALLOC_*; @charged: what @uid was charged for it.
  */
 static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
 						   struct lite_conn *conn,
 						   u16 mem_node, kuid_t uid,
-						   u64 size, u32 flags,
+						   u64 charged, u64 size,
+						   u32 flags, u32 how,
 						   int *err)
 {
 	struct lite_wire_lmr_alloc req = { .size = cpu_to_le64(size),
-					   .flags = cpu_to_le32(flags) };
+					   .flags = cpu_to_le32(flags),
+					   .how = cpu_to_le32(how) };
 	struct lite_alloc_req *ar;
 
 	*err = -ENOMEM;
@@ -418,7 +429,7 @@ static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
 	ar->node = node;
 	ar->mem_node = mem_node;
 	ar->uid = uid;
-	ar->size = size;
+	ar->charged = charged;
 	INIT_WORK(&ar->reap, lite_alloc_req_reap);
 	*err = lite_call_start_async(conn, &ar->call, lite_alloc_req_done,
 				     LITE_MSG_LMR_ALLOC, &req, sizeof(req),
@@ -523,21 +534,27 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 }
 
 /**
- * lite_lmr_alloc - allocate @size bytes on node @mem_node
+ * lite_lmr_request - have node @mem_node allocate @size bytes for us
  * @node: the requesting node
  * @mem_node: the node whose memory it is (may be @node itself)
  * @size: bytes, 1 .. LITE_LMR_MAX
- * @flags: LITE_WIRE_LMR_* (the uapi's LITE_LMR_* have the same values)
- * @uid: the user whose quota on @node it counts against
+ * @flags: LITE_WIRE_LMR_*
+ * @how: LITE_WIRE_ALLOC_*: LEASE for a lease's stock (lease.c)
+ * @uid: the user charged @charged bytes for it on @node
+ * @charged: the charge, or 0; the LMR takes it over, a failed request
+ *	returns it (an abandoned one once the memory node answered)
  * @out: the LMR, on success
  *
- * Return: 0; -EDQUOT over @uid's quota; -ETIMEDOUT or -EINTR if the
- * caller gave up (timeout, fatal signal): the memory node then stops or
- * frees the allocation, and the charge stays until it did; or another
- * error of the request.
+ * One LMR_ALLOC round trip, and LMR_CHUNKS ones for a long chunk list.
+ * Sleeps, bounded by a deadline that grows with @size, and killable.
+ *
+ * Return: 0; -ETIMEDOUT or -EINTR if the caller gave up (timeout, fatal
+ * signal): the memory node then stops or frees the allocation, and the
+ * charge stays until it did; or another error of the request.
  */
-int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
-		   u32 flags, kuid_t uid, struct lite_lmr **out)
+int lite_lmr_request(struct lite_node *node, u16 mem_node, u64 size,
+		     u32 flags, u32 how, kuid_t uid, u64 charged,
+		     struct lite_lmr **out)
 {
 	/* Zeroing a GiB under emulation takes a while: allow for it. */
 	unsigned long deadline = jiffies + msecs_to_jiffies(
@@ -547,21 +564,18 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 	struct lite_conn *conn;
 	int ret;
 
-	ret = lite_quota_charge(node, uid, size);
-	if (ret)
-		return ret;
 	conn = lite_node_conn_wait(node, mem_node, jiffies +
 				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 	if (!conn) {
-		lite_quota_uncharge(node, uid, size);
+		lite_quota_uncharge(node, uid, charged);
 		return mem_node == READ_ONCE(node->self_id) ? -ENOTCONN :
 		       -EHOSTUNREACH;
 	}
 	lite_conn_get(conn);	/* @ar takes one reference */
-	ar = lite_alloc_req_start(node, conn, mem_node, uid, size, flags,
-				  &ret);
+	ar = lite_alloc_req_start(node, conn, mem_node, uid, charged, size,
+				  flags, how, &ret);
 	if (!ar) {
-		lite_quota_uncharge(node, uid, size);
+		lite_quota_uncharge(node, uid, charged);
 		goto out;
 	}
 	ret = lite_alloc_req_wait(ar, mem_node, deadline, &abandoned);
@@ -572,18 +586,53 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 					  ar->rep, deadline, out);
 		if (ret)
 			lite_lmr_remote_free(conn, mem_node,
-					     le64_to_cpu(ar->rep->mr_id));
+					     le64_to_cpu(ar->rep->mr_id), true);
 	}
 	if (!ret) {
 		/* The charge goes with the LMR. */
 		(*out)->uid = uid;
-		(*out)->charged = size;
-		ar->size = 0;
+		(*out)->charged = charged;
+		ar->charged = 0;
 	}
 	lite_alloc_req_free(ar);
 out:
 	lite_conn_put(conn);
 	return ret;
+}
+
+/**
+ * lite_lmr_alloc - allocate @size bytes on node @mem_node
+ * @node: the requesting node
+ * @mem_node: the node whose memory it is (may be @node itself)
+ * @size: bytes, 1 .. LITE_LMR_MAX
+ * @flags: LITE_WIRE_LMR_* (the uapi's LITE_LMR_* have the same values)
+ * @uid: the user whose quota on @node it counts against
+ * @out: the LMR, on success
+ *
+ * From this node's lease of @mem_node's memory if it has one of the size
+ * (no message at all), else by a request to @mem_node.
+ *
+ * Return: 0; -EDQUOT over @uid's quota; -ETIMEDOUT or -EINTR if the
+ * caller gave up (timeout, fatal signal): the memory node then stops or
+ * frees the allocation, and the charge stays until it did; or another
+ * error of the request.
+ */
+int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
+		   u32 flags, kuid_t uid, struct lite_lmr **out)
+{
+	int ret;
+
+	ret = lite_quota_charge(node, uid, size);
+	if (ret)
+		return ret;
+	*out = lite_lease_claim(node, mem_node, size, flags);
+	if (*out) {
+		(*out)->uid = uid;
+		(*out)->charged = size;
+		return 0;
+	}
+	return lite_lmr_request(node, mem_node, size, flags, 0, uid, size,
+				out);
 }
 
 struct lite_lookup {
@@ -685,6 +734,32 @@ fail:
 	return ret;
 }
 
+/* Have the memory node free our LMR @lmr, waiting for a reconnect. */
+static void lite_lmr_free_remote(struct lite_lmr *lmr)
+{
+	struct lite_conn *conn;
+
+	conn = lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
+				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+	if (conn) {
+		lite_lmr_remote_free(conn, lmr->mem_node, lmr->mr_id,
+				     !READ_ONCE(lmr->published));
+		lite_conn_put(conn);
+	}
+}
+
+/**
+ * lite_lmr_free_queued - send the FREE lite_lease_free_later() queued
+ * @lmr: the LMR, revoked, its owner's; the queue's reference is dropped
+ *
+ * Sleeps, waiting for a reconnect to the memory node if needed.
+ */
+void lite_lmr_free_queued(struct lite_lmr *lmr)
+{
+	lite_lmr_free_remote(lmr);
+	lite_lmr_drop(lmr);
+}
+
 /**
  * lite_lmr_release - drop a handle's LMR
  * @lmr: the LMR; the caller's reference is dropped
@@ -694,28 +769,26 @@ fail:
  * it is revoked first, waiting for a step in progress. The owner's drop
  * frees the memory (unless its memory node is gone): the memory node
  * invalidates every node that fetched the chunks before it frees them.
- * Returns the quota charge. Sleeps, waiting for a reconnect to the memory
- * node if needed.
+ * Of an LMR never published, which nobody else can have mapped, that
+ * happens in the background (lite_lease_free_later()). Returns the quota
+ * charge at once. Sleeps, waiting for a reconnect to the memory node if
+ * needed.
  */
 void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 {
 	struct lite_node *node = lmr->node;
-	struct lite_conn *conn;
 	bool gone;
 
 	lite_lmr_revoke(lmr);
 	spin_lock_bh(&lmr->lock);
 	gone = lmr->mem_gone;
 	spin_unlock_bh(&lmr->lock);
-	if (owner && !gone) {
-		conn = lite_node_conn_wait(node, lmr->mem_node, jiffies +
-				msecs_to_jiffies(LITE_CONN_WAIT_MS));
-		if (conn) {
-			lite_lmr_remote_free(conn, lmr->mem_node, lmr->mr_id);
-			lite_conn_put(conn);
-		}
-	}
 	lite_quota_uncharge(node, lmr->uid, lmr->charged);
+	if (owner && !gone) {
+		if (!READ_ONCE(lmr->published) && lite_lease_free_later(lmr))
+			return;		/* the queue drops it */
+		lite_lmr_free_remote(lmr);
+	}
 	lite_lmr_drop(lmr);
 }
 

@@ -74,6 +74,7 @@ static void lite_node_release(struct kref *ref)
 	xa_destroy(&node->rpc_held);
 	xa_destroy(&node->services);
 	lite_quota_destroy(node);
+	lite_lease_node_free(node);
 	kfree_sensitive(node->secret);
 	kfree(node);
 }
@@ -346,6 +347,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	INIT_LIST_HEAD(&node->orphans);
 	INIT_LIST_HEAD(&node->alloc_jobs);
 	INIT_LIST_HEAD(&node->lmrs);
+	lite_lease_node_init(node);
 	lite_quota_init(node);
 	node->nonce = get_random_u32();
 	INIT_LIST_HEAD(&node->shares);
@@ -460,6 +462,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	lockdep_assert_held(&ctx->lock);
 
 	lite_cluster_leave(node);	/* sets dying, tells the peers */
+	lite_lease_node_down(node);	/* before close_wq goes */
 	lite_health_stop(node);
 	lite_dsm_node_down(node);
 	lite_fault_node_exit(node);

@@ -264,6 +264,8 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	req.rkey = cpu_to_le32(lmr->rkey);
 	req.kind = LITE_SHARE_LMR;
 	req.flags = lmr->flags;
+	/* Others may map it from now on: its free waits for them. */
+	WRITE_ONCE(lmr->published, true);
 	return lite_share_send(node, &req);
 }
 

@@ -131,6 +131,7 @@ NodeStatus Device::status(uint32_t instance) const
     out.listen.addr = st.listen;
     out.counters = st.counters;
     out.dsm = st.dsm;
+    out.lease = st.lease;
     for (uint32_t i = 0; i < st.n_members && i < mi.size(); i++) {
         const auto& m = mi[i];
         Member mem;

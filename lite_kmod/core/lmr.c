@@ -6,6 +6,29 @@
 
 #include "lmr.h"
 
+/*
+ * The bytes @l's chunks cover, if they are non-empty, contiguous from
+ * offset 0 and no chunk's DMA range wraps; else -EINVAL.
+ */
+static int lite_layout_cover(const struct lite_layout *l, u64 *cover)
+{
+	u64 next = 0, end;
+	u32 i;
+
+	if (!l->n_chunks || !l->chunks)
+		return -EINVAL;
+	for (i = 0; i < l->n_chunks; i++) {
+		if (!l->chunks[i].len || l->chunks[i].start != next)
+			return -EINVAL;
+		if (check_add_overflow(l->chunks[i].addr,
+				       (u64)l->chunks[i].len - 1, &end))
+			return -EINVAL;
+		next += l->chunks[i].len;
+	}
+	*cover = next;
+	return 0;
+}
+
 /**
  * lite_layout_check - check a layout that arrived
  * @l: the layout
@@ -18,20 +41,41 @@
  */
 int lite_layout_check(const struct lite_layout *l)
 {
-	u64 next = 0, end;
-	u32 i;
+	u64 cover;
 
-	if (!l->size || !l->n_chunks || !l->chunks)
+	if (!l->size || lite_layout_cover(l, &cover))
 		return -EINVAL;
-	for (i = 0; i < l->n_chunks; i++) {
-		if (!l->chunks[i].len || l->chunks[i].start != next)
-			return -EINVAL;
-		if (check_add_overflow(l->chunks[i].addr,
-				       (u64)l->chunks[i].len - 1, &end))
-			return -EINVAL;
-		next += l->chunks[i].len;
-	}
-	return next == l->size ? 0 : -EINVAL;
+	return cover == l->size ? 0 : -EINVAL;
+}
+
+/**
+ * lite_layout_fit - cut a layout that arrived down to @size bytes
+ * @l: the layout; its chunk array is @chunks
+ * @chunks: the same array as @l->chunks, writable
+ * @size: the bytes the LMR has, at least 1
+ *
+ * An LMR may live in a larger piece of memory than it has bytes (a leased
+ * one, cut from a size class). Its chunks must be valid as for
+ * lite_layout_check() and cover at least @size bytes; the chunks past
+ * @size are dropped and the last one kept is shortened, so that @l covers
+ * exactly @size bytes afterwards.
+ *
+ * Return: 0, or -EINVAL if the chunks are invalid or cover less (@l is
+ * left as it was then).
+ */
+int lite_layout_fit(struct lite_layout *l, struct lite_chunk *chunks, u64 size)
+{
+	u64 cover;
+	u32 last;
+
+	if (!size || l->chunks != chunks || lite_layout_cover(l, &cover) ||
+	    cover < size)
+		return -EINVAL;
+	last = lite_lmr_chunk_index(l, size - 1);
+	chunks[last].len = size - chunks[last].start;
+	l->n_chunks = last + 1;
+	l->size = size;
+	return 0;
 }
 
 /**

@@ -36,6 +36,7 @@ struct lite_layout {
 };
 
 int lite_layout_check(const struct lite_layout *l);
+int lite_layout_fit(struct lite_layout *l, struct lite_chunk *chunks, u64 size);
 int lite_lmr_check(u64 size, u32 held, u32 need, u64 off, u64 len);
 int lite_lmr_segments(const struct lite_layout *l, u64 off, u64 len,
 		      struct lite_seg *segs, u32 max_segs, u64 *done);

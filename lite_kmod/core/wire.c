@@ -357,16 +357,19 @@ static int check_lmr_payload(const struct lite_msg *m)
 						     first)) : -EBADMSG;
 		return m->len == sizeof(*alloc) &&
 		       !(le32_to_cpu(alloc->flags) & ~LITE_WIRE_LMR_FLAGS) &&
-		       !alloc->reserved && le64_to_cpu(alloc->size) ?
+		       !(le32_to_cpu(alloc->how) & ~LITE_WIRE_ALLOC_HOW) &&
+		       le64_to_cpu(alloc->size) ?
 		       0 : -EBADMSG;
 	case LITE_MSG_LMR_CHUNKS:
 		if (m->reply)
 			return check_chunks(m->payload, m->len);
-		fallthrough;
+		return m->len == sizeof(*ref) && !ref->flags ? 0 : -EBADMSG;
 	case LITE_MSG_LMR_FREE:
 		if (m->reply)
 			return m->len ? -EBADMSG : 0;
-		return m->len == sizeof(*ref) && !ref->reserved ? 0 : -EBADMSG;
+		return m->len == sizeof(*ref) &&
+		       !(le32_to_cpu(ref->flags) & ~LITE_WIRE_FREE_UNMAPPED) ?
+		       0 : -EBADMSG;
 	case LITE_MSG_LMR_CANCEL:
 		/* One-way only. */
 		if (m->reply || m->req_id || m->len != sizeof(*cancel))

@@ -13,8 +13,8 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	5	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
-				 * 5: LMR flags */
+#define LITE_WIRE_VERSION	6	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
+				 * 5: LMR flags, 6: leases */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -157,10 +157,17 @@ struct lite_wire_ping {
 #define LITE_WIRE_LMR_NIC_ATOMIC	(1U << 0)
 #define LITE_WIRE_LMR_FLAGS		LITE_WIRE_LMR_NIC_ATOMIC
 
+/*
+ * Why an LMR_ALLOC is made. LEASE: ahead of demand, for the requester's
+ * lease (lease.c); the memory node counts it as lease memory.
+ */
+#define LITE_WIRE_ALLOC_LEASE		(1U << 0)
+#define LITE_WIRE_ALLOC_HOW		LITE_WIRE_ALLOC_LEASE
+
 struct lite_wire_lmr_alloc {
 	__le64 size;
 	__le32 flags;		/* LITE_WIRE_LMR_* */
-	__le32 reserved;
+	__le32 how;		/* LITE_WIRE_ALLOC_* */
 };
 
 struct lite_wire_chunk {
@@ -187,10 +194,16 @@ struct lite_wire_lmr {
 	struct lite_wire_chunks first;
 };
 
+/*
+ * LMR_FREE: UNMAPPED, the requester (the owner) maps the LMR nowhere (it
+ * was never published): the memory node need not invalidate it.
+ */
+#define LITE_WIRE_FREE_UNMAPPED		(1U << 0)
+
 struct lite_wire_lmr_ref {	/* LMR_CHUNKS, LMR_FREE requests */
 	__le64 mr_id;
 	__le32 start;		/* LMR_CHUNKS: first chunk wanted */
-	__le32 reserved;
+	__le32 flags;		/* LMR_FREE: LITE_WIRE_FREE_*; else 0 */
 };
 
 /*

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // LMR layouts and access checks (lite_kmod/core/lmr.c). A layout from the
 // fuzzer, built the way lite.ko builds one from a peer's chunk lists (or
-// with any chunk starts at all), goes through lite_layout_check(); then
+// with any chunk starts at all), is cut to a size by lite_layout_fit() (as
+// a leased LMR's is) or not, goes through lite_layout_check(); then
 // accesses with any permissions, offsets and lengths go through
 // lite_lmr_check() and, when allowed, lite_lmr_segments() in batches of any
 // size, as the RDMA path calls it. Checked: each verdict against the rules
@@ -28,6 +29,20 @@ bool layout_valid(uint64_t size, const std::vector<lite_chunk>& c)
         next += ch.len;
     }
     return next == size;
+}
+
+// lite_layout_fit()'s rule: valid chunks that cover at least @want > 0.
+bool fit_valid(const std::vector<lite_chunk>& c, uint64_t want)
+{
+    uint64_t next = 0, end = 0;
+    if (!want || c.empty())
+        return false;
+    for (const auto& ch : c) {
+        if (!ch.len || ch.start != next || __builtin_add_overflow(ch.addr, uint64_t{ch.len} - 1, &end))
+            return false;
+        next += ch.len;
+    }
+    return want <= next;
 }
 
 int access_verdict(uint64_t size, uint32_t held, uint32_t need, uint64_t off, uint64_t len)
@@ -105,6 +120,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         next += ch.len;
     }
     uint64_t lmr_size = in.flag() ? next : in.u64();
+
+    // As a leased LMR and its mappers do: cut the chunks to a size first.
+    if (in.flag()) {
+        const std::vector<lite_chunk> before = c;
+        uint64_t want = in.flag() ? in.range(0, next) : in.u64();
+        lite_layout f{lmr_size, n, c.empty() ? nullptr : c.data()};
+        int fr = lite_layout_fit(&f, c.empty() ? nullptr : c.data(), want);
+        FUZZ_CHECK(fr == 0 || fr == -EINVAL);
+        FUZZ_CHECK((fr == 0) == fit_valid(before, want));
+        if (fr) { // left as it was
+            FUZZ_CHECK(f.size == lmr_size && f.n_chunks == n);
+            for (size_t i = 0; i < c.size(); i++)
+                FUZZ_CHECK(c[i].addr == before[i].addr && c[i].start == before[i].start && c[i].len == before[i].len);
+        } else { // a prefix, the last one shortened, exactly @want bytes
+            FUZZ_CHECK(f.size == want && f.n_chunks >= 1 && f.n_chunks <= n);
+            c.resize(f.n_chunks);
+            for (size_t i = 0; i < c.size(); i++)
+                FUZZ_CHECK(c[i].addr == before[i].addr && c[i].start == before[i].start &&
+                           (i + 1 < c.size() ? c[i].len == before[i].len : c[i].len <= before[i].len));
+            FUZZ_CHECK(layout_valid(want, c));
+            n = f.n_chunks;
+            lmr_size = want;
+        }
+    }
 
     lite_layout l{lmr_size, n, c.empty() ? nullptr : c.data()};
     int ret = lite_layout_check(&l);

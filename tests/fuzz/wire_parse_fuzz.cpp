@@ -152,13 +152,17 @@ void check_request(const lite_msg& m)
     }
     case LITE_MSG_LMR_ALLOC: {
         const auto* a = as<lite_wire_lmr_alloc>(m);
-        FUZZ_CHECK(m.len == sizeof(*a) && (le32toh(a->flags) & ~LITE_WIRE_LMR_FLAGS) == 0 && a->reserved == 0 &&
+        FUZZ_CHECK(m.len == sizeof(*a) && (le32toh(a->flags) & ~LITE_WIRE_LMR_FLAGS) == 0 &&
+                   (le32toh(a->how) & ~LITE_WIRE_ALLOC_HOW) == 0 &&
                    a->size != 0);
         break;
     }
     case LITE_MSG_LMR_CHUNKS:
+        FUZZ_CHECK(m.len == sizeof(lite_wire_lmr_ref) && as<lite_wire_lmr_ref>(m)->flags == 0);
+        break;
     case LITE_MSG_LMR_FREE:
-        FUZZ_CHECK(m.len == sizeof(lite_wire_lmr_ref) && as<lite_wire_lmr_ref>(m)->reserved == 0);
+        FUZZ_CHECK(m.len == sizeof(lite_wire_lmr_ref) &&
+                   (le32toh(as<lite_wire_lmr_ref>(m)->flags) & ~LITE_WIRE_FREE_UNMAPPED) == 0);
         break;
     case LITE_MSG_SHARE: {
         const auto* s = as<lite_wire_share>(m);

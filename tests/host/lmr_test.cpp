@@ -89,6 +89,57 @@ TEST(LmrLayout, ValidatesChunks)
     EXPECT_EQ(lite_layout_check(&wrap.l), -EINVAL) << "address range wraps";
 }
 
+// A leased LMR lives in a size class: its layout is cut to its own size.
+TEST(LmrLayout, FitCutsToTheSize)
+{
+    Layout lay({4096, 4096, 8192});
+    ASSERT_EQ(lite_layout_fit(&lay.l, lay.chunks.data(), 5000), 0);
+    EXPECT_EQ(lay.l.size, 5000u);
+    EXPECT_EQ(lay.l.n_chunks, 2u) << "the third chunk is past the end";
+    EXPECT_EQ(lay.chunks[1].len, 5000u - 4096u) << "the last chunk kept is shortened";
+    EXPECT_EQ(lite_layout_check(&lay.l), 0) << "a fitted layout is a checked one";
+
+    Layout exact({4096, 4096});
+    ASSERT_EQ(lite_layout_fit(&exact.l, exact.chunks.data(), 8192), 0);
+    EXPECT_EQ(exact.l.n_chunks, 2u);
+    EXPECT_EQ(exact.chunks[1].len, 4096u) << "an exact cover stays as it is";
+
+    Layout boundary({4096, 4096});
+    ASSERT_EQ(lite_layout_fit(&boundary.l, boundary.chunks.data(), 4096), 0);
+    EXPECT_EQ(boundary.l.n_chunks, 1u) << "a size on a chunk boundary drops the next chunk";
+    EXPECT_EQ(boundary.chunks[0].len, 4096u);
+
+    Layout one({4096});
+    ASSERT_EQ(lite_layout_fit(&one.l, one.chunks.data(), 1), 0);
+    EXPECT_EQ(one.chunks[0].len, 1u);
+}
+
+TEST(LmrLayout, FitRefusesShortOrInvalidChunks)
+{
+    Layout shorter({4096, 4096});
+    EXPECT_EQ(lite_layout_fit(&shorter.l, shorter.chunks.data(), 8193), -EINVAL) << "covers less";
+    EXPECT_EQ(shorter.l.n_chunks, 2u) << "left as it was";
+    EXPECT_EQ(shorter.chunks[1].len, 4096u);
+
+    Layout zero({4096});
+    EXPECT_EQ(lite_layout_fit(&zero.l, zero.chunks.data(), 0), -EINVAL) << "an empty LMR";
+
+    Layout gap({4096, 4096});
+    gap.chunks[1].start = 4097;
+    EXPECT_EQ(lite_layout_fit(&gap.l, gap.chunks.data(), 100), -EINVAL) << "a gap past the size still counts";
+
+    Layout empty({4096, 0});
+    EXPECT_EQ(lite_layout_fit(&empty.l, empty.chunks.data(), 100), -EINVAL) << "empty chunk";
+
+    Layout wrap({4096, 4096});
+    wrap.chunks[1].addr = UINT64_MAX - 10;
+    EXPECT_EQ(lite_layout_fit(&wrap.l, wrap.chunks.data(), 100), -EINVAL) << "address range wraps";
+
+    Layout other({4096});
+    Layout alias({4096});
+    EXPECT_EQ(lite_layout_fit(&other.l, alias.chunks.data(), 100), -EINVAL) << "not the layout's own array";
+}
+
 TEST(LmrLayout, ChunkIndexBinarySearch)
 {
     Layout lay({4096, 4096, 8192, 1});

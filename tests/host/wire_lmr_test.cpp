@@ -60,6 +60,11 @@ TEST(WireLmr, AllocRequest)
     a.flags = htole32(2);
     EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), -EBADMSG) << "unknown flag";
     a.flags = 0;
+    a.how = htole32(LITE_WIRE_ALLOC_LEASE);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), 0) << "for a lease";
+    a.how = htole32(2);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), -EBADMSG) << "unknown purpose";
+    a.how = 0;
     a.size = 0;
     EXPECT_EQ(parse_req(LITE_MSG_LMR_ALLOC, a), -EBADMSG) << "size 0";
 }
@@ -97,8 +102,11 @@ TEST(WireLmr, ChunkLists)
     ref.mr_id = htole64(9);
     EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), 0);
     EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), 0);
-    ref.reserved = 1;
-    EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG);
+    ref.flags = htole32(LITE_WIRE_FREE_UNMAPPED);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), 0) << "FREE of an LMR its owner never published";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), -EBADMSG) << "CHUNKS has no flags";
+    ref.flags = htole32(2);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG) << "unknown FREE flag";
 }
 
 // Found by tests/fuzz/wire_parse: check_chunks() read the list's header

@@ -312,6 +312,10 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
           << R"(, "invalidations": )" << s.dsm.invalidations << R"(, "home_txns": )" << s.dsm.home_txns
           << R"(, "sigbus": )" << s.dsm.sigbus << R"(, "prot_changes": )" << s.dsm.prot_changes << R"(, "prot_ns": )"
           << s.dsm.prot_ns << "},\n"
+          << R"(   "lease": {"hits": )" << s.lease.hits << R"(, "misses": )" << s.lease.misses
+          << R"(, "stock_lmrs": )" << s.lease.stock_lmrs << R"(, "stock_bytes": )" << s.lease.stock_bytes
+          << R"(, "granted_lmrs": )" << s.lease.granted_lmrs << R"(, "granted_bytes": )" << s.lease.granted_bytes
+          << "},\n"
           << R"(   "expelled": )" << (s.expelled ? "true" : "false") << R"(, "no_manager": )"
           << (s.no_manager ? "true" : "false") << ",\n"
           << R"(   "members": [)";
@@ -357,6 +361,12 @@ void print_text(const lite::NodeStatus& s)
                 static_cast<unsigned long long>(c.timeouts));
     std::printf("  memory held for the cluster: %llu bytes in %llu LMRs\n",
                 static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs));
+    const auto& l = s.lease;
+    std::printf("  leases: %llu allocations from stock, %llu asked the memory node; stock %llu bytes in %llu "
+                "LMRs; granted to leases %llu bytes in %llu LMRs\n",
+                static_cast<unsigned long long>(l.hits), static_cast<unsigned long long>(l.misses),
+                static_cast<unsigned long long>(l.stock_bytes), static_cast<unsigned long long>(l.stock_lmrs),
+                static_cast<unsigned long long>(l.granted_bytes), static_cast<unsigned long long>(l.granted_lmrs));
     const auto& d = s.dsm;
     std::printf("  DSM: %llu regions open, %llu pages held; faults %llu read, %llu write; %llu pages fetched, "
                 "%llu copies dropped, %llu home transactions, %llu SIGBUS; %llu page-table changes in %llu us\n",

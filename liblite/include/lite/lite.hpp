@@ -77,6 +77,7 @@ struct NodeStatus {
     Endpoint listen;
     lite_node_counters counters{};
     lite_dsm_counters dsm{};     // DSM regions, pages, faults
+    lite_lease_counters lease{}; // allocation leases: hits, stock, granted
     uint32_t async_inflight = 0; // io_uring operations in flight
     uint32_t async_peak = 0;     // the most in flight at once
     uint32_t reconnects = 0;     // connections to members made again

@@ -142,6 +142,22 @@ struct lite_dsm_counters {
 	__u64 prot_ns;		/* wall time those unmaps took, ns */
 };
 
+/*
+ * Allocation leases (see docs/uapi.md, "Leases"): memory that memory nodes
+ * allocated ahead for this node's LITE_alloc, and that this node allocated
+ * ahead for others.
+ */
+struct lite_lease_counters {
+	__u64 hits;		/* allocations served from a lease's stock */
+	__u64 misses;		/* allocations that asked the memory node */
+	__u64 stock_lmrs;	/* LMRs in this node's leases, unclaimed */
+	__u64 stock_bytes;	/* their memory (whole size classes) */
+	__u64 granted_lmrs;	/* LMRs this node allocated for leases of
+				 * any node, claimed or not (not in
+				 * mem_lmrs) */
+	__u64 granted_bytes;	/* their memory (not in mem_bytes) */
+};
+
 /* LITE_IOC_NODE_STATUS */
 struct lite_node_status {
 	__u32 instance;		/* in */
@@ -161,6 +177,7 @@ struct lite_node_status {
 	__u32 reconnects;	/* out: connections to members made again */
 	__u32 flags;		/* out: LITE_STATUS_* */
 	struct lite_dsm_counters dsm;		/* out */
+	struct lite_lease_counters lease;	/* out */
 };
 
 #define LITE_STATUS_EXPELLED	(1U << 0)	/* the cluster dropped this

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory usable without a round trip: leases, and frees that do not wait.
+ *
+ * A node keeps, per memory node (itself included), a lease: LMRs that the
+ * memory node allocated, zeroed and published as ours ahead of demand, in
+ * power-of-two size classes from one page to LITE_LEASE_MAX. An allocation
+ * of a size its lease has in stock takes one and cuts its layout to the
+ * size asked for: local bookkeeping, no message. A class is stocked once
+ * an allocation found it empty; every such miss doubles how many LMRs it
+ * keeps, up to lease_kb of memory (and LITE_LEASE_DEPTH_MAX LMRs) per class
+ * and memory node. One work item per lease refills it in the background
+ * with LMR_ALLOC requests marked LITE_WIRE_ALLOC_LEASE (the memory node
+ * counts that memory apart, as lease memory). A class nobody claimed from
+ * for lease_idle_ms gives its stock back; the stock of a memory node that
+ * left is dropped; when this node goes down, its stock goes with it (a
+ * memory node frees what a node that left held).
+ *
+ * Stock is memory nobody is charged for: the user who claims an LMR is
+ * charged its size then. Claimed LMRs are ordinary LMRs: shared, mapped
+ * (a mapper cuts the chunk list to the size it was published with),
+ * revoked and freed as any other.
+ *
+ * The owner's free of an LMR nobody else can have mapped (never published
+ * under a name) does not wait for the memory node either: its FREE goes
+ * out from close_wq, one at a time per node, for at most
+ * LITE_FREE_QUEUE_MAX LMRs and LITE_FREE_PENDING_MAX bytes queued: beyond
+ * that (a loop that frees faster than the memory node answers) and for
+ * published LMRs, free waits as before. The FREE of an LMR never published
+ * tells the memory node so (LITE_WIRE_FREE_UNMAPPED): it does not ask the
+ * owner to drop a mapping it cannot have.
+ */
+#include <linux/slab.h>
+#include <linux/log2.h>
+#include <linux/moduleparam.h>
+
+#include "internal.h"
+
+static unsigned int lite_lease_kb = 8192;
+module_param_named(lease_kb, lite_lease_kb, uint, 0644);
+MODULE_PARM_DESC(lease_kb,
+		 "memory allocated ahead per size class and memory node for LITE_alloc, KiB (0: no leases)");
+
+static unsigned int lite_lease_idle_ms = 10000;
+module_param_named(lease_idle_ms, lite_lease_idle_ms, uint, 0644);
+MODULE_PARM_DESC(lease_idle_ms,
+		 "a size class nobody allocated from for this long gives its stock back, ms");
+
+#define LITE_LEASE_DEPTH_MAX	64		/* LMRs one class keeps */
+#define LITE_LEASE_SCAN_MS	1000		/* idle stock checked this often */
+#define LITE_FREE_PENDING_MAX	(16ULL << 20)	/* bytes of FREEs queued */
+#define LITE_FREE_QUEUE_MAX	32		/* FREEs queued */
+
+static_assert(LITE_LEASE_MAX == PAGE_SIZE << (LITE_LEASE_CLASSES - 1));
+
+/* The class of an allocation of @size bytes (1 .. LITE_LEASE_MAX). */
+static u32 lite_lease_class(u64 size)
+{
+	return order_base_2(DIV_ROUND_UP(size, PAGE_SIZE));
+}
+
+static u64 lite_lease_class_bytes(u32 c)
+{
+	return (u64)PAGE_SIZE << c;
+}
+
+/* The most LMRs class @c may keep. */
+static u32 lite_lease_depth_max(u32 c)
+{
+	u64 budget = (u64)READ_ONCE(lite_lease_kb) << 10;
+
+	return min_t(u64, budget / lite_lease_class_bytes(c),
+		     LITE_LEASE_DEPTH_MAX);
+}
+
+static void lite_lease_count(struct lite_node *node, u32 c, int n)
+{
+	atomic64_add(n, &node->stats.lease_stock_lmrs);
+	atomic64_add(n * (s64)lite_lease_class_bytes(c),
+		     &node->stats.lease_stock_bytes);
+}
+
+/* Check the stock now and then while there is some; node->lease_lock. */
+static void lite_lease_scan_soon(struct lite_node *node, unsigned long delay)
+{
+	lockdep_assert_held(&node->lease_lock);
+	if (!node->lease_down)
+		mod_delayed_work(node->close_wq, &node->lease_work, delay);
+}
+
+/* Take class @cl's stock onto @to; node->lease_lock held. */
+static void lite_lease_empty(struct lite_node *node, struct lite_lease *l,
+			     u32 c, struct list_head *to)
+{
+	struct lite_lease_class *cl = &l->cls[c];
+
+	lockdep_assert_held(&node->lease_lock);
+	lite_lease_count(node, c, -(int)cl->have);
+	list_splice_tail_init(&cl->stock, to);
+	cl->have = 0;
+	cl->target = 0;
+}
+
+/* The first class of @l to refill, or LITE_LEASE_CLASSES for none. */
+static u32 lite_lease_wanted(struct lite_node *node, struct lite_lease *l)
+{
+	u32 c;
+
+	spin_lock(&node->lease_lock);
+	for (c = 0; c < LITE_LEASE_CLASSES && !node->lease_down; c++)
+		if (l->cls[c].have < l->cls[c].target)
+			break;
+	if (node->lease_down)
+		c = LITE_LEASE_CLASSES;
+	spin_unlock(&node->lease_lock);
+	return c;
+}
+
+/* Put @lmr into class @c's stock if it is still wanted; else false. */
+static bool lite_lease_stock(struct lite_node *node, struct lite_lease *l,
+			     u32 c, struct lite_lmr *lmr)
+{
+	struct lite_lease_class *cl = &l->cls[c];
+	bool wanted;
+
+	spin_lock(&node->lease_lock);
+	wanted = !node->lease_down && cl->have < cl->target;
+	if (wanted) {
+		list_add_tail(&lmr->lease_entry, &cl->stock);
+		cl->have++;
+		lite_lease_count(node, c, 1);
+		if (!delayed_work_pending(&node->lease_work))
+			lite_lease_scan_soon(node, msecs_to_jiffies(
+						     LITE_LEASE_SCAN_MS));
+	}
+	spin_unlock(&node->lease_lock);
+	return wanted;
+}
+
+/* A failed refill: keep what there is, grow again on the next miss. */
+static void lite_lease_failed(struct lite_node *node, struct lite_lease *l,
+			      u32 c)
+{
+	spin_lock(&node->lease_lock);
+	l->cls[c].target = l->cls[c].have;
+	spin_unlock(&node->lease_lock);
+}
+
+/* close_wq: bring @l's classes up to their targets, one LMR at a time. */
+static void lite_lease_refill(struct work_struct *work)
+{
+	struct lite_lease *l = container_of(work, struct lite_lease, refill);
+	struct lite_node *node = l->node;
+	struct lite_lmr *lmr;
+	u32 c;
+	int ret;
+
+	while ((c = lite_lease_wanted(node, l)) < LITE_LEASE_CLASSES) {
+		ret = lite_lmr_request(node, l->mem_node,
+				       lite_lease_class_bytes(c), 0,
+				       LITE_WIRE_ALLOC_LEASE, GLOBAL_ROOT_UID,
+				       0, &lmr);
+		if (ret) {
+			/* Unreachable, or out of memory: the next miss asks. */
+			lite_lease_failed(node, l, c);
+			return;
+		}
+		if (!lite_lease_stock(node, l, c, lmr))
+			lite_lmr_release(lmr, true);	/* not wanted now */
+	}
+}
+
+/* Refill @l in the background; node->lease_lock held. */
+static void lite_lease_kick(struct lite_node *node, struct lite_lease *l)
+{
+	lockdep_assert_held(&node->lease_lock);
+	if (!node->lease_down)
+		queue_work(node->close_wq, &l->refill);
+}
+
+/* Node @mem_node's lease, made on first use; NULL once we go down. */
+static struct lite_lease *lite_lease_get(struct lite_node *node, u16 mem_node)
+{
+	struct lite_lease *l, *fresh;
+	u32 c;
+
+	spin_lock(&node->lease_lock);
+	l = node->lease_down ? NULL : node->leases[mem_node];
+	spin_unlock(&node->lease_lock);
+	if (l)
+		return l;
+	fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+	if (!fresh)
+		return NULL;
+	fresh->node = node;
+	fresh->mem_node = mem_node;
+	INIT_WORK(&fresh->refill, lite_lease_refill);
+	for (c = 0; c < LITE_LEASE_CLASSES; c++)
+		INIT_LIST_HEAD(&fresh->cls[c].stock);
+	spin_lock(&node->lease_lock);
+	if (!node->lease_down && !node->leases[mem_node]) {
+		node->leases[mem_node] = fresh;
+		fresh = NULL;
+	}
+	l = node->lease_down ? NULL : node->leases[mem_node];
+	spin_unlock(&node->lease_lock);
+	kfree(fresh);
+	return l;
+}
+
+/**
+ * lite_lease_claim - an LMR from this node's lease of @mem_node's memory
+ * @node: our node
+ * @mem_node: the memory node (1 .. LITE_MAX_NODES; may be ourselves)
+ * @size: bytes wanted
+ * @flags: LITE_WIRE_LMR_*: leases hold LMRs without flags only
+ *
+ * Takes an LMR of @size's class from the stock and cuts it to @size
+ * bytes; either way, refills the class in the background (an empty class
+ * keeps more from now on). Takes node->lease_lock; may sleep.
+ *
+ * Return: the LMR, on node->lmrs, with a reference and nobody charged for
+ * it (the caller sets uid and charge); or NULL: ask the memory node.
+ */
+struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
+				  u64 size, u32 flags)
+{
+	struct lite_lease_class *cl;
+	struct lite_lmr *lmr;
+	struct lite_lease *l;
+	bool usable;
+	u32 c;
+
+	if (flags || !size || size > LITE_LEASE_MAX || !mem_node ||
+	    mem_node > LITE_MAX_NODES || !READ_ONCE(lite_lease_kb))
+		return NULL;
+	c = lite_lease_class(size);
+	l = lite_lease_get(node, mem_node);
+	if (!l)
+		return NULL;
+	cl = &l->cls[c];
+	spin_lock(&node->lease_lock);
+	lmr = list_first_entry_or_null(&cl->stock, struct lite_lmr,
+				       lease_entry);
+	if (lmr) {
+		list_del_init(&lmr->lease_entry);
+		cl->have--;
+		lite_lease_count(node, c, -1);
+	} else {
+		cl->target = clamp_t(u32, cl->target * 2, 2,
+				     lite_lease_depth_max(c));
+	}
+	cl->used = jiffies;
+	if (cl->have < cl->target)
+		lite_lease_kick(node, l);
+	spin_unlock(&node->lease_lock);
+	if (!lmr) {
+		atomic64_inc(&node->stats.lease_misses);
+		return NULL;
+	}
+
+	spin_lock_bh(&lmr->lock);
+	usable = !lmr->revoked && !lmr->mem_gone;
+	spin_unlock_bh(&lmr->lock);
+	/* Its memory node left since: asking it fails properly. */
+	if (!usable || lite_layout_fit(&lmr->layout, lmr->chunks, size)) {
+		lite_lmr_release(lmr, usable);
+		atomic64_inc(&node->stats.lease_misses);
+		return NULL;
+	}
+	atomic64_inc(&node->stats.lease_hits);
+	return lmr;
+}
+
+/* close_wq: give back stock unclaimed for lease_idle_ms, drop dead stock. */
+static void lite_lease_scan(struct work_struct *work)
+{
+	struct lite_node *node = container_of(to_delayed_work(work),
+					      struct lite_node, lease_work);
+	unsigned long idle = msecs_to_jiffies(READ_ONCE(lite_lease_idle_ms));
+	struct lite_lmr *lmr, *tmp;
+	bool stocked = false;
+	struct lite_lease *l;
+	LIST_HEAD(back);
+	u32 id, c;
+
+	spin_lock(&node->lease_lock);
+	list_splice_init(&node->lease_dead, &back);
+	for (id = 1; id <= LITE_MAX_NODES; id++) {
+		l = node->leases[id];
+		for (c = 0; l && c < LITE_LEASE_CLASSES; c++) {
+			if (l->cls[c].have &&
+			    time_after(jiffies, l->cls[c].used + idle))
+				lite_lease_empty(node, l, c, &back);
+			stocked |= l->cls[c].have > 0;
+		}
+	}
+	if (stocked)
+		lite_lease_scan_soon(node, msecs_to_jiffies(LITE_LEASE_SCAN_MS));
+	spin_unlock(&node->lease_lock);
+
+	list_for_each_entry_safe(lmr, tmp, &back, lease_entry) {
+		list_del_init(&lmr->lease_entry);
+		lite_lmr_release(lmr, true);	/* nothing to free if gone */
+	}
+}
+
+/**
+ * lite_lease_peer_gone - member @id left: its lease is worthless
+ * @node: our node; node->lock held
+ * @id: the member that left
+ *
+ * Its stock (already marked gone by lite_lmrs_mem_gone()) is dropped in
+ * the background; allocations on @id ask it from now on, and fail.
+ */
+void lite_lease_peer_gone(struct lite_node *node, u16 id)
+{
+	struct lite_lease *l;
+	u32 c;
+
+	lockdep_assert_held(&node->lock);
+	spin_lock(&node->lease_lock);
+	l = node->leases[id];
+	for (c = 0; l && c < LITE_LEASE_CLASSES; c++)
+		lite_lease_empty(node, l, c, &node->lease_dead);
+	if (!list_empty(&node->lease_dead))
+		lite_lease_scan_soon(node, 0);
+	spin_unlock(&node->lease_lock);
+}
+
+/**
+ * lite_lease_free_later - have the memory node free @lmr in the background
+ * @lmr: an LMR its owner let go of, revoked, never published
+ *
+ * Queues it for free_work, which sends the FREEs one at a time. Takes
+ * node->lease_lock; does not sleep.
+ *
+ * Return: true if it was queued (the queue takes over the caller's
+ * reference); false while too many bytes wait, or once the node goes
+ * down: the caller frees it itself.
+ */
+bool lite_lease_free_later(struct lite_lmr *lmr)
+{
+	struct lite_node *node = lmr->node;
+	bool queued = false;
+
+	spin_lock(&node->lease_lock);
+	if (!node->lease_down && node->frees_queued < LITE_FREE_QUEUE_MAX &&
+	    node->frees_pending + lmr->layout.size <= LITE_FREE_PENDING_MAX) {
+		node->frees_pending += lmr->layout.size;
+		node->frees_queued++;
+		list_add_tail(&lmr->lease_entry, &node->frees);
+		queue_work(node->close_wq, &node->free_work);
+		queued = true;
+	}
+	spin_unlock(&node->lease_lock);
+	return queued;
+}
+
+/* close_wq: the FREEs of LMRs whose owners did not wait, in turn. */
+static void lite_lease_free_work(struct work_struct *work)
+{
+	struct lite_node *node = container_of(work, struct lite_node,
+					      free_work);
+	struct lite_lmr *lmr;
+	u64 size;
+
+	for (;;) {
+		spin_lock(&node->lease_lock);
+		lmr = list_first_entry_or_null(&node->frees, struct lite_lmr,
+					       lease_entry);
+		if (lmr)
+			list_del_init(&lmr->lease_entry);
+		spin_unlock(&node->lease_lock);
+		if (!lmr)
+			return;
+		size = lmr->layout.size;
+		lite_lmr_free_queued(lmr);
+		spin_lock(&node->lease_lock);
+		node->frees_pending -= size;
+		node->frees_queued--;
+		spin_unlock(&node->lease_lock);
+	}
+}
+
+/**
+ * lite_lease_node_init - set up a new node's leases (none yet)
+ * @node: the node being created
+ */
+void lite_lease_node_init(struct lite_node *node)
+{
+	spin_lock_init(&node->lease_lock);
+	INIT_LIST_HEAD(&node->lease_dead);
+	INIT_DELAYED_WORK(&node->lease_work, lite_lease_scan);
+	INIT_LIST_HEAD(&node->frees);
+	INIT_WORK(&node->free_work, lite_lease_free_work);
+}
+
+/**
+ * lite_lease_node_down - the node goes down: no refills, no stock
+ * @node: the node, dying (lite_cluster_leave() told the members)
+ *
+ * Waits for a refill in progress (its request fails once the members
+ * drop us) and for the queued FREEs (they find no connection now, or
+ * one about to close); the stock is dropped without FREE: each memory
+ * node frees what a node that left held. Sleeps.
+ */
+void lite_lease_node_down(struct lite_node *node)
+{
+	struct lite_lmr *lmr, *tmp;
+	struct lite_lease *l;
+	LIST_HEAD(gone);
+	u32 id, c;
+
+	spin_lock(&node->lease_lock);
+	node->lease_down = true;	/* nothing is queued from now on */
+	spin_unlock(&node->lease_lock);
+	cancel_delayed_work_sync(&node->lease_work);
+	for (id = 1; id <= LITE_MAX_NODES; id++)
+		if (node->leases[id])	/* fixed now: lease_down */
+			cancel_work_sync(&node->leases[id]->refill);
+	flush_work(&node->free_work);	/* nothing joins the queue now */
+
+	spin_lock(&node->lease_lock);
+	list_splice_init(&node->lease_dead, &gone);
+	for (id = 1; id <= LITE_MAX_NODES; id++) {
+		l = node->leases[id];
+		for (c = 0; l && c < LITE_LEASE_CLASSES; c++)
+			lite_lease_empty(node, l, c, &gone);
+	}
+	spin_unlock(&node->lease_lock);
+	list_for_each_entry_safe(lmr, tmp, &gone, lease_entry) {
+		list_del_init(&lmr->lease_entry);
+		lite_lmr_release(lmr, false);
+	}
+}
+
+/**
+ * lite_lease_node_free - free a node's lease structures
+ * @node: the node, after lite_lease_node_down() (or never up)
+ */
+void lite_lease_node_free(struct lite_node *node)
+{
+	u32 id;
+
+	for (id = 1; id <= LITE_MAX_NODES; id++)
+		kfree(node->leases[id]);
+}
