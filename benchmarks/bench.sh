@@ -752,7 +752,7 @@ run_to "$out/reg-cost.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" 
 # same paced; "-" for a side skipped on ENOMEM or not paced) with the
 # ratios added.
 awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.csv" "$awk_lib"'
-	function ratio(nr, nd, la, lf) {
+	function cost_ratio(nr, nd, la, lf) {
 		if (nr == "-" || nd == "-" || la == "-" || lf == "-" || nr + nd <= 0)
 			return "-"
 		return sprintf("%.2f", (la + lf) / (nr + nd))
@@ -760,7 +760,7 @@ awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.cs
 	BEGIN {
 		printf "\nmaking memory usable, guest kernel %s, %s on QEMU/TCG; median us per call\n", kver, dev
 		printf "native: ibv_reg_mr / ibv_dereg_mr of a touched buffer; lite: LITE_alloc / LITE_free on node %s\n", node
-		printf "back to back, and paced (10 ms apart; sizes up to 1M, which lite serves from its lease)\n"
+		printf "back to back, and paced (10 ms of computing before each call; sizes up to 1M, which lite serves from its lease)\n"
 		fmt = "%6s %9s %9s %10s %10s %6s | %9s %9s %10s %10s %6s\n"
 		printf fmt, "size", "reg", "dereg", "lite alloc", "lite free", "ratio", "reg", "dereg", "lite alloc", "lite free", "ratio"
 		print "size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us,ratio," \
@@ -768,8 +768,8 @@ awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.cs
 	}
 	FNR == 1 { next }
 	{
-		r = ratio($2, $3, $4, $5)
-		rp = ratio($6, $7, $8, $9)
+		r = cost_ratio($2, $3, $4, $5)
+		rp = cost_ratio($6, $7, $8, $9)
 		printf fmt, human($1), $2, $3, $4, $5, r, $6, $7, $8, $9, rp
 		print $1 "," $2 "," $3 "," $4 "," $5 "," r "," $6 "," $7 "," $8 "," $9 "," rp "," kver >csv
 	}

@@ -12,9 +12,10 @@
 //           fetches its layout).
 //
 // Each side runs twice for sizes up to 1 MiB (lite's lease sizes): back to
-// back, and paced (--pace-ms apart, 10 by default: an application that
-// allocates now and then, whose lease the memory node refills between
-// calls); larger sizes run back to back only ("-" in the paced columns).
+// back, and paced (--pace-ms of computing, a busy loop, before each call,
+// 10 by default: an application that allocates now and then, whose lease
+// the memory node refills meanwhile); larger sizes run back to back only
+// ("-" in the paced columns).
 // Back to back, lite's lease runs dry after its depth and the calls ask the
 // memory node again: both columns matter.
 //
@@ -52,7 +53,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 namespace
@@ -83,8 +83,8 @@ size; prints CSV on stdout. The lite nodes must be up already (litectl up).
                  3 above)
   --sizes LIST   comma-separated sizes, with an optional K, M or G suffix
                  (default 4K,64K,1M,16M,256M,1G)
-  --pace-ms N    also measure sizes up to 1M with N ms between calls
-                 (default 10; 0: back to back only)
+  --pace-ms N    also measure sizes up to 1M with N ms of computing (a busy
+                 loop) before each call (default 10; 0: back to back only)
 )";
 
 using Clock = std::chrono::steady_clock;
@@ -115,8 +115,29 @@ struct Medians {
 struct Rounds {
     unsigned iters = 0;
     unsigned warmup = 0;
-    std::chrono::milliseconds pace{0}; // slept before each round
+    std::chrono::milliseconds pace{0}; // computed for before each round
 };
+
+// Keep this CPU busy for about @d, as a caller that computes between calls
+// does: sleeping instead would put a wake-up's cold caches into every call,
+// and reading the clock in a loop would too (the guest's clock source may
+// be an emulated device). An arithmetic loop, calibrated once.
+void compute_for(std::chrono::milliseconds d)
+{
+    static const double loops_per_ms = [] {
+        constexpr uint64_t kLoops = 20'000'000;
+        volatile uint64_t x = 0;
+        const auto t0 = Clock::now();
+        for (uint64_t i = 0; i < kLoops; i++)
+            x = x + i;
+        const double ms = static_cast<double>(ns_since(t0)) / 1e6;
+        return static_cast<double>(kLoops) / (ms > 0 ? ms : 1);
+    }();
+    volatile uint64_t x = 0;
+    const auto n = static_cast<uint64_t>(loops_per_ms * static_cast<double>(d.count()));
+    for (uint64_t i = 0; i < n; i++)
+        x = x + i;
+}
 
 // Native: @r.iters rounds (plus @r.warmup untimed) of ibv_reg_mr and
 // ibv_dereg_mr of one touched buffer of @size bytes; nothing on ENOMEM.
@@ -133,7 +154,7 @@ std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, const Rounds& r)
     std::vector<int64_t> reg;
     std::vector<int64_t> dereg;
     for (unsigned i = 0; i < r.warmup + r.iters; i++) {
-        std::this_thread::sleep_for(r.pace);
+        compute_for(r.pace);
         const auto t0 = Clock::now();
         ibv_mr* mr = ibv_reg_mr(pd, buf.get(), size, access);
         const int64_t t_reg = ns_since(t0);
@@ -166,7 +187,7 @@ std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, con
     std::vector<int64_t> alloc;
     std::vector<int64_t> frees;
     for (unsigned i = 0; i < r.warmup + r.iters; i++) {
-        std::this_thread::sleep_for(r.pace);
+        compute_for(r.pace);
         lite_lmr_t lmr = 0;
         const auto t0 = Clock::now();
         const int rc = LITE_alloc(lite, size, node, &lmr);

@@ -202,7 +202,6 @@ struct lite_dsm_stats {
 	atomic64_t prot_ns;
 };
 
-/* A DMA-mapped bounce buffer of LITE_BOUNCE_SIZE a node keeps (buf.c). */
 /*
  * A lease: LMRs a memory node allocated for us ahead of demand, by size
  * class (lease.c). Class c holds LMRs of PAGE_SIZE << c bytes.
@@ -211,10 +210,11 @@ struct lite_dsm_stats {
 #define LITE_LEASE_MAX		(PAGE_SIZE << (LITE_LEASE_CLASSES - 1))
 
 struct lite_lease_class {
-	struct list_head stock;		/* lite_lmr.lease_entry; lease_lock */
-	u32 have;			/* lease_lock: LMRs in @stock */
-	u32 target;			/* lease_lock: how many to keep */
-	unsigned long used;		/* lease_lock: jiffies, last claim */
+	struct list_head stock;		/* lite_lmr.lease_entry; the node's
+					 * lease_lock, as the fields below */
+	u32 have;			/* LMRs in @stock */
+	u32 target;			/* how many to keep */
+	unsigned long used;		/* jiffies of the last claim */
 };
 
 struct lite_lease {
@@ -225,6 +225,7 @@ struct lite_lease {
 					 * lease_lock */
 };
 
+/* A DMA-mapped bounce buffer of LITE_BOUNCE_SIZE a node keeps (buf.c). */
 struct lite_stage_buf {
 	void *buf;
 	u64 dma;
@@ -291,18 +292,20 @@ struct lite_node {
 	atomic64_t mem_lmrs;
 
 	/* Leases and frees that do not wait (lease.c). */
-	spinlock_t lease_lock;		/* protects the fields below and the
-					 * classes of every lite_lease */
+	spinlock_t lease_lock;		/* protects the fields below up to
+					 * @frees_queued, and the classes of
+					 * every lite_lease */
 	struct lite_lease *leases[LITE_MAX_NODES + 1];	/* by memory node;
 					 * made on first use, freed with us */
-	bool lease_down;		/* the node goes down: queue nothing */
+	bool lease_down;		/* the node left: queue nothing, send
+					 * no FREE */
 	struct list_head lease_dead;	/* stock of members that left */
-	struct delayed_work lease_work;	/* on close_wq: lite_lease_scan() */
 	struct list_head frees;		/* LMRs whose FREE waits for free_work */
-	u64 frees_pending;		/* their bytes */
+	u64 frees_pending;		/* the memory they hold */
 	u32 frees_queued;		/* how many */
-	struct work_struct free_work;	/* on close_wq: sends them, one at a
-					 * time (FREEs must not take every
+	struct delayed_work lease_work;	/* on close_wq: lite_lease_scan() */
+	struct work_struct free_work;	/* on close_wq: sends @frees, one at
+					 * a time (FREEs must not take every
 					 * credit: the memory node's
 					 * INVALIDATEs need replies) */
 
@@ -549,6 +552,8 @@ struct lite_lmr {
 	kuid_t uid;			/* immutable: the user charged for it */
 	u64 charged;			/* immutable: bytes charged to @uid's
 					 * quota (0: a mapping, nothing) */
+	u64 held;			/* immutable: bytes its memory node
+					 * holds for it (a lease's: the class) */
 	struct lite_layout layout;	/* immutable once handed out (a
 					 * lease's stock is cut to size) */
 	struct lite_chunk *chunks;	/* immutable, layout's array */
@@ -1084,10 +1089,13 @@ void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn);
 struct lite_conn *lite_manager_conn(struct lite_node *node);
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		   u32 flags, kuid_t uid, struct lite_lmr **out);
-void lite_lmr_free_queued(struct lite_lmr *lmr);
-int lite_lmr_request(struct lite_node *node, u16 mem_node, u64 size,
-		     u32 flags, u32 how, kuid_t uid, u64 charged,
-		     struct lite_lmr **out);
+void lite_lmr_free_queued(struct lite_lmr *lmr, bool send);
+struct lite_alloc_req;
+struct lite_alloc_req *lite_lmr_request_start(struct lite_node *node,
+					      u16 mem_node, u64 size,
+					      u32 flags, u32 how, kuid_t uid,
+					      u64 charged);
+int lite_lmr_request_finish(struct lite_alloc_req *ar, struct lite_lmr **out);
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out);
 void lite_lmr_release(struct lite_lmr *lmr, bool owner);
@@ -1104,7 +1112,8 @@ int lite_invalidate_on(struct lite_node *node, u16 id,
 struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
 				  u64 size, u32 flags);
 void lite_lease_peer_gone(struct lite_node *node, u16 id);
-bool lite_lease_free_later(struct lite_lmr *lmr);
+u64 lite_lease_charge(u64 size, u32 flags);
+int lite_lease_free_later(struct lite_lmr *lmr, bool may_queue);
 void lite_lease_node_init(struct lite_node *node);
 void lite_lease_node_down(struct lite_node *node);
 void lite_lease_node_free(struct lite_node *node);

@@ -7,26 +7,28 @@
  * power-of-two size classes from one page to LITE_LEASE_MAX. An allocation
  * of a size its lease has in stock takes one and cuts its layout to the
  * size asked for: local bookkeeping, no message. A class is stocked once
- * an allocation found it empty; every such miss doubles how many LMRs it
- * keeps, up to lease_kb of memory (and LITE_LEASE_DEPTH_MAX LMRs) per class
- * and memory node. One work item per lease refills it in the background
- * with LMR_ALLOC requests marked LITE_WIRE_ALLOC_LEASE (the memory node
+ * an allocation found it empty (LITE_LEASE_BATCH LMRs); every later miss
+ * doubles how many LMRs it keeps, up to lease_kb of memory (and LITE_LEASE_DEPTH_MAX LMRs) per class
+ * and memory node. One work item per lease refills it in the background,
+ * LITE_LEASE_BATCH requests at a time, with LMR_ALLOC requests marked
+ * LITE_WIRE_ALLOC_LEASE (the memory node
  * counts that memory apart, as lease memory). A class nobody claimed from
  * for lease_idle_ms gives its stock back; the stock of a memory node that
  * left is dropped; when this node goes down, its stock goes with it (a
  * memory node frees what a node that left held).
  *
  * Stock is memory nobody is charged for: the user who claims an LMR is
- * charged its size then. Claimed LMRs are ordinary LMRs: shared, mapped
+ * charged its class then (lite_lease_charge()). Claimed LMRs are ordinary LMRs: shared, mapped
  * (a mapper cuts the chunk list to the size it was published with),
  * revoked and freed as any other.
  *
  * The owner's free of an LMR nobody else can have mapped (never published
  * under a name) does not wait for the memory node either: its FREE goes
  * out from close_wq, one at a time per node, for at most
- * LITE_FREE_QUEUE_MAX LMRs and LITE_FREE_PENDING_MAX bytes queued: beyond
- * that (a loop that frees faster than the memory node answers) and for
- * published LMRs, free waits as before. The FREE of an LMR never published
+ * LITE_FREE_QUEUE_MAX LMRs and LITE_FREE_PENDING_MAX bytes of memory
+ * queued: beyond that (a loop that frees faster than the memory node
+ * answers) and for published LMRs, free waits as before. The quota charge
+ * is returned once the FREE is queued or answered. The FREE of an LMR never published
  * tells the memory node so (LITE_WIRE_FREE_UNMAPPED): it does not ask the
  * owner to drop a mapping it cannot have.
  */
@@ -47,11 +49,10 @@ MODULE_PARM_DESC(lease_idle_ms,
 		 "a size class nobody allocated from for this long gives its stock back, ms");
 
 #define LITE_LEASE_DEPTH_MAX	64		/* LMRs one class keeps */
+#define LITE_LEASE_BATCH	8		/* refill requests at once */
 #define LITE_LEASE_SCAN_MS	1000		/* idle stock checked this often */
 #define LITE_FREE_PENDING_MAX	(16ULL << 20)	/* bytes of FREEs queued */
 #define LITE_FREE_QUEUE_MAX	32		/* FREEs queued */
-
-static_assert(LITE_LEASE_MAX == PAGE_SIZE << (LITE_LEASE_CLASSES - 1));
 
 /* The class of an allocation of @size bytes (1 .. LITE_LEASE_MAX). */
 static u32 lite_lease_class(u64 size)
@@ -62,6 +63,24 @@ static u32 lite_lease_class(u64 size)
 static u64 lite_lease_class_bytes(u32 c)
 {
 	return (u64)PAGE_SIZE << c;
+}
+
+/**
+ * lite_lease_charge - what an allocation of @size bytes counts for a quota
+ * @size: bytes asked for, at least 1
+ * @flags: LITE_WIRE_LMR_* asked for
+ *
+ * An allocation a lease may serve takes a whole size class there (and is
+ * charged that, whether it came from the lease or not); any other its
+ * size.
+ *
+ * Return: the bytes to charge.
+ */
+u64 lite_lease_charge(u64 size, u32 flags)
+{
+	if (flags || !size || size > LITE_LEASE_MAX)
+		return size;
+	return lite_lease_class_bytes(lite_lease_class(size));
 }
 
 /* The most LMRs class @c may keep. */
@@ -101,19 +120,25 @@ static void lite_lease_empty(struct lite_node *node, struct lite_lease *l,
 	cl->target = 0;
 }
 
-/* The first class of @l to refill, or LITE_LEASE_CLASSES for none. */
-static u32 lite_lease_wanted(struct lite_node *node, struct lite_lease *l)
+/*
+ * How many LMRs to ask for (at most LITE_LEASE_BATCH), of the first class
+ * of @l that lacks some (in *@c); 0 for none.
+ */
+static u32 lite_lease_wanted(struct lite_node *node, struct lite_lease *l,
+			     u32 *c)
 {
-	u32 c;
+	u32 n = 0;
 
 	spin_lock(&node->lease_lock);
-	for (c = 0; c < LITE_LEASE_CLASSES && !node->lease_down; c++)
-		if (l->cls[c].have < l->cls[c].target)
+	for (*c = 0; *c < LITE_LEASE_CLASSES && !node->lease_down; (*c)++) {
+		if (l->cls[*c].have < l->cls[*c].target) {
+			n = min_t(u32, l->cls[*c].target - l->cls[*c].have,
+				  LITE_LEASE_BATCH);
 			break;
-	if (node->lease_down)
-		c = LITE_LEASE_CLASSES;
+		}
+	}
 	spin_unlock(&node->lease_lock);
-	return c;
+	return n;
 }
 
 /* Put @lmr into class @c's stock if it is still wanted; else false. */
@@ -146,27 +171,42 @@ static void lite_lease_failed(struct lite_node *node, struct lite_lease *l,
 	spin_unlock(&node->lease_lock);
 }
 
-/* close_wq: bring @l's classes up to their targets, one LMR at a time. */
+/*
+ * close_wq: bring @l's classes up to their targets, up to LITE_LEASE_BATCH
+ * requests under way at once (the memory node zeroes them in parallel).
+ */
 static void lite_lease_refill(struct work_struct *work)
 {
 	struct lite_lease *l = container_of(work, struct lite_lease, refill);
+	struct lite_alloc_req *reqs[LITE_LEASE_BATCH];
 	struct lite_node *node = l->node;
+	u32 c, n, started, i;
 	struct lite_lmr *lmr;
-	u32 c;
-	int ret;
+	bool failed;
 
-	while ((c = lite_lease_wanted(node, l)) < LITE_LEASE_CLASSES) {
-		ret = lite_lmr_request(node, l->mem_node,
-				       lite_lease_class_bytes(c), 0,
-				       LITE_WIRE_ALLOC_LEASE, GLOBAL_ROOT_UID,
-				       0, &lmr);
-		if (ret) {
+	while ((n = lite_lease_wanted(node, l, &c))) {
+		for (started = 0; started < n; started++) {
+			reqs[started] = lite_lmr_request_start(node,
+					l->mem_node, lite_lease_class_bytes(c),
+					0, LITE_WIRE_ALLOC_LEASE,
+					GLOBAL_ROOT_UID, 0);
+			if (IS_ERR(reqs[started]))
+				break;
+		}
+		failed = started < n;
+		for (i = 0; i < started; i++) {
+			if (lite_lmr_request_finish(reqs[i], &lmr)) {
+				failed = true;
+				continue;
+			}
+			if (!lite_lease_stock(node, l, c, lmr))
+				lite_lmr_release(lmr, true);	/* not wanted */
+		}
+		if (failed) {
 			/* Unreachable, or out of memory: the next miss asks. */
 			lite_lease_failed(node, l, c);
 			return;
 		}
-		if (!lite_lease_stock(node, l, c, lmr))
-			lite_lmr_release(lmr, true);	/* not wanted now */
 	}
 }
 
@@ -247,8 +287,9 @@ struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
 		cl->have--;
 		lite_lease_count(node, c, -1);
 	} else {
-		cl->target = clamp_t(u32, cl->target * 2, 2,
-				     lite_lease_depth_max(c));
+		cl->target = min_t(u32, max_t(u32, cl->target * 2,
+					      LITE_LEASE_BATCH),
+				   lite_lease_depth_max(c));
 	}
 	cl->used = jiffies;
 	if (cl->have < cl->target)
@@ -299,9 +340,10 @@ static void lite_lease_scan(struct work_struct *work)
 		lite_lease_scan_soon(node, msecs_to_jiffies(LITE_LEASE_SCAN_MS));
 	spin_unlock(&node->lease_lock);
 
+	/* Their FREEs are queued; none once we left (or if gone). */
 	list_for_each_entry_safe(lmr, tmp, &back, lease_entry) {
 		list_del_init(&lmr->lease_entry);
-		lite_lmr_release(lmr, true);	/* nothing to free if gone */
+		lite_lmr_release(lmr, true);
 	}
 }
 
@@ -330,31 +372,35 @@ void lite_lease_peer_gone(struct lite_node *node, u16 id)
 
 /**
  * lite_lease_free_later - have the memory node free @lmr in the background
- * @lmr: an LMR its owner let go of, revoked, never published
+ * @lmr: an LMR its owner let go of, revoked
+ * @may_queue: it was never published (nobody else can have mapped it)
  *
  * Queues it for free_work, which sends the FREEs one at a time. Takes
  * node->lease_lock; does not sleep.
  *
- * Return: true if it was queued (the queue takes over the caller's
- * reference); false while too many bytes wait, or once the node goes
- * down: the caller frees it itself.
+ * Return: 0 if it was queued (the queue takes over the caller's
+ * reference); -EBUSY if it may not be, or while too much waits: the caller
+ * sends the FREE itself; -ESHUTDOWN once our node left the cluster: no
+ * FREE is needed (each memory node frees what a node that left held).
  */
-bool lite_lease_free_later(struct lite_lmr *lmr)
+int lite_lease_free_later(struct lite_lmr *lmr, bool may_queue)
 {
 	struct lite_node *node = lmr->node;
-	bool queued = false;
+	int ret = -EBUSY;
 
 	spin_lock(&node->lease_lock);
-	if (!node->lease_down && node->frees_queued < LITE_FREE_QUEUE_MAX &&
-	    node->frees_pending + lmr->layout.size <= LITE_FREE_PENDING_MAX) {
-		node->frees_pending += lmr->layout.size;
+	if (node->lease_down) {
+		ret = -ESHUTDOWN;
+	} else if (may_queue && node->frees_queued < LITE_FREE_QUEUE_MAX &&
+		   node->frees_pending + lmr->held <= LITE_FREE_PENDING_MAX) {
+		node->frees_pending += lmr->held;
 		node->frees_queued++;
 		list_add_tail(&lmr->lease_entry, &node->frees);
 		queue_work(node->close_wq, &node->free_work);
-		queued = true;
+		ret = 0;
 	}
 	spin_unlock(&node->lease_lock);
-	return queued;
+	return ret;
 }
 
 /* close_wq: the FREEs of LMRs whose owners did not wait, in turn. */
@@ -363,23 +409,22 @@ static void lite_lease_free_work(struct work_struct *work)
 	struct lite_node *node = container_of(work, struct lite_node,
 					      free_work);
 	struct lite_lmr *lmr;
-	u64 size;
+	bool send;
 
 	for (;;) {
 		spin_lock(&node->lease_lock);
 		lmr = list_first_entry_or_null(&node->frees, struct lite_lmr,
 					       lease_entry);
-		if (lmr)
+		if (lmr) {
 			list_del_init(&lmr->lease_entry);
+			node->frees_pending -= lmr->held;
+			node->frees_queued--;
+		}
+		send = !node->lease_down;
 		spin_unlock(&node->lease_lock);
 		if (!lmr)
 			return;
-		size = lmr->layout.size;
-		lite_lmr_free_queued(lmr);
-		spin_lock(&node->lease_lock);
-		node->frees_pending -= size;
-		node->frees_queued--;
-		spin_unlock(&node->lease_lock);
+		lite_lmr_free_queued(lmr, send);
 	}
 }
 
@@ -401,9 +446,9 @@ void lite_lease_node_init(struct lite_node *node)
  * @node: the node, dying (lite_cluster_leave() told the members)
  *
  * Waits for a refill in progress (its request fails once the members
- * drop us) and for the queued FREEs (they find no connection now, or
- * one about to close); the stock is dropped without FREE: each memory
- * node frees what a node that left held. Sleeps.
+ * drop us, or times out) and for a FREE being sent; queued FREEs and the
+ * stock are dropped without one: each memory node frees what a node that
+ * left held. Sleeps.
  */
 void lite_lease_node_down(struct lite_node *node)
 {

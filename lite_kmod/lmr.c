@@ -359,6 +359,9 @@ struct lite_alloc_req {
 	u16 mem_node;			/* immutable */
 	kuid_t uid;			/* immutable: charged @charged */
 	u64 charged;			/* quota charge to return, or 0 */
+	u64 size;			/* immutable */
+	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
+	unsigned long deadline;		/* immutable: the requester gives up */
 	struct lite_wire_lmr *rep;	/* the reply (LITE_MSG_MAX bytes) */
 	struct work_struct reap;	/* abandoned: on node->close_wq */
 };
@@ -430,6 +433,8 @@ static struct lite_alloc_req *lite_alloc_req_start(struct lite_node *node,
 	ar->mem_node = mem_node;
 	ar->uid = uid;
 	ar->charged = charged;
+	ar->size = size;
+	ar->flags = flags;
 	INIT_WORK(&ar->reap, lite_alloc_req_reap);
 	*err = lite_call_start_async(conn, &ar->call, lite_alloc_req_done,
 				     LITE_MSG_LMR_ALLOC, &req, sizeof(req),
@@ -517,6 +522,7 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 			   le32_to_cpu(rep->rkey), flags);
 	if (!lmr)
 		return -ENOMEM;
+	lmr->held = size;
 	if (le64_to_cpu(rep->size) != size || le32_to_cpu(rep->flags) != flags)
 		ret = -EPROTO;
 	else
@@ -534,33 +540,33 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 }
 
 /**
- * lite_lmr_request - have node @mem_node allocate @size bytes for us
+ * lite_lmr_request_start - ask node @mem_node to allocate @size bytes for us
  * @node: the requesting node
  * @mem_node: the node whose memory it is (may be @node itself)
  * @size: bytes, 1 .. LITE_LMR_MAX
  * @flags: LITE_WIRE_LMR_*
  * @how: LITE_WIRE_ALLOC_*: LEASE for a lease's stock (lease.c)
  * @uid: the user charged @charged bytes for it on @node
- * @charged: the charge, or 0; the LMR takes it over, a failed request
- *	returns it (an abandoned one once the memory node answered)
- * @out: the LMR, on success
+ * @charged: the charge, or 0; the request takes it over: a failed one
+ *	returns it (an abandoned one once the memory node answered), the LMR
+ *	carries it
  *
- * One LMR_ALLOC round trip, and LMR_CHUNKS ones for a long chunk list.
- * Sleeps, bounded by a deadline that grows with @size, and killable.
+ * Sends LMR_ALLOC, waiting for a connection to @mem_node if it is being
+ * made again; lite_lmr_request_finish() waits for the answer. Several may
+ * be under way at once. Sleeps.
  *
- * Return: 0; -ETIMEDOUT or -EINTR if the caller gave up (timeout, fatal
- * signal): the memory node then stops or frees the allocation, and the
- * charge stays until it did; or another error of the request.
+ * Return: the request, or an ERR_PTR: -EHOSTUNREACH (-ENOTCONN for
+ * ourselves) without a connection, -ENOMEM, or the error of the send.
  */
-int lite_lmr_request(struct lite_node *node, u16 mem_node, u64 size,
-		     u32 flags, u32 how, kuid_t uid, u64 charged,
-		     struct lite_lmr **out)
+struct lite_alloc_req *lite_lmr_request_start(struct lite_node *node,
+					      u16 mem_node, u64 size,
+					      u32 flags, u32 how, kuid_t uid,
+					      u64 charged)
 {
 	/* Zeroing a GiB under emulation takes a while: allow for it. */
 	unsigned long deadline = jiffies + msecs_to_jiffies(
 		LITE_CALL_TIMEOUT_MS + (size >> 20) * 50);
 	struct lite_alloc_req *ar;
-	bool abandoned = false;
 	struct lite_conn *conn;
 	int ret;
 
@@ -568,35 +574,56 @@ int lite_lmr_request(struct lite_node *node, u16 mem_node, u64 size,
 				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 	if (!conn) {
 		lite_quota_uncharge(node, uid, charged);
-		return mem_node == READ_ONCE(node->self_id) ? -ENOTCONN :
-		       -EHOSTUNREACH;
+		return ERR_PTR(mem_node == READ_ONCE(node->self_id) ?
+			       -ENOTCONN : -EHOSTUNREACH);
 	}
-	lite_conn_get(conn);	/* @ar takes one reference */
+	/* @ar takes the reference over. */
 	ar = lite_alloc_req_start(node, conn, mem_node, uid, charged, size,
 				  flags, how, &ret);
 	if (!ar) {
 		lite_quota_uncharge(node, uid, charged);
-		goto out;
+		return ERR_PTR(ret);
 	}
-	ret = lite_alloc_req_wait(ar, mem_node, deadline, &abandoned);
+	ar->deadline = deadline;
+	return ar;
+}
+
+/**
+ * lite_lmr_request_finish - the LMR lite_lmr_request_start() asked for
+ * @ar: the request; it is over on return
+ * @out: the LMR, on success, carrying the request's charge
+ *
+ * Waits for the answer, bounded by a deadline that grows with the size,
+ * and killably; fetches the rest of a long chunk list. Sleeps.
+ *
+ * Return: 0; -ETIMEDOUT or -EINTR if the caller gave up (timeout, fatal
+ * signal): the memory node then stops or frees the allocation, and the
+ * charge stays until it did; or another error of the request.
+ */
+int lite_lmr_request_finish(struct lite_alloc_req *ar, struct lite_lmr **out)
+{
+	struct lite_conn *conn = ar->call.conn;
+	struct lite_node *node = ar->node;
+	bool abandoned = false;
+	int ret;
+
+	ret = lite_alloc_req_wait(ar, ar->mem_node, ar->deadline, &abandoned);
 	if (abandoned)
-		goto out;	/* with its charge */
+		return ret;	/* @ar, with its charge, is its done_fn's */
 	if (!ret) {
-		ret = lite_lmr_from_reply(node, conn, mem_node, size, flags,
-					  ar->rep, deadline, out);
+		ret = lite_lmr_from_reply(node, conn, ar->mem_node, ar->size,
+					  ar->flags, ar->rep, ar->deadline, out);
 		if (ret)
-			lite_lmr_remote_free(conn, mem_node,
+			lite_lmr_remote_free(conn, ar->mem_node,
 					     le64_to_cpu(ar->rep->mr_id), true);
 	}
 	if (!ret) {
 		/* The charge goes with the LMR. */
-		(*out)->uid = uid;
-		(*out)->charged = charged;
+		(*out)->uid = ar->uid;
+		(*out)->charged = ar->charged;
 		ar->charged = 0;
 	}
 	lite_alloc_req_free(ar);
-out:
-	lite_conn_put(conn);
 	return ret;
 }
 
@@ -610,7 +637,8 @@ out:
  * @out: the LMR, on success
  *
  * From this node's lease of @mem_node's memory if it has one of the size
- * (no message at all), else by a request to @mem_node.
+ * (no message at all), else by a request to @mem_node. @uid is charged
+ * lite_lease_charge() bytes: up to LITE_LEASE_MAX, the whole size class.
  *
  * Return: 0; -EDQUOT over @uid's quota; -ETIMEDOUT or -EINTR if the
  * caller gave up (timeout, fatal signal): the memory node then stops or
@@ -620,19 +648,24 @@ out:
 int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 		   u32 flags, kuid_t uid, struct lite_lmr **out)
 {
+	u64 charge = lite_lease_charge(size, flags);
+	struct lite_alloc_req *ar;
 	int ret;
 
-	ret = lite_quota_charge(node, uid, size);
+	ret = lite_quota_charge(node, uid, charge);
 	if (ret)
 		return ret;
 	*out = lite_lease_claim(node, mem_node, size, flags);
 	if (*out) {
 		(*out)->uid = uid;
-		(*out)->charged = size;
+		(*out)->charged = charge;
 		return 0;
 	}
-	return lite_lmr_request(node, mem_node, size, flags, 0, uid, size,
-				out);
+	ar = lite_lmr_request_start(node, mem_node, size, flags, 0, uid,
+				    charge);
+	if (IS_ERR(ar))
+		return PTR_ERR(ar);
+	return lite_lmr_request_finish(ar, out);
 }
 
 struct lite_lookup {
@@ -749,14 +782,17 @@ static void lite_lmr_free_remote(struct lite_lmr *lmr)
 }
 
 /**
- * lite_lmr_free_queued - send the FREE lite_lease_free_later() queued
+ * lite_lmr_free_queued - end an LMR lite_lease_free_later() queued
  * @lmr: the LMR, revoked, its owner's; the queue's reference is dropped
+ * @send: send its FREE (false once our node left: its memory nodes free
+ *	what we held)
  *
  * Sleeps, waiting for a reconnect to the memory node if needed.
  */
-void lite_lmr_free_queued(struct lite_lmr *lmr)
+void lite_lmr_free_queued(struct lite_lmr *lmr, bool send)
 {
-	lite_lmr_free_remote(lmr);
+	if (send)
+		lite_lmr_free_remote(lmr);
 	lite_lmr_drop(lmr);
 }
 
@@ -770,25 +806,34 @@ void lite_lmr_free_queued(struct lite_lmr *lmr)
  * frees the memory (unless its memory node is gone): the memory node
  * invalidates every node that fetched the chunks before it frees them.
  * Of an LMR never published, which nobody else can have mapped, that
- * happens in the background (lite_lease_free_later()). Returns the quota
- * charge at once. Sleeps, waiting for a reconnect to the memory node if
- * needed.
+ * happens in the background (lite_lease_free_later()); once our node left
+ * the cluster, not at all (the memory node freed what we held). Returns
+ * the quota charge once the FREE is answered or queued. Sleeps, waiting
+ * for a reconnect to the memory node if needed.
  */
 void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 {
 	struct lite_node *node = lmr->node;
+	u64 charged = lmr->charged;
+	kuid_t uid = lmr->uid;
 	bool gone;
+	int ret;
 
 	lite_lmr_revoke(lmr);
 	spin_lock_bh(&lmr->lock);
 	gone = lmr->mem_gone;
 	spin_unlock_bh(&lmr->lock);
-	lite_quota_uncharge(node, lmr->uid, lmr->charged);
 	if (owner && !gone) {
-		if (!READ_ONCE(lmr->published) && lite_lease_free_later(lmr))
-			return;		/* the queue drops it */
-		lite_lmr_free_remote(lmr);
+		/* Read after the revoke: a share racing us sees it. */
+		ret = lite_lease_free_later(lmr, !READ_ONCE(lmr->published));
+		if (!ret) {	/* the queue drops it: @lmr may be gone */
+			lite_quota_uncharge(node, uid, charged);
+			return;
+		}
+		if (ret != -ESHUTDOWN)
+			lite_lmr_free_remote(lmr);
 	}
+	lite_quota_uncharge(node, uid, charged);
 	lite_lmr_drop(lmr);
 }
 

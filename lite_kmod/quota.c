@@ -2,9 +2,12 @@
 /*
  * Per-user LMR quotas. Each node counts, per local user (the euid that
  * opened the /dev/lite file), the bytes of the LMRs allocated through it,
- * on whichever node the memory is; quota_mb caps that count. A charge is
- * taken before LMR_ALLOC is sent and returned when the LMR is freed, or
- * when an allocation fails - for one whose requester gave up, only once
+ * on whichever node the memory is (an LMR of up to LITE_LEASE_MAX counts as
+ * its whole size class: lite_lease_charge()); quota_mb caps that count. A
+ * charge is taken before the allocation and returned when the LMR is freed
+ * (once the memory node freed it, or once its FREE is queued:
+ * lite_lease_free_later() bounds what may wait), or when an allocation
+ * fails - for one whose requester gave up, only once
  * the memory node answered (the memory is gone) or the connection closed.
  * Usage is counted even while the quota is off (0), so that switching it
  * on takes what users already hold into account.

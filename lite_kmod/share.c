@@ -247,14 +247,15 @@ static int lite_share_send(struct lite_node *node,
  *
  * Sleeps.
  *
- * Return: 0; -EHOSTUNREACH without a connection to the manager; or the
- * error of the SHARE request (-EEXIST if the name is taken, -ETIMEDOUT,
- * ...).
+ * Return: 0; -EHOSTUNREACH without a connection to the manager;
+ * -EKEYREVOKED if @lmr is being freed; or the error of the SHARE request
+ * (-EEXIST if the name is taken, -ETIMEDOUT, ...).
  */
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 		       const char *name, u32 perms)
 {
 	struct lite_wire_share req = {};
+	bool revoked;
 
 	strscpy(req.name, name, sizeof(req.name));
 	req.mr_id = cpu_to_le64(lmr->mr_id);
@@ -264,8 +265,17 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	req.rkey = cpu_to_le32(lmr->rkey);
 	req.kind = LITE_SHARE_LMR;
 	req.flags = lmr->flags;
-	/* Others may map it from now on: its free waits for them. */
+	/*
+	 * Others may map it from now on: its free waits for them. A free
+	 * that revoked it before it saw this may have told the memory node
+	 * that nobody maps it: then no name for it.
+	 */
 	WRITE_ONCE(lmr->published, true);
+	spin_lock_bh(&lmr->lock);
+	revoked = lmr->revoked;
+	spin_unlock_bh(&lmr->lock);
+	if (revoked)
+		return -EKEYREVOKED;
 	return lite_share_send(node, &req);
 }
 

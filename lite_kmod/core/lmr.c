@@ -109,7 +109,7 @@ int lite_lmr_check(u64 size, u32 held, u32 need, u64 off, u64 len)
 
 /**
  * lite_lmr_chunk_index - the chunk holding a byte, by binary search
- * @l: a checked layout (lite_layout_check())
+ * @l: a checked layout (lite_layout_check() or lite_layout_fit())
  * @off: the byte's offset in the LMR; must be below @l->size
  *
  * Return: the index in @l->chunks of the chunk that holds byte @off.

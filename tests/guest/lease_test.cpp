@@ -83,6 +83,7 @@ protected:
     {
         kb_ = module_param("lease_kb", 8192);
         idle_ms_ = module_param("lease_idle_ms", 10000);
+        quota_ = module_param("quota_mb", 0);
         ThreeNodes::SetUp();
     }
     void TearDown() override
@@ -90,6 +91,7 @@ protected:
         ThreeNodes::TearDown();
         EXPECT_TRUE(set_param("lease_kb", kb_));
         EXPECT_TRUE(set_param("lease_idle_ms", idle_ms_));
+        EXPECT_TRUE(set_param("quota_mb", quota_));
     }
 
     [[nodiscard]] lite_lease_counters lease(size_t i) const { return dev_->status(inst_[i]).lease; }
@@ -125,6 +127,7 @@ protected:
 
     unsigned kb_ = 0;
     unsigned idle_ms_ = 0;
+    unsigned quota_ = 0;
 };
 
 } // namespace
@@ -302,6 +305,24 @@ TEST_F(Lease, IdleStockGoesBack)
         },
         10s))
         << "node 1 stock " << lease(0).stock_lmrs << ", node 2 granted " << lease(1).granted_lmrs;
+}
+
+// An allocation a lease may serve counts as its whole size class (the
+// memory it takes there), from the lease or not; the free returns it.
+TEST_F(Lease, QuotaCountsTheSizeClass)
+{
+    ASSERT_TRUE(set_param("quota_mb", 1));
+    auto s = lite::Session::open(inst_[0]);
+    lite_lmr_t a = 0, b = 0;
+    ASSERT_EQ(LITE_alloc(s.get(), 512 * kKiB + 1, 2, &a), 0);
+    EXPECT_EQ(LITE_alloc(s.get(), 1, 2, &b), -EDQUOT) << "512 KiB + 1 takes the 1 MiB class";
+    ASSERT_EQ(LITE_free(s.get(), a), 0);
+    ASSERT_EQ(LITE_alloc(s.get(), kMiB, 2, &a), 0) << "the free returned the whole class";
+    ASSERT_EQ(LITE_free(s.get(), a), 0);
+    for (int i = 0; i < 256; i++) {
+        ASSERT_EQ(LITE_alloc(s.get(), 1, 3, &a), 0) << "one byte takes one page: 256 fit, round " << i;
+        ASSERT_EQ(LITE_free(s.get(), a), 0);
+    }
 }
 
 // lease_kb=0: no allocation comes from a lease.

@@ -15,7 +15,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define LITE_ABI_VERSION	3
+#define LITE_ABI_VERSION	4
 #define LITE_DEVICE_PATH	"/dev/lite"
 
 #define LITE_DEVNAME_MAX	64	/* RDMA device name, NUL-terminated */
@@ -149,7 +149,9 @@ struct lite_dsm_counters {
  */
 struct lite_lease_counters {
 	__u64 hits;		/* allocations served from a lease's stock */
-	__u64 misses;		/* allocations that asked the memory node */
+	__u64 misses;		/* allocations a lease could have served
+				 * (up to 1 MiB, no flags) that asked the
+				 * memory node */
 	__u64 stock_lmrs;	/* LMRs in this node's leases, unclaimed */
 	__u64 stock_bytes;	/* their memory (whole size classes) */
 	__u64 granted_lmrs;	/* LMRs this node allocated for leases of
