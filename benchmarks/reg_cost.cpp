@@ -37,6 +37,7 @@
 #include "verbs.hpp"
 
 #include <lite/lite.h>
+#include <lite/lite.hpp>
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 
@@ -180,10 +181,18 @@ std::optional<Medians> native_cost(ibv_pd* pd, uint64_t size, const Rounds& r)
     return Medians{median_us(std::move(reg)), median_us(std::move(dereg))};
 }
 
-// Lite: @r.iters rounds (plus @r.warmup untimed) of LITE_alloc and
-// LITE_free of @size bytes on @node; nothing on ENOMEM.
-std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, const Rounds& r)
+// This node's lease counters (for the log: how many calls its lease served).
+lite_lease_counters lease_of(unsigned instance)
 {
+    return lite::Device::open().status(instance).lease;
+}
+
+// Lite: @r.iters rounds (plus @r.warmup untimed) of LITE_alloc and
+// LITE_free of @size bytes on @node; nothing on ENOMEM. Logs how many of
+// the calls the lease served.
+std::optional<Medians> lite_cost(lite_t* lite, unsigned instance, uint32_t node, uint64_t size, const Rounds& r)
+{
+    const lite_lease_counters before = lease_of(instance);
     std::vector<int64_t> alloc;
     std::vector<int64_t> frees;
     for (unsigned i = 0; i < r.warmup + r.iters; i++) {
@@ -209,6 +218,11 @@ std::optional<Medians> lite_cost(lite_t* lite, uint32_t node, uint64_t size, con
             frees.push_back(t_free);
         }
     }
+    const lite_lease_counters after = lease_of(instance);
+    (void)std::fprintf(stderr, "%s: lite, %llu bytes, %s: %llu of %u allocations from the lease, %llu asked node %u\n",
+                       kProg, static_cast<unsigned long long>(size), r.pace.count() ? "paced" : "back to back",
+                       static_cast<unsigned long long>(after.hits - before.hits), r.warmup + r.iters,
+                       static_cast<unsigned long long>(after.misses - before.misses), node);
     return Medians{median_us(std::move(alloc)), median_us(std::move(frees))};
 }
 
@@ -281,13 +295,13 @@ int run(int argc, char** argv)
     for (uint64_t size : sizes) {
         const Rounds burst{iters != 0 ? iters : default_iters(size), size <= 16 * kMiB ? 1U : 0U};
         const std::optional<Medians> nat = native_cost(pd.get(), size, burst);
-        const std::optional<Medians> lit = lite_cost(lite.get(), node, size, burst);
+        const std::optional<Medians> lit = lite_cost(lite.get(), instance, node, size, burst);
         std::optional<Medians> nat_paced;
         std::optional<Medians> lit_paced;
         if (pace_ms != 0 && size <= kPacedMax) {
             const Rounds paced{burst.iters, 3, std::chrono::milliseconds(pace_ms)};
             nat_paced = native_cost(pd.get(), size, paced);
-            lit_paced = lite_cost(lite.get(), node, size, paced);
+            lit_paced = lite_cost(lite.get(), instance, node, size, paced);
         }
         std::printf("%llu,%s,%s,%s,%s,%s,%s,%s,%s\n", static_cast<unsigned long long>(size), cell(nat, true).c_str(),
                     cell(nat, false).c_str(), cell(lit, true).c_str(), cell(lit, false).c_str(),

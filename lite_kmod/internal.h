@@ -214,6 +214,7 @@ struct lite_lease_class {
 					 * lease_lock, as the fields below */
 	u32 have;			/* LMRs in @stock */
 	u32 target;			/* how many to keep */
+	u32 pending;			/* refill requests under way */
 	unsigned long used;		/* jiffies of the last claim */
 };
 
@@ -303,6 +304,7 @@ struct lite_node {
 	struct list_head frees;		/* LMRs whose FREE waits for free_work */
 	u64 frees_pending;		/* the memory they hold */
 	u32 frees_queued;		/* how many */
+	wait_queue_head_t lease_wq;	/* claims waiting for a refill */
 	struct delayed_work lease_work;	/* on close_wq: lite_lease_scan() */
 	struct work_struct free_work;	/* on close_wq: sends @frees, one at
 					 * a time (FREEs must not take every

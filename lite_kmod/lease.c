@@ -134,6 +134,7 @@ static u32 lite_lease_wanted(struct lite_node *node, struct lite_lease *l,
 		if (l->cls[*c].have < l->cls[*c].target) {
 			n = min_t(u32, l->cls[*c].target - l->cls[*c].have,
 				  LITE_LEASE_BATCH);
+			l->cls[*c].pending += n;
 			break;
 		}
 	}
@@ -141,15 +142,20 @@ static u32 lite_lease_wanted(struct lite_node *node, struct lite_lease *l,
 	return n;
 }
 
-/* Put @lmr into class @c's stock if it is still wanted; else false. */
-static bool lite_lease_stock(struct lite_node *node, struct lite_lease *l,
-			     u32 c, struct lite_lmr *lmr)
+/*
+ * @n refill requests of class @c ended, the last with @lmr (or NULL: it
+ * failed). @lmr goes into the stock if it is still wanted: then true.
+ * Wakes claims waiting for the class.
+ */
+static bool lite_lease_landed(struct lite_node *node, struct lite_lease *l,
+			      u32 c, u32 n, struct lite_lmr *lmr)
 {
 	struct lite_lease_class *cl = &l->cls[c];
 	bool wanted;
 
 	spin_lock(&node->lease_lock);
-	wanted = !node->lease_down && cl->have < cl->target;
+	cl->pending -= n;
+	wanted = lmr && !node->lease_down && cl->have < cl->target;
 	if (wanted) {
 		list_add_tail(&lmr->lease_entry, &cl->stock);
 		cl->have++;
@@ -159,6 +165,7 @@ static bool lite_lease_stock(struct lite_node *node, struct lite_lease *l,
 						     LITE_LEASE_SCAN_MS));
 	}
 	spin_unlock(&node->lease_lock);
+	wake_up_all(&node->lease_wq);
 	return wanted;
 }
 
@@ -194,12 +201,15 @@ static void lite_lease_refill(struct work_struct *work)
 				break;
 		}
 		failed = started < n;
+		if (failed)
+			lite_lease_landed(node, l, c, n - started, NULL);
 		for (i = 0; i < started; i++) {
 			if (lite_lmr_request_finish(reqs[i], &lmr)) {
+				lite_lease_landed(node, l, c, 1, NULL);
 				failed = true;
 				continue;
 			}
-			if (!lite_lease_stock(node, l, c, lmr))
+			if (!lite_lease_landed(node, l, c, 1, lmr))
 				lite_lmr_release(lmr, true);	/* not wanted */
 		}
 		if (failed) {
@@ -248,6 +258,14 @@ static struct lite_lease *lite_lease_get(struct lite_node *node, u16 mem_node)
 	return l;
 }
 
+/* Whether a claim waiting for class @cl should look again. */
+static bool lite_lease_ready(struct lite_node *node,
+			     const struct lite_lease_class *cl)
+{
+	return READ_ONCE(cl->have) || !READ_ONCE(cl->pending) ||
+	       READ_ONCE(node->lease_down);
+}
+
 /**
  * lite_lease_claim - an LMR from this node's lease of @mem_node's memory
  * @node: our node
@@ -257,18 +275,23 @@ static struct lite_lease *lite_lease_get(struct lite_node *node, u16 mem_node)
  *
  * Takes an LMR of @size's class from the stock and cuts it to @size
  * bytes; either way, refills the class in the background (an empty class
- * keeps more from now on). Takes node->lease_lock; may sleep.
+ * keeps more from now on). If the stock is empty while refill requests
+ * for the class are under way, waits (killably, bounded) for one of them:
+ * it comes sooner than a request of our own would. Takes
+ * node->lease_lock; sleeps.
  *
  * Return: the LMR, on node->lmrs, with a reference and nobody charged for
- * it (the caller sets uid and charge); or NULL: ask the memory node.
+ * it (the caller sets uid and charge); NULL: ask the memory node; or
+ * ERR_PTR(-EINTR) if the caller was killed while waiting.
  */
 struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
 				  u64 size, u32 flags)
 {
 	struct lite_lease_class *cl;
+	bool usable, waited = false;
 	struct lite_lmr *lmr;
 	struct lite_lease *l;
-	bool usable;
+	long left;
 	u32 c;
 
 	if (flags || !size || size > LITE_LEASE_MAX || !mem_node ||
@@ -280,13 +303,14 @@ struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
 		return NULL;
 	cl = &l->cls[c];
 	spin_lock(&node->lease_lock);
+again:
 	lmr = list_first_entry_or_null(&cl->stock, struct lite_lmr,
 				       lease_entry);
 	if (lmr) {
 		list_del_init(&lmr->lease_entry);
 		cl->have--;
 		lite_lease_count(node, c, -1);
-	} else {
+	} else if (!waited) {
 		cl->target = min_t(u32, max_t(u32, cl->target * 2,
 					      LITE_LEASE_BATCH),
 				   lite_lease_depth_max(c));
@@ -294,6 +318,18 @@ struct lite_lmr *lite_lease_claim(struct lite_node *node, u16 mem_node,
 	cl->used = jiffies;
 	if (cl->have < cl->target)
 		lite_lease_kick(node, l);
+	if (!lmr && !waited && cl->pending && !node->lease_down) {
+		/* Requests for the class are under way: sooner than ours. */
+		spin_unlock(&node->lease_lock);
+		left = wait_event_killable_timeout(node->lease_wq,
+				lite_lease_ready(node, cl),
+				msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+		if (left < 0)
+			return ERR_PTR(-EINTR);
+		waited = true;
+		spin_lock(&node->lease_lock);
+		goto again;
+	}
 	spin_unlock(&node->lease_lock);
 	if (!lmr) {
 		atomic64_inc(&node->stats.lease_misses);
@@ -439,6 +475,7 @@ void lite_lease_node_init(struct lite_node *node)
 	INIT_DELAYED_WORK(&node->lease_work, lite_lease_scan);
 	INIT_LIST_HEAD(&node->frees);
 	INIT_WORK(&node->free_work, lite_lease_free_work);
+	init_waitqueue_head(&node->lease_wq);
 }
 
 /**

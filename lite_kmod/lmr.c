@@ -656,6 +656,10 @@ int lite_lmr_alloc(struct lite_node *node, u16 mem_node, u64 size,
 	if (ret)
 		return ret;
 	*out = lite_lease_claim(node, mem_node, size, flags);
+	if (IS_ERR(*out)) {
+		lite_quota_uncharge(node, uid, charge);
+		return PTR_ERR(*out);
+	}
 	if (*out) {
 		(*out)->uid = uid;
 		(*out)->charged = charge;

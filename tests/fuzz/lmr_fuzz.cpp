@@ -131,14 +131,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         FUZZ_CHECK((fr == 0) == fit_valid(before, want));
         if (fr) { // left as it was
             FUZZ_CHECK(f.size == lmr_size && f.n_chunks == n);
-            for (size_t i = 0; i < c.size(); i++)
+            for (size_t i = 0; i < c.size(); i++) {
                 FUZZ_CHECK(c[i].addr == before[i].addr && c[i].start == before[i].start && c[i].len == before[i].len);
+            }
         } else { // a prefix, the last one shortened, exactly @want bytes
             FUZZ_CHECK(f.size == want && f.n_chunks >= 1 && f.n_chunks <= n);
             c.resize(f.n_chunks);
-            for (size_t i = 0; i < c.size(); i++)
+            for (size_t i = 0; i < c.size(); i++) {
                 FUZZ_CHECK(c[i].addr == before[i].addr && c[i].start == before[i].start &&
                            (i + 1 < c.size() ? c[i].len == before[i].len : c[i].len <= before[i].len));
+            }
             FUZZ_CHECK(layout_valid(want, c));
             n = f.n_chunks;
             lmr_size = want;

@@ -153,8 +153,7 @@ void check_request(const lite_msg& m)
     case LITE_MSG_LMR_ALLOC: {
         const auto* a = as<lite_wire_lmr_alloc>(m);
         FUZZ_CHECK(m.len == sizeof(*a) && (le32toh(a->flags) & ~LITE_WIRE_LMR_FLAGS) == 0 &&
-                   (le32toh(a->how) & ~LITE_WIRE_ALLOC_HOW) == 0 &&
-                   a->size != 0);
+                   (le32toh(a->how) & ~LITE_WIRE_ALLOC_HOW) == 0 && a->size != 0);
         break;
     }
     case LITE_MSG_LMR_CHUNKS:

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -54,10 +55,7 @@ std::vector<std::byte> pattern(uint64_t size, uint64_t seed)
 
 bool all_zero(const std::vector<std::byte>& v)
 {
-    for (std::byte b : v)
-        if (b != std::byte{0})
-            return false;
-    return true;
+    return std::all_of(v.begin(), v.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
 std::string param_path(const std::string& name)
@@ -109,8 +107,8 @@ protected:
                 return l;
             std::this_thread::sleep_for(20ms);
         }
-        throw std::runtime_error("no allocation of " + std::to_string(size) + " bytes on node " +
-                                 std::to_string(node) + " came from the lease in 100 tries");
+        throw std::runtime_error("no allocation of " + std::to_string(size) + " bytes on node " + std::to_string(node) +
+                                 " came from the lease in 100 tries");
     }
 
     // Every byte of leased memory is in some node's stock: nothing that was
@@ -214,8 +212,12 @@ TEST_F(Lease, FreedMemoryComesBackZeroed)
 TEST_F(Lease, MemoryNodeLeavingDropsItsLease)
 {
     auto s = lite::Session::open(inst_[0]);
-    { auto a = from_lease(s, 0, 4 * kKiB, 3); }
-    { auto b = from_lease(s, 0, 4 * kKiB, 2); }
+    {
+        auto a = from_lease(s, 0, 4 * kKiB, 3);
+    }
+    {
+        auto b = from_lease(s, 0, 4 * kKiB, 2);
+    }
     ASSERT_TRUE(wait_until([&] { return only_stock_left() && lease(2).granted_lmrs > 0; }, 10s))
         << "node 3 keeps stock for node 1";
 
@@ -225,11 +227,8 @@ TEST_F(Lease, MemoryNodeLeavingDropsItsLease)
     EXPECT_EQ(LITE_alloc(s.get(), 4 * kKiB, 3, &h), -EHOSTUNREACH) << "no stale stock of a node that left";
     // Node 1's stock is now exactly what node 2 granted (node 1 is the only
     // node with leases of node 2): node 3's part went.
-    EXPECT_TRUE(wait_until(
-        [&] {
-            return lease(0).stock_bytes == lease(1).granted_bytes && lease(1).granted_bytes > 0;
-        },
-        10s))
+    EXPECT_TRUE(
+        wait_until([&] { return lease(0).stock_bytes == lease(1).granted_bytes && lease(1).granted_bytes > 0; }, 10s))
         << "stock " << lease(0).stock_bytes << ", node 2 granted " << lease(1).granted_bytes;
 
     auto c = from_lease(s, 0, 4 * kKiB, 2);
@@ -246,7 +245,9 @@ TEST_F(Lease, MemoryNodeLeavingDropsItsLease)
 TEST_F(Lease, ProcessExitLeavesCountersAtStart)
 {
     auto warm = lite::Session::open(inst_[1]);
-    { auto w = from_lease(warm, 1, 4 * kKiB, 1); }
+    {
+        auto w = from_lease(warm, 1, 4 * kKiB, 1);
+    }
     // The warm-up's frees go out in the background: start from rest.
     ASSERT_TRUE(wait_until(
         [&] { return only_stock_left() && counters(0).mem_lmrs + counters(1).mem_lmrs + counters(2).mem_lmrs == 0; },
@@ -294,13 +295,18 @@ TEST_F(Lease, IdleStockGoesBack)
 {
     ASSERT_TRUE(set_param("lease_idle_ms", 300));
     auto s = lite::Session::open(inst_[0]);
-    { auto a = from_lease(s, 0, 16 * kKiB, 2); }
-    { auto b = from_lease(s, 0, 16 * kKiB, 1); }
+    {
+        auto a = from_lease(s, 0, 16 * kKiB, 2);
+    }
+    {
+        auto b = from_lease(s, 0, 16 * kKiB, 1);
+    }
     EXPECT_TRUE(wait_until(
         [&] {
-            for (size_t i = 0; i < 3; i++)
+            for (size_t i = 0; i < 3; i++) {
                 if (lease(i).stock_lmrs != 0 || lease(i).granted_lmrs != 0)
                     return false;
+            }
             return true;
         },
         10s))

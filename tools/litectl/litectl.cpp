@@ -312,10 +312,9 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
           << R"(, "invalidations": )" << s.dsm.invalidations << R"(, "home_txns": )" << s.dsm.home_txns
           << R"(, "sigbus": )" << s.dsm.sigbus << R"(, "prot_changes": )" << s.dsm.prot_changes << R"(, "prot_ns": )"
           << s.dsm.prot_ns << "},\n"
-          << R"(   "lease": {"hits": )" << s.lease.hits << R"(, "misses": )" << s.lease.misses
-          << R"(, "stock_lmrs": )" << s.lease.stock_lmrs << R"(, "stock_bytes": )" << s.lease.stock_bytes
-          << R"(, "granted_lmrs": )" << s.lease.granted_lmrs << R"(, "granted_bytes": )" << s.lease.granted_bytes
-          << "},\n"
+          << R"(   "lease": {"hits": )" << s.lease.hits << R"(, "misses": )" << s.lease.misses << R"(, "stock_lmrs": )"
+          << s.lease.stock_lmrs << R"(, "stock_bytes": )" << s.lease.stock_bytes << R"(, "granted_lmrs": )"
+          << s.lease.granted_lmrs << R"(, "granted_bytes": )" << s.lease.granted_bytes << "},\n"
           << R"(   "expelled": )" << (s.expelled ? "true" : "false") << R"(, "no_manager": )"
           << (s.no_manager ? "true" : "false") << ",\n"
           << R"(   "members": [)";
