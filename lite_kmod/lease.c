@@ -497,6 +497,7 @@ void lite_lease_node_down(struct lite_node *node)
 	spin_lock(&node->lease_lock);
 	node->lease_down = true;	/* nothing is queued from now on */
 	spin_unlock(&node->lease_lock);
+	wake_up_all(&node->lease_wq);	/* claims waiting for a refill */
 	cancel_delayed_work_sync(&node->lease_work);
 	for (id = 1; id <= LITE_MAX_NODES; id++)
 		if (node->leases[id])	/* fixed now: lease_down */

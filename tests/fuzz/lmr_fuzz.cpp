@@ -10,6 +10,7 @@
 // segments cover it exactly, in order, each inside one chunk, at that
 // chunk's address plus the offset, with no address that wraps.
 #include <cerrno>
+#include <optional>
 #include <vector>
 
 #include "fuzz.hpp"
@@ -17,32 +18,33 @@
 namespace
 {
 
-// lite_layout_check()'s rules, written out.
-bool layout_valid(uint64_t size, const std::vector<lite_chunk>& c)
+// The bytes chunks @c cover if they are valid (non-empty, contiguous from
+// 0, no address range that wraps), written out; nothing if not.
+std::optional<uint64_t> cover_of(const std::vector<lite_chunk>& c)
 {
     uint64_t next = 0, end = 0;
-    if (!size || c.empty())
-        return false;
+    if (c.empty())
+        return std::nullopt;
     for (const auto& ch : c) {
         if (!ch.len || ch.start != next || __builtin_add_overflow(ch.addr, uint64_t{ch.len} - 1, &end))
-            return false;
+            return std::nullopt;
         next += ch.len;
     }
-    return next == size;
+    return next;
+}
+
+// lite_layout_check()'s rule: valid chunks that cover exactly @size > 0.
+bool layout_valid(uint64_t size, const std::vector<lite_chunk>& c)
+{
+    auto cover = cover_of(c);
+    return size && cover && *cover == size;
 }
 
 // lite_layout_fit()'s rule: valid chunks that cover at least @want > 0.
 bool fit_valid(const std::vector<lite_chunk>& c, uint64_t want)
 {
-    uint64_t next = 0, end = 0;
-    if (!want || c.empty())
-        return false;
-    for (const auto& ch : c) {
-        if (!ch.len || ch.start != next || __builtin_add_overflow(ch.addr, uint64_t{ch.len} - 1, &end))
-            return false;
-        next += ch.len;
-    }
-    return want <= next;
+    auto cover = cover_of(c);
+    return want && cover && want <= *cover;
 }
 
 int access_verdict(uint64_t size, uint32_t held, uint32_t need, uint64_t off, uint64_t len)
