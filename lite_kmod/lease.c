@@ -349,13 +349,26 @@ again:
 	return lmr;
 }
 
+/*
+ * Give back the stock on @list: each FREE is queued, or sent; none for a
+ * memory node that left, nor once we left (lite_lease_free_later()).
+ */
+static void lite_lease_release(struct list_head *list)
+{
+	struct lite_lmr *lmr, *tmp;
+
+	list_for_each_entry_safe(lmr, tmp, list, lease_entry) {
+		list_del_init(&lmr->lease_entry);
+		lite_lmr_release(lmr, true);
+	}
+}
+
 /* close_wq: give back stock unclaimed for lease_idle_ms, drop dead stock. */
 static void lite_lease_scan(struct work_struct *work)
 {
 	struct lite_node *node = container_of(to_delayed_work(work),
 					      struct lite_node, lease_work);
 	unsigned long idle = msecs_to_jiffies(READ_ONCE(lite_lease_idle_ms));
-	struct lite_lmr *lmr, *tmp;
 	bool stocked = false;
 	struct lite_lease *l;
 	LIST_HEAD(back);
@@ -376,11 +389,7 @@ static void lite_lease_scan(struct work_struct *work)
 		lite_lease_scan_soon(node, msecs_to_jiffies(LITE_LEASE_SCAN_MS));
 	spin_unlock(&node->lease_lock);
 
-	/* Their FREEs are queued; none once we left (or if gone). */
-	list_for_each_entry_safe(lmr, tmp, &back, lease_entry) {
-		list_del_init(&lmr->lease_entry);
-		lite_lmr_release(lmr, true);
-	}
+	lite_lease_release(&back);
 }
 
 /**
@@ -489,7 +498,6 @@ void lite_lease_node_init(struct lite_node *node)
  */
 void lite_lease_node_down(struct lite_node *node)
 {
-	struct lite_lmr *lmr, *tmp;
 	struct lite_lease *l;
 	LIST_HEAD(gone);
 	u32 id, c;
@@ -512,10 +520,7 @@ void lite_lease_node_down(struct lite_node *node)
 			lite_lease_empty(node, l, c, &gone);
 	}
 	spin_unlock(&node->lease_lock);
-	list_for_each_entry_safe(lmr, tmp, &gone, lease_entry) {
-		list_del_init(&lmr->lease_entry);
-		lite_lmr_release(lmr, false);
-	}
+	lite_lease_release(&gone);
 }
 
 /**

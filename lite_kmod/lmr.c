@@ -772,7 +772,7 @@ fail:
 }
 
 /* Have the memory node free our LMR @lmr, waiting for a reconnect. */
-static void lite_lmr_free_remote(struct lite_lmr *lmr)
+static void lite_lmr_send_free(struct lite_lmr *lmr)
 {
 	struct lite_conn *conn;
 
@@ -796,7 +796,7 @@ static void lite_lmr_free_remote(struct lite_lmr *lmr)
 void lite_lmr_free_queued(struct lite_lmr *lmr, bool send)
 {
 	if (send)
-		lite_lmr_free_remote(lmr);
+		lite_lmr_send_free(lmr);
 	lite_lmr_drop(lmr);
 }
 
@@ -835,7 +835,7 @@ void lite_lmr_release(struct lite_lmr *lmr, bool owner)
 			return;
 		}
 		if (ret != -ESHUTDOWN)
-			lite_lmr_free_remote(lmr);
+			lite_lmr_send_free(lmr);
 	}
 	lite_quota_uncharge(node, uid, charged);
 	lite_lmr_drop(lmr);
