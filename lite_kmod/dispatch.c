@@ -91,14 +91,15 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 	[LITE_MSG_SYNC]		= { lite_sync_handle, NULL, LITE_RUN_RX,
 				    LITE_RDY },
 	/* DSM (dsm.c: the users' side; dsm_home.c: the home's). A close
-	 * hands pages back: it waits for the network. A grant (the REQ's
+	 * counts in order after the OPEN before it; handing the pages back
+	 * waits for the network, on node->close_wq. A grant (the REQ's
 	 * reply) is carried out in the CQ handler: its RDMA READ goes out
 	 * without a wake-up.
 	 */
 	[LITE_MSG_DSM_OPEN]	= { lite_dsm_handle_open, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_DSM_CLOSE]	= { lite_dsm_handle_close, NULL,
-				    LITE_RUN_UNORDERED, LITE_RDY },
+				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_DSM_REQ]	= { lite_dsm_handle_req, NULL, LITE_RUN_RX,
 				    LITE_RDY, true },
 	[LITE_MSG_DSM_DONE]	= { lite_dsm_handle_done, NULL, LITE_RUN_RX,

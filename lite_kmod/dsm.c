@@ -1032,20 +1032,28 @@ static void lite_dsm_last_close(struct lite_dsm_region *r)
 		return;
 	}
 	/* Fetches of killed faults finish first: no request follows CLOSE. */
-	wait_event_timeout(r->wq, !atomic_read(&r->fetches),
+	wait_event_timeout(r->wq, !atomic_read(&r->fetches) ||
+			   READ_ONCE(r->dead),
 			   msecs_to_jiffies(LITE_DSM_FAULT_MS +
 					    LITE_DSM_DONE_MS));
-	err = -ENXIO;
-	if (!READ_ONCE(r->dead) && !atomic_read(&r->fetches)) {
+	if (READ_ONCE(r->dead)) {
+		err = 0;	/* DSM_GONE, or the home left: it names none
+				 * of our frames */
+	} else if (atomic_read(&r->fetches)) {
+		err = -EBUSY;	/* a fetch still runs: the home may grant it */
+	} else {
 		conn = lite_node_conn_wait(node, r->home, jiffies +
 					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
 		err = conn ? lite_call(conn, LITE_MSG_DSM_CLOSE, &req,
 				       sizeof(req), NULL, 0, NULL, jiffies +
 				       msecs_to_jiffies(LITE_DSM_CLOSE_MS +
+							LITE_DSM_DONE_MS +
 							LITE_CALL_TIMEOUT_MS)) :
 			     -EHOSTUNREACH;
 		if (conn)
 			lite_conn_put(conn);
+		if (err == -ENOENT)
+			err = 0;	/* the home removed it: names nothing */
 	}
 	lite_dsm_kill(r);
 	if (err && !READ_ONCE(r->home_gone)) {
@@ -1229,6 +1237,33 @@ put:
 	return ERR_PTR(err);
 }
 
+/*
+ * The home may count us as a user of region @req (an OPEN whose reply we
+ * did not get, or one we could not use): undo it. The home handles the
+ * CLOSE in order after the OPEN, so it is undone even if the OPEN is
+ * still queued there.
+ */
+static void lite_dsm_attach_undo(struct lite_node *node, u16 home,
+				 const struct lite_wire_dsm_region *req)
+{
+	struct lite_conn *conn;
+	int tries, err;
+
+	/* A connection that closes may lose the CLOSE: once more then. */
+	for (tries = 0; tries < 2; tries++) {
+		conn = lite_node_conn_wait(node, home, jiffies +
+					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+		if (!conn)
+			return;	/* the home forgets us when one of us goes */
+		err = lite_call(conn, LITE_MSG_DSM_CLOSE, req, sizeof(*req),
+				NULL, 0, NULL, jiffies +
+				msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+		lite_conn_put(conn);
+		if (err != -ECONNRESET && err != -ENOTCONN)
+			return;
+	}
+}
+
 /* Open a region homed elsewhere (or here) by what the registry says. */
 static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 					       const struct lite_wire_share *sh)
@@ -1259,8 +1294,12 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 			sizeof(info), NULL,
 			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
 	lite_conn_put(conn);
-	if (err)
+	if (err) {
+		/* -ENOENT is the home's answer; the rest leave it unknown. */
+		if (err != -ENOENT)
+			lite_dsm_attach_undo(node, home, &req);
 		return ERR_PTR(err);
+	}
 	r = lite_dsm_alloc(node, id, home, le64_to_cpu(info.size), sh->name);
 	err = PTR_ERR_OR_ZERO(r);
 	if (!err) {
@@ -1269,14 +1308,7 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 			lite_dsm_put(r);
 	}
 	if (err) {
-		/* The home counts us as a user: undo that. */
-		conn = lite_node_conn(node, home);
-		if (conn) {
-			lite_call(conn, LITE_MSG_DSM_CLOSE, &req, sizeof(req),
-				  NULL, 0, NULL, jiffies +
-				  msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
-			lite_conn_put(conn);
-		}
+		lite_dsm_attach_undo(node, home, &req);	/* it counts us */
 		return ERR_PTR(err);
 	}
 	kref_get(&r->ref);		/* the caller's */

@@ -31,8 +31,11 @@ struct lite_dsm_home {
 	struct list_head queued;	/* lite_dsm_htxn waiting, in order */
 	u32 next_txn;
 	bool users[LITE_MAX_NODES + 1];	/* other nodes that opened it */
+	u32 opens[LITE_MAX_NODES + 1];	/* each node's OPENs, counted */
 	u32 rkeys[LITE_MAX_NODES + 1];	/* each node's key for its frames */
-	bool dying;			/* removed: no new transaction */
+	bool dying;			/* removed: no new transaction; read
+					 * without the lock by
+					 * lite_dsm_removed() */
 };
 
 /* A request, queued or running. */
@@ -324,6 +327,8 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 		list_del_init(&x->entry);
 		lite_dsm_htxn_put(x);
 	}
+	if (READ_ONCE(r->dir->dying))
+		wake_up_all(&r->wq);	/* lite_dsm_home_idle() */
 }
 
 /* An answer to @a (status -EHOSTDOWN: its node is gone). */
@@ -734,22 +739,93 @@ int lite_dsm_home_open(struct lite_dsm_region *r, u16 user)
 	int err = 0;
 
 	spin_lock_bh(&h->lock);
-	if (h->dying || READ_ONCE(r->dead))
+	if (h->dying || READ_ONCE(r->dead)) {
 		err = -ENOENT;
-	else
+	} else {
 		h->users[user] = true;
+		h->opens[user]++;
+	}
 	spin_unlock_bh(&h->lock);
 	return err;
 }
 
-/* Wait until page @i is not busy, then forget @user's copy of it. */
+/* Whether the region is being removed: it names nobody's frames then. */
+static bool lite_dsm_removed(struct lite_dsm_region *r)
+{
+	return READ_ONCE(r->dead) || READ_ONCE(r->dir->dying);
+}
+
+/* Whether @user opened the region again since its OPEN number @gen. */
+static bool lite_dsm_reopened(struct lite_dsm_home *h, u16 user, u32 gen)
+{
+	bool ret;
+
+	spin_lock_bh(&h->lock);
+	ret = h->opens[user] != gen;
+	spin_unlock_bh(&h->lock);
+	return ret;
+}
+
+/*
+ * Whether no transaction runs on the region: no grant of a removed region
+ * can still read a frame. r->wq is woken when a transaction of a removed
+ * region ends (lite_dsm_todo_run()).
+ */
+static bool lite_dsm_no_txn(struct lite_dsm_home *h)
+{
+	bool ret;
+
+	spin_lock_bh(&h->lock);
+	ret = list_empty(&h->running);
+	spin_unlock_bh(&h->lock);
+	return ret;
+}
+
+/* ... and no fetch of this node's runs either (a pull's READ). */
+static bool lite_dsm_home_idle(struct lite_dsm_region *r)
+{
+	return lite_dsm_no_txn(r->dir) && !atomic_read(&r->fetches);
+}
+
+/*
+ * Whether page @i's record or its running transaction names @user: only
+ * then can it hold a copy, now or once the transaction commits. Home lock
+ * held.
+ */
+static bool lite_dsm_names(struct lite_dsm_home *h, u64 i, u16 user)
+{
+	const struct lite_dsm_dir *d = &h->dir[i];
+	struct lite_dsm_htxn *x;
+
+	lockdep_assert_held(&h->lock);
+	if (d->src == user || lite_dsm_nodes_test(&d->holders, user) ||
+	    lite_dsm_nodes_test(&d->sharers, user))
+		return true;
+	list_for_each_entry(x, &h->running, entry)
+		if (x->index == i && x->t.requester == user)
+			return true;
+	return false;
+}
+
+/*
+ * Wait until page @i is not busy, then forget @user's copy of it, unless
+ * @user opened the region again since it left as OPEN number @gen (its
+ * copies are new ones then). A page that does not name @user, or a region
+ * removed meanwhile, has nothing to forget.
+ */
 static int lite_dsm_forget_copy(struct lite_dsm_region *r, u64 i, u16 user,
-			   unsigned long deadline)
+				u32 gen, unsigned long deadline)
 {
 	struct lite_dsm_home *h = r->dir;
 
 	for (;;) {
+		if (lite_dsm_removed(r))
+			return 0;
 		spin_lock_bh(&h->lock);
+		if (h->opens[user] != gen || !lite_dsm_names(h, i, user)) {
+			spin_unlock_bh(&h->lock);
+			return 0;
+		}
 		if (!h->dir[i].busy) {
 			lite_dsm_node_gone(&h->dir[i], user);
 			spin_unlock_bh(&h->lock);
@@ -777,44 +853,73 @@ static bool lite_dsm_only_holder(struct lite_dsm_home *h, u64 i, u16 user)
 	return ret;
 }
 
-/**
- * lite_dsm_home_close - node @user stops using the region
- * @r: the region, homed here
- * @user: the node; it keeps its frames until this returns
- *
- * Every page only @user holds is fetched here first (a read transaction
- * of this node's), then @user's copies are forgotten. Sleeps, up to
- * LITE_DSM_CLOSE_MS.
- * Return: 0, or the failure that lost some of @user's pages.
+/*
+ * Node @user stops using the region, in the order its messages came: an
+ * OPEN it sent earlier (even one it gave up waiting for) counts before
+ * this. No new request from it is served: a late one would name freed
+ * frames. Return: the number of its last OPEN.
  */
-int lite_dsm_home_close(struct lite_dsm_region *r, u16 user)
+static u32 lite_dsm_home_leave(struct lite_dsm_region *r, u16 user)
 {
-	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_CLOSE_MS);
 	struct lite_dsm_home *h = r->dir;
 	struct lite_dsm_htxn *x, *tmp;
 	struct lite_dsm_todo td;
-	int err = 0, e;
-	u64 i;
+	u32 gen;
 
-	/* No new request from it: a late one would name freed frames. */
 	lite_dsm_todo_init(&td);
 	spin_lock_bh(&h->lock);
 	h->users[user] = false;
+	gen = h->opens[user];
 	list_for_each_entry_safe(x, tmp, &h->queued, entry)
 		if (x->t.requester == user)
 			lite_dsm_drop_later(&td, x);
 	spin_unlock_bh(&h->lock);
 	lite_dsm_todo_run(r, &td);
+	return gen;
+}
+
+/*
+ * Every page only @user holds (it left as OPEN number @gen,
+ * lite_dsm_home_leave()) is fetched here first (a read transaction of this
+ * node's), then @user's copies are forgotten; @user keeps its frames until
+ * this returns. Sleeps, up to LITE_DSM_CLOSE_MS (+ LITE_DSM_DONE_MS if the
+ * region is removed meanwhile). Return: 0 (also if removed: then no grant
+ * names @user's frames any more once this returns), -EBUSY (removed, but a
+ * grant may still read them), or the failure that lost some of @user's
+ * pages.
+ */
+static int lite_dsm_home_close(struct lite_dsm_region *r, u16 user, u32 gen)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_DSM_CLOSE_MS);
+	struct lite_dsm_home *h = r->dir;
+	int err = 0, e;
+	u64 i;
+
 	for (i = 0; i < r->n_pages; i++) {
+		/* Removed meanwhile: no page of anyone's is named any more. */
+		if (lite_dsm_removed(r))
+			break;
+		if (lite_dsm_reopened(h, user, gen))
+			return 0;	/* its copies are new ones */
+		if (time_after(jiffies, deadline))
+			return err ?: -ETIMEDOUT;
 		if (lite_dsm_only_holder(h, i, user)) {
 			e = lite_dsm_pull(r, i, deadline);
 			err = err ?: e;
 		}
-		e = lite_dsm_forget_copy(r, i, user, deadline);
+		e = lite_dsm_forget_copy(r, i, user, gen, deadline);
 		err = err ?: e;
 		cond_resched();
 	}
-	return err;
+	if (!lite_dsm_removed(r))
+		return err;
+	/*
+	 * A READ granted before the removal (to another node, or our pull)
+	 * may still read @user's frames: not before those are over.
+	 */
+	wait_event_timeout(r->wq, lite_dsm_home_idle(r),
+			   msecs_to_jiffies(LITE_DSM_DONE_MS));
+	return lite_dsm_home_idle(r) ? 0 : -EBUSY;
 }
 
 /**
@@ -843,10 +948,12 @@ bool lite_dsm_home_unused(struct lite_dsm_region *r)
  * lite_dsm_home_remove - destroy a region homed here
  * @r: the region; node->dsm_lock held
  *
- * Withdraws its name, tells the nodes that use it (their accesses get
- * SIGBUS from then on), fails the requests in progress and drops
- * node->dsm's reference. Open region files keep the dead region until
- * they close. Sleeps.
+ * Withdraws its name, fails the requests not granted, waits for the
+ * granted ones to be carried out (their READs may read a frame a user
+ * frees once it hears the region is gone; at most LITE_DSM_DONE_MS), tells
+ * the nodes that use it (their accesses get SIGBUS from then on) and
+ * drops node->dsm's reference. Open region files keep the dead region
+ * until they close. Sleeps.
  */
 void lite_dsm_home_remove(struct lite_dsm_region *r)
 {
@@ -865,15 +972,25 @@ void lite_dsm_home_remove(struct lite_dsm_region *r)
 	lite_share_withdraw(node, r->name);
 	lite_dsm_todo_init(&td);
 	spin_lock_bh(&h->lock);
-	h->dying = true;
+	WRITE_ONCE(h->dying, true);
 	memcpy(users, h->users, sizeof(users));
-	/* A DONE that comes later is stale; a request not granted fails. */
+	/* A request not granted fails; a granted one ends with its DONE. */
 	list_splice_init(&h->queued, &h->running);
 	list_for_each_entry_safe(x, tmp, &h->running, entry) {
-		if (!x->granted)
-			lite_dsm_reply_later(&td, x, -ENXIO);
+		if (x->granted)
+			continue;
+		lite_dsm_reply_later(&td, x, -ENXIO);
 		lite_dsm_drop_later(&td, x);
 	}
+	spin_unlock_bh(&h->lock);
+	lite_dsm_todo_run(r, &td);
+	wait_event_timeout(r->wq, lite_dsm_no_txn(h),
+			   msecs_to_jiffies(LITE_DSM_DONE_MS));
+	/* A DONE that comes later is stale. */
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	list_for_each_entry_safe(x, tmp, &h->running, entry)
+		lite_dsm_drop_later(&td, x);
 	spin_unlock_bh(&h->lock);
 	lite_dsm_todo_run(r, &td);
 	for (id = 1; id <= LITE_MAX_NODES; id++) {
@@ -966,32 +1083,79 @@ void lite_dsm_handle_open(struct lite_conn *conn, const struct lite_msg *msg)
 	lite_reply(conn, msg, err, &info, sizeof(info));
 }
 
+/* A DSM_CLOSE whose pages are being taken back (node->close_wq). */
+struct lite_dsm_closing {
+	struct work_struct work;
+	struct lite_dsm_region *region;	/* a reference */
+	struct lite_conn *conn;		/* a reference: the reply goes there */
+	u32 req_id;
+	u32 gen;			/* the user's last OPEN */
+	u16 user;
+};
+
+/*
+ * Take back the pages only the leaving user holds, reply, and remove the
+ * region if nobody uses it any more. The region goes before the
+ * connection: the node's teardown waits for the connections only.
+ */
+static void lite_dsm_close_work(struct work_struct *work)
+{
+	struct lite_dsm_closing *c = container_of(work, struct lite_dsm_closing,
+						  work);
+	struct lite_dsm_region *r = c->region;
+	struct lite_node *node = r->node;
+	int err;
+
+	err = lite_dsm_home_close(r, c->user, c->gen);
+	lite_conn_send(c->conn, LITE_MSG_DSM_CLOSE, true, c->req_id, err,
+		       NULL, 0);
+	mutex_lock(&node->dsm_lock);
+	if (lite_dsm_home_unused(r))
+		lite_dsm_home_remove(r);
+	mutex_unlock(&node->dsm_lock);
+	lite_dsm_put(r);
+	lite_conn_put(c->conn);
+	kfree(c);
+}
+
 /**
  * lite_dsm_handle_close - DSM_CLOSE: a node stops using a region
  * @conn: its connection
  * @msg: the request
  *
- * Takes back the pages only that node holds (lite_dsm_home_close()), then
- * replies; a region nobody uses any more is destroyed. Runs on
- * node->close_wq: it waits for the network.
+ * The node stops being a user here, in order after its OPEN; taking back
+ * the pages only it holds (which waits for the network) and the reply
+ * follow on node->close_wq, and a region nobody uses any more is
+ * destroyed then. -ENOENT for a region not homed here, -ENOMEM (nothing
+ * changed). Runs in order on node->wq.
  */
 void lite_dsm_handle_close(struct lite_conn *conn, const struct lite_msg *msg)
 {
 	const struct lite_wire_dsm_region *req = msg->payload;
 	struct lite_node *node = conn->node;
+	struct lite_dsm_closing *c;
 	struct lite_dsm_region *r;
-	int err = -ENOENT;
 
 	r = lite_dsm_find(node, le64_to_cpu(req->region));
-	if (r && r->dir)
-		err = lite_dsm_home_close(r, conn->peer_id);
-	lite_reply(conn, msg, err, NULL, 0);
-	if (r && r->dir) {
-		mutex_lock(&node->dsm_lock);
-		if (lite_dsm_home_unused(r))
-			lite_dsm_home_remove(r);
-		mutex_unlock(&node->dsm_lock);
+	if (!r || !r->dir) {
+		if (r)
+			lite_dsm_put(r);
+		lite_reply(conn, msg, -ENOENT, NULL, 0);
+		return;
 	}
-	if (r)
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c) {
+		/* Nothing changed: the node is still a user, keeps its frames. */
 		lite_dsm_put(r);
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	c->gen = lite_dsm_home_leave(r, conn->peer_id);
+	INIT_WORK(&c->work, lite_dsm_close_work);
+	c->region = r;
+	lite_conn_get(conn);
+	c->conn = conn;
+	c->req_id = msg->req_id;
+	c->user = conn->peer_id;
+	queue_work(node->close_wq, &c->work);
 }

@@ -938,7 +938,6 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 int lite_dsm_home_done(struct lite_dsm_region *r, u16 requester,
 		       const struct lite_wire_dsm_done *done);
 int lite_dsm_home_open(struct lite_dsm_region *r, u16 user);
-int lite_dsm_home_close(struct lite_dsm_region *r, u16 user);
 void lite_dsm_home_member_gone(struct lite_dsm_region *r, u16 id);
 bool lite_dsm_home_unused(struct lite_dsm_region *r);
 void lite_dsm_handle_open(struct lite_conn *conn, const struct lite_msg *msg);

@@ -316,6 +316,49 @@ TEST_F(Dsm, TheCreatorDestroysItEverywhere)
     EXPECT_EQ(err_of([&] { a.destroy(); }), ENXIO) << "destroyed already";
 }
 
+// A user's last close hands its pages back (the home fetches every page
+// only that user holds); the creator destroying the region meanwhile must
+// leave nothing on either node. Several delays, to land inside the hand-back.
+TEST_F(Dsm, ADestroyDuringARemoteCloseLeavesNothingBehind)
+{
+    constexpr uint64_t kPages = 256;
+    const auto before0 = dsm(0);
+    for (int delay_ms : {0, 10, 30, 60, 120}) {
+        SCOPED_TRACE("destroy " + std::to_string(delay_ms) + " ms into the close");
+        auto a = lite::Dsm::create(s_[0], "dsm-close-race", kPages * kPage);
+        int ready[2];
+        ASSERT_EQ(::pipe(ready), 0);
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            ::close(ready[0]);
+            int rc = 1;
+            try {
+                auto s = lite::Session::open(inst_[2]);
+                auto m = lite::Dsm::open(s, "dsm-close-race");
+                for (uint64_t p = 0; p < kPages; p++)
+                    store(m.data() + p * kPage, p + 7); // node 3 holds the only copies
+                rc = ::write(ready[1], "x", 1) == 1 ? 0 : 1;
+            } catch (...) {
+                rc = 2;
+            }
+            ::_exit(rc); // the last close: every page goes back to node 1
+        }
+        ::close(ready[1]);
+        char x = 0;
+        ASSERT_EQ(::read(ready[0], &x, 1), 1);
+        ::close(ready[0]);
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        a.destroy();
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        EXPECT_TRUE(wait_until([&] { return dsm(2).regions == 0 && dsm(2).pages == 0; }, 15s))
+            << "node 3 keeps " << dsm(2).regions << " regions, " << dsm(2).pages << " pages";
+    }
+    EXPECT_TRUE(wait_until([&] { return dsm(0).regions == before0.regions && dsm(0).pages == before0.pages; }, 15s))
+        << "node 1 keeps " << dsm(0).regions << " regions, " << dsm(0).pages << " pages";
+}
+
 TEST_F(Dsm, BadRequestsAreRefusedEachWithItsErrno)
 {
     auto raw = [&](lite_dsm_open o) {

@@ -960,6 +960,7 @@ struct UOp {
     Call c;
     uint8_t sqe_flags = 0;
     bool sqe_mutated = false;
+    bool sqe_fixed = false; // IORING_URING_CMD_FIXED set by the mutation
     bool self_call = false; // an RPC call this worker serves itself
     uint64_t self_seq = 0;
     int res = 0;
@@ -2746,7 +2747,8 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
         const auto ry = c.get<lite_rpc_reply>();
         const bool used = good || err == EMSGSIZE || err == ENOENT || err == EFAULT; // the kernel read it
         if (auto it = token_hist_.find(ry.token); it != token_hist_.end()) {
-            it->second += " reply@" + std::to_string(done_) + (good ? ":ok" : ":" + ename(err)) +
+            it->second += " reply@" + std::to_string(done_) + (uring ? "(io_uring)" : "") +
+                          (good ? ":ok" : ":" + ename(err)) +
                           (c.mutated ? "(mutated)" : "") + (c.argp == nullptr ? "(arg out of reach)" : "");
         }
         if (used && std::find(tokens_.begin(), tokens_.end(), ry.token) != tokens_.end()) {
@@ -2954,6 +2956,7 @@ void Worker::prep_sqe(Ring& ring, io_uring_sqe* sqe, UOp& op, uint64_t user_data
         case 1:
             sqe->uring_cmd_flags = static_cast<uint32_t>(rng_.one_in(2) ? IORING_URING_CMD_FIXED : rng_.next());
             sqe->buf_index = static_cast<uint16_t>(rng_.below(4));
+            op.sqe_fixed = (sqe->uring_cmd_flags & IORING_URING_CMD_FIXED) != 0;
             break;
         case 2:
             sqe->personality = static_cast<uint16_t>(rng_.range(1, 65535));
@@ -3276,6 +3279,12 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
         // fixed-buffer flag without registered buffers).
         if (!real_cmd || !cmds()[static_cast<size_t>(op.c.cmd)].uring || op.c.fd != fd_ ||
             (op.sqe_flags & IOSQE_FIXED_FILE) != 0)
+            continue;
+        // The fixed-buffer flag: io_uring fails a buffer index it has no
+        // buffer for with EFAULT before lite sees the command (nothing ran:
+        // no token used, no LMR touched); lite itself refuses the flag on
+        // all but reads and writes (EINVAL).
+        if (op.sqe_fixed && err == EFAULT && op.c.cmd != C_READ && op.c.cmd != C_WRITE)
             continue;
         const bool alone = !op.sqe_mutated;
         if (op.c.cmd == C_FETCH_ADD || op.c.cmd == C_CMP_SWAP) {
