@@ -1024,7 +1024,7 @@ static void lite_dsm_last_close(struct lite_dsm_region *r)
 	lockdep_assert_held(&node->dsm_lock);
 	if (r->dir) {
 		if (lite_dsm_home_unused(r))
-			lite_dsm_home_remove(r);
+			lite_dsm_home_remove(r, true);
 		return;
 	}
 	if (READ_ONCE(r->dead)) {	/* destroyed, or its home is gone */
@@ -1107,7 +1107,7 @@ static long lite_dsm_destroy(struct lite_dsm_file *df,
 		mutex_unlock(&node->dsm_lock);
 		return -ENXIO;
 	}
-	lite_dsm_home_remove(r);
+	lite_dsm_home_remove(r, true);
 	mutex_unlock(&node->dsm_lock);
 	return 0;
 }
@@ -1392,6 +1392,10 @@ static void lite_dsm_gone_work(struct work_struct *work)
 	struct lite_dsm_region *r;
 	unsigned long id = 0;
 
+	/*
+	 * Every region first, then the removals: a removal waits for the
+	 * grants in progress, some of which only the member's end ends.
+	 */
 	while ((r = lite_dsm_next(node, &id))) {
 		if (r->home == g->id) {
 			WRITE_ONCE(r->home_gone, true);
@@ -1399,9 +1403,15 @@ static void lite_dsm_gone_work(struct work_struct *work)
 			lite_dsm_forget(r);
 		} else if (r->dir) {
 			lite_dsm_home_member_gone(r, g->id);
+		}
+		lite_dsm_put(r);
+	}
+	id = 0;
+	while ((r = lite_dsm_next(node, &id))) {
+		if (r->dir) {
 			mutex_lock(&node->dsm_lock);
 			if (lite_dsm_home_unused(r))
-				lite_dsm_home_remove(r);
+				lite_dsm_home_remove(r, true);
 			mutex_unlock(&node->dsm_lock);
 		}
 		lite_dsm_put(r);
@@ -1458,7 +1468,7 @@ void lite_dsm_node_down(struct lite_node *node)
 	while ((r = lite_dsm_next(node, &id))) {
 		mutex_lock(&node->dsm_lock);
 		if (r->dir) {
-			lite_dsm_home_remove(r);
+			lite_dsm_home_remove(r, false);	/* peers drop it */
 		} else {
 			lite_dsm_kill(r);
 			lite_dsm_forget(r);

@@ -593,7 +593,11 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 	x->queued = jiffies;
 
 	spin_lock_bh(&h->lock);
-	if (h->dying || (conn && !h->users[requester])) {
+	old = lite_dsm_same(&h->running, index, requester, rseq) ?:
+	      lite_dsm_same(&h->queued, index, requester, rseq);
+	/* Removed: only a grant made before, sent again, still goes. */
+	if ((h->dying && !(old && old->granted && conn)) ||
+	    (conn && !h->users[requester])) {
 		err = h->dying ? -ENXIO : -ENOENT;
 		spin_unlock_bh(&h->lock);
 		lite_dsm_htxn_put(x);
@@ -601,8 +605,6 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 	}
 	if (conn)
 		h->rkeys[requester] = le32_to_cpu(req->rkey);
-	old = lite_dsm_same(&h->running, index, requester, rseq) ?:
-	      lite_dsm_same(&h->queued, index, requester, rseq);
 	if (old && conn) {
 		/* Sent again: answer on the new connection. */
 		stale = old->conn;
@@ -801,6 +803,8 @@ static bool lite_dsm_names(struct lite_dsm_home *h, u64 i, u16 user)
 	if (d->src == user || lite_dsm_nodes_test(&d->holders, user) ||
 	    lite_dsm_nodes_test(&d->sharers, user))
 		return true;
+	if (!d->busy)
+		return false;
 	list_for_each_entry(x, &h->running, entry)
 		if (x->index == i && x->t.requester == user)
 			return true;
@@ -947,15 +951,17 @@ bool lite_dsm_home_unused(struct lite_dsm_region *r)
 /**
  * lite_dsm_home_remove - destroy a region homed here
  * @r: the region; node->dsm_lock held
+ * @wait: for the granted requests (false when this node leaves: its
+ *	peers drop its regions themselves)
  *
  * Withdraws its name, fails the requests not granted, waits for the
- * granted ones to be carried out (their READs may read a frame a user
- * frees once it hears the region is gone; at most LITE_DSM_DONE_MS), tells
- * the nodes that use it (their accesses get SIGBUS from then on) and
+ * granted ones to be carried out if @wait (their READs may read a frame a
+ * user frees once it hears the region is gone; at most LITE_DSM_DONE_MS),
+ * tells the nodes that use it (their accesses get SIGBUS from then on) and
  * drops node->dsm's reference. Open region files keep the dead region
  * until they close. Sleeps.
  */
-void lite_dsm_home_remove(struct lite_dsm_region *r)
+void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait)
 {
 	struct lite_wire_dsm_region gone = { .region = cpu_to_le64(r->id) };
 	struct lite_node *node = r->node;
@@ -984,8 +990,9 @@ void lite_dsm_home_remove(struct lite_dsm_region *r)
 	}
 	spin_unlock_bh(&h->lock);
 	lite_dsm_todo_run(r, &td);
-	wait_event_timeout(r->wq, lite_dsm_no_txn(h),
-			   msecs_to_jiffies(LITE_DSM_DONE_MS));
+	if (wait)
+		wait_event_timeout(r->wq, lite_dsm_no_txn(h),
+				   msecs_to_jiffies(LITE_DSM_DONE_MS));
 	/* A DONE that comes later is stale. */
 	lite_dsm_todo_init(&td);
 	spin_lock_bh(&h->lock);
@@ -1111,7 +1118,7 @@ static void lite_dsm_close_work(struct work_struct *work)
 		       NULL, 0);
 	mutex_lock(&node->dsm_lock);
 	if (lite_dsm_home_unused(r))
-		lite_dsm_home_remove(r);
+		lite_dsm_home_remove(r, true);
 	mutex_unlock(&node->dsm_lock);
 	lite_dsm_put(r);
 	lite_conn_put(c->conn);

@@ -928,7 +928,7 @@ void lite_dsm_node_free(struct lite_node *node);
 int lite_dsm_pull(struct lite_dsm_region *r, u64 index,
 		  unsigned long deadline);
 void lite_dsm_home_tick(struct lite_dsm_region *r);
-void lite_dsm_home_remove(struct lite_dsm_region *r);
+void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait);
 int lite_dsm_home_create(struct lite_dsm_region *r);
 void lite_dsm_home_destroy(struct lite_dsm_region *r);
 void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,

@@ -2748,8 +2748,8 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
         const bool used = good || err == EMSGSIZE || err == ENOENT || err == EFAULT; // the kernel read it
         if (auto it = token_hist_.find(ry.token); it != token_hist_.end()) {
             it->second += " reply@" + std::to_string(done_) + (uring ? "(io_uring)" : "") +
-                          (good ? ":ok" : ":" + ename(err)) +
-                          (c.mutated ? "(mutated)" : "") + (c.argp == nullptr ? "(arg out of reach)" : "");
+                          (good ? ":ok" : ":" + ename(err)) + (c.mutated ? "(mutated)" : "") +
+                          (c.argp == nullptr ? "(arg out of reach)" : "");
         }
         if (used && std::find(tokens_.begin(), tokens_.end(), ry.token) != tokens_.end()) {
             std::erase(tokens_, ry.token);
