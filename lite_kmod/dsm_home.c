@@ -751,21 +751,14 @@ int lite_dsm_home_open(struct lite_dsm_region *r, u16 user)
 	return err;
 }
 
-/* Whether the region is being removed: it names nobody's frames then. */
+/*
+ * Whether the region is being removed (a region homed here dies only
+ * through lite_dsm_home_remove(), which sets dying first): it names
+ * nobody's frames then.
+ */
 static bool lite_dsm_removed(struct lite_dsm_region *r)
 {
-	return READ_ONCE(r->dead) || READ_ONCE(r->dir->dying);
-}
-
-/* Whether @user opened the region again since its OPEN number @gen. */
-static bool lite_dsm_reopened(struct lite_dsm_home *h, u16 user, u32 gen)
-{
-	bool ret;
-
-	spin_lock_bh(&h->lock);
-	ret = h->opens[user] != gen;
-	spin_unlock_bh(&h->lock);
-	return ret;
+	return READ_ONCE(r->dir->dying);
 }
 
 /*
@@ -842,8 +835,13 @@ static int lite_dsm_forget_copy(struct lite_dsm_region *r, u64 i, u16 user,
 	}
 }
 
-/* Whether @user holds the only current copy of page @i. */
-static bool lite_dsm_only_holder(struct lite_dsm_home *h, u64 i, u16 user)
+/*
+ * Whether @user holds the only current copy of page @i, and has not opened
+ * the region again since its OPEN number @gen (its copies are new ones
+ * then).
+ */
+static bool lite_dsm_only_holder(struct lite_dsm_home *h, u64 i, u16 user,
+				 u32 gen)
 {
 	struct lite_dsm_dir *d = &h->dir[i];
 	struct lite_dsm_nodes only = {};
@@ -851,7 +849,8 @@ static bool lite_dsm_only_holder(struct lite_dsm_home *h, u64 i, u16 user)
 
 	lite_dsm_nodes_set(&only, user);
 	spin_lock_bh(&h->lock);
-	ret = (d->state == LITE_DSM_SHARED || d->state == LITE_DSM_EXCL) &&
+	ret = h->opens[user] == gen &&
+	      (d->state == LITE_DSM_SHARED || d->state == LITE_DSM_EXCL) &&
 	      !memcmp(&d->holders, &only, sizeof(only));
 	spin_unlock_bh(&h->lock);
 	return ret;
@@ -903,11 +902,9 @@ static int lite_dsm_home_close(struct lite_dsm_region *r, u16 user, u32 gen)
 		/* Removed meanwhile: no page of anyone's is named any more. */
 		if (lite_dsm_removed(r))
 			break;
-		if (lite_dsm_reopened(h, user, gen))
-			return 0;	/* its copies are new ones */
 		if (time_after(jiffies, deadline))
 			return err ?: -ETIMEDOUT;
-		if (lite_dsm_only_holder(h, i, user)) {
+		if (lite_dsm_only_holder(h, i, user, gen)) {
 			e = lite_dsm_pull(r, i, deadline);
 			err = err ?: e;
 		}
