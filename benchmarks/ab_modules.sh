@@ -5,13 +5,19 @@
 # each module in turn insmod, two nodes on rxe0, lite-rpc latency (8 B and
 # 4 KiB) and 2 s of 1-thread calls/s, both nodes down, rmmod. One line per
 # run: "round R MODULE: 8:<median us> 4096:<median us> t1:<calls/s>".
+# With AB_WHAT=onesided, the one-sided path instead: native async-tput
+# (busy) once a round, then per module lite-lat write and read medians at
+# 8, 64 and 4096 bytes ("w8:<us> ... r4096:<us>"), lite::Ring 64-byte
+# writes and reads at queue depths 1, 8 and 32 ("wq1:<ops/s> ...") and the
+# same on a polled Ring ("pwq1:<ops/s> ...", absent where the module has
+# no polled rings).
 #
 #   tools/vm/lite-vm --no-module --out build/ab -- \
 #       bash benchmarks/ab_modules.sh ROUNDS A.ko B.ko ...
 #
 # (build each module from its commit first, e.g. in a git worktree with
 # make kmod). Environment: BUILD (build/meson), LITE_ADDR (10.99.0.1),
-# AB_ITERS (600).
+# AB_ITERS (600), AB_WHAT (rpc or onesided).
 set -euo pipefail
 
 build=${BUILD:-build/meson}
@@ -36,6 +42,37 @@ up() {
 }
 
 medians() { awk -F, 'NR > 1 { printf "%s:%s ", $2, $4 }'; }
+
+# onesided_ring PREFIX MODE...: async-tput write and read rows as
+# "<PREFIX>wq1:<ops/s> ...".
+onesided_ring() {
+	local op prefix=$1
+	shift
+	for op in write read; do
+		"$build/benchmarks/async-tput" "$@" --op "$op" --qd 1,8,32 --len 64 --seconds 1 2>/dev/null |
+			awk -F, -v o="$prefix${op:0:1}" 'NR > 1 { printf "%sq%s:%s ", o, $3, $7 }' || true
+	done
+}
+
+if [ "${AB_WHAT:-rpc}" = onesided ]; then
+	for r in $(seq 1 "$rounds"); do
+		echo "round $r native-busy: $(onesided_ring "" --mode native --poll busy --addr "$addr")"
+		for m in "$@"; do
+			insmod "$m"
+			i1=$(up --listen "$addr:18515")
+			i2=$(up --listen "$addr:18516" --join "$addr:18515")
+			lat=$("$build/benchmarks/lite-lat" --instance "$i1" --node 2 --iters "$iters" --warmup 100 \
+				--sizes 8,64,4096 | awk -F, 'NR > 1 { printf "%s%s:%s ", substr($1, 1, 1), $2, $4 }')
+			ring=$(onesided_ring "" --mode lite-ring --instance "$i1" --node 2)
+			polled=$(onesided_ring p --mode lite-ring-poll --instance "$i1" --node 2)
+			echo "round $r ${m##*/}: $lat$ring$polled"
+			"$litectl" down -i "$i2"
+			"$litectl" down -i "$i1"
+			rmmod lite
+		done
+	done
+	exit 0
+fi
 
 for r in $(seq 1 "$rounds"); do
 	echo "round $r native-busy: $("$build/benchmarks/native-rpc" --addr "$addr" --poll busy --mode lat \

@@ -10,6 +10,8 @@
 //   lite-ring   lite::Ring (io_uring, lite/async.hpp): QD operations in
 //               flight, each completion's callback queues the next, batches
 //               submitted with one system call
+//   lite-ring-poll  the same on a polled Ring (lite::Completion::polled,
+//               IORING_SETUP_IOPOLL: the waiting thread polls, no wake-up)
 //   lite-sync   QD threads, each calling LITE_write/LITE_read (one ioctl
 //               per operation, waiting for it) on one session
 //
@@ -54,7 +56,7 @@ constexpr const char* kProg = "async-tput";
 constexpr size_t kRegion = size_t{4} << 20;
 constexpr unsigned kMaxQd = 256;
 
-constexpr const char* kUsage = R"(usage: async-tput --mode native|lite-ring|lite-sync [options]
+constexpr const char* kUsage = R"(usage: async-tput --mode native|lite-ring|lite-ring-poll|lite-sync [options]
   --op write|read   operation (default write)
   --qd LIST         comma-separated queue depths, 1..256 (default 1,2,4,8,16,32,64)
   --len BYTES       bytes per operation, 1..65536 (default 64)
@@ -201,13 +203,13 @@ void check_lite(const lite::Lmr& lmr, size_t len)
         throw std::runtime_error("lite write/read of " + std::to_string(len) + " bytes: the data differs");
 }
 
-void run_lite_ring(const Options& o)
+void run_lite_ring(const Options& o, lite::Completion how)
 {
     auto s = lite::Session::open(o.instance);
     auto lmr = s.alloc(kRegion, o.node);
     check_lite(lmr, o.len);
     unsigned max_qd = *std::max_element(o.qds.begin(), o.qds.end());
-    lite::Ring ring(s, max_qd);
+    lite::Ring ring(s, max_qd, how);
     std::vector<std::byte> buf(kRegion);
     const size_t slots = kRegion / o.len;
     uint64_t next = 0, done = 0;
@@ -241,7 +243,7 @@ void run_lite_ring(const Options& o)
         uint64_t counted = done;
         double secs = std::chrono::duration<double>(Clock::now() - start).count();
         ring.drain();
-        print_row(o, "lite_ring", qd, counted, secs);
+        print_row(o, how == lite::Completion::polled ? "lite_ring_poll" : "lite_ring", qd, counted, secs);
     }
 }
 
@@ -323,11 +325,13 @@ int run(int argc, char** argv)
     if (o.mode == "native") {
         run_native(o, at);
     } else if (o.mode == "lite-ring") {
-        run_lite_ring(o);
+        run_lite_ring(o, lite::Completion::events);
+    } else if (o.mode == "lite-ring-poll") {
+        run_lite_ring(o, lite::Completion::polled);
     } else if (o.mode == "lite-sync") {
         run_lite_sync(o);
     } else {
-        throw bench::UsageError("--mode: native, lite-ring or lite-sync");
+        throw bench::UsageError("--mode: native, lite-ring, lite-ring-poll or lite-sync");
     }
     return 0;
 }

@@ -465,6 +465,7 @@ static const struct file_operations lite_fops = {
 	.release = lite_release,
 	.unlocked_ioctl = lite_ioctl,
 	.uring_cmd = lite_uring_cmd,
+	.uring_cmd_iopoll = lite_uring_iopoll,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
 };

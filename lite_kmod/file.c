@@ -51,6 +51,7 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file)
 	INIT_LIST_HEAD(&lf->services);
 	INIT_LIST_HEAD(&lf->locks);
 	xa_init_flags(&lf->handles, XA_FLAGS_ALLOC1);
+	lite_uring_file_init(lf);
 	file->private_data = lf;
 	return 0;
 }
@@ -91,8 +92,11 @@ static int lite_file_bad_handle(struct lite_file *lf)
 }
 
 /*
- * Look a handle up. Return: 0 with a reference on *@lmr; -EBADF if the
- * file has no such handle, -EBADFD if it is not even attached.
+ * Look a handle up, without a lock: handles and LMRs are freed after an
+ * RCU grace period, and an LMR whose last reference is going counts as
+ * gone (its handle was just freed). Return: 0 with a reference on *@lmr;
+ * -EBADF if the file has no such handle, -EBADFD if it is not even
+ * attached.
  */
 static int lite_file_lmr(struct lite_file *lf, u64 handle,
 			 struct lite_lmr **lmr, u32 *perms, bool *owner)
@@ -101,16 +105,17 @@ static int lite_file_lmr(struct lite_file *lf, u64 handle,
 
 	if (!handle || handle > U32_MAX)
 		return lite_file_bad_handle(lf);
-	xa_lock(&lf->handles);
+	rcu_read_lock();
 	h = xa_load(&lf->handles, handle);
+	if (h && !kref_get_unless_zero(&h->lmr->ref))
+		h = NULL;
 	if (h) {
 		*lmr = h->lmr;
 		*perms = h->perms;
 		if (owner)
 			*owner = h->owner;
-		lite_lmr_get(h->lmr);
 	}
-	xa_unlock(&lf->handles);
+	rcu_read_unlock();
 	if (!h)
 		return lite_file_bad_handle(lf);
 	return 0;
@@ -290,7 +295,7 @@ static long lite_ioc_lmr_free(struct lite_file *lf, void __user *argp)
 	if (!IS_ERR(node))
 		lite_node_put(node);
 	lite_lmr_release(h->lmr, h->owner);
-	kfree(h);
+	kfree_rcu(h, rcu);	/* a lookup may still hold it */
 	return 0;
 }
 
@@ -884,9 +889,10 @@ void lite_file_release(struct lite_file *lf)
 	xa_for_each(&lf->handles, id, h) {
 		xa_erase(&lf->handles, id);
 		lite_lmr_release(h->lmr, h->owner);
-		kfree(h);
+		kfree_rcu(h, rcu);
 	}
 	xa_destroy(&lf->handles);
+	lite_uring_file_release(lf);
 	if (lf->node)
 		lite_node_put(lf->node);
 	kfree(lf);

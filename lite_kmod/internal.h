@@ -108,6 +108,9 @@
 #define LITE_URING_REPLY_MAX	(512 * 1024)	/* longer replies go to an
 						 * io_uring worker */
 #define LITE_AOP_SEGS		8	/* remote segments of an async access */
+#define LITE_AOP_POOL		64	/* idle async operations a file keeps */
+#define LITE_AOP_KBUF		4096	/* the kernel buffer a kept operation
+					 * keeps for transfers up to this size */
 #define LITE_AOP_PAGES		(LITE_AOP_MAX_LEN / PAGE_SIZE + 1)
 #define LITE_AOP_SGES		(LITE_AOP_PAGES + LITE_AOP_SEGS)
 					/* local pieces of one (registered
@@ -565,18 +568,26 @@ struct lite_lmr {
 	bool published;			/* READ_ONCE: shared under a name once
 					 * (others may have mapped it) */
 
-	spinlock_t lock;		/* protects the fields below */
-	bool revoked;			/* freed or revoked: no new access */
-	bool mem_gone;			/* its memory node left: nothing to free */
-	u32 active;			/* accesses in progress */
-	wait_queue_head_t idle_wq;	/* woken when active drops to 0 */
+	spinlock_t lock;		/* protects the two flags below */
+	bool revoked;			/* freed or revoked: no new access;
+					 * READ_ONCE outside @lock */
+	bool mem_gone;			/* its memory node left: nothing to free;
+					 * READ_ONCE outside @lock */
+	atomic_t steps;			/* atomic, no lock: transfer steps in
+					 * progress, plus LITE_LMR_CLOSED once
+					 * revoked (lite_lmr_begin()) */
+	wait_queue_head_t idle_wq;	/* woken when the last step of a
+					 * revoked LMR ends */
+	struct rcu_head rcu;		/* freed after a grace period: handle
+					 * lookups run under rcu_read_lock() */
 };
 
-/* What an open file of /dev/lite holds. */
+/* What an open file of /dev/lite holds; immutable, freed after RCU. */
 struct lite_handle {
 	struct lite_lmr *lmr;		/* holds a reference */
 	u32 perms;
 	bool owner;			/* allocated by this file */
+	struct rcu_head rcu;
 };
 
 struct lite_pub {			/* a name this file published */
@@ -592,12 +603,16 @@ struct lite_file {
 	struct mutex lock;		/* protects @node, @pubs */
 	struct lite_node *node;		/* attached node; holds a ref */
 	struct list_head pubs;
-	struct xarray handles;		/* id -> lite_handle; xa lock */
+	struct xarray handles;		/* id -> lite_handle; xa lock to
+					 * change, RCU to look up */
 	u32 next_handle;		/* xa lock */
 	struct list_head services;	/* lite_service it registered; @lock */
 	struct list_head locks;		/* lite_held_lock; @lock */
 	atomic64_t aop_bytes;		/* atomic: kernel memory that its async
 					 * operations hold */
+	spinlock_t aop_lock;		/* protects @aop_pool, @aop_idle */
+	struct list_head aop_pool;	/* idle lite_aops kept for reuse */
+	u32 aop_idle;			/* how many; at most LITE_AOP_POOL */
 };
 
 /* A lock this file holds. */
@@ -1173,7 +1188,12 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 
 /* uring.c: asynchronous operations through io_uring */
 struct io_uring_cmd;
+struct io_comp_batch;
 int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
+int lite_uring_iopoll(struct io_uring_cmd *cmd, struct io_comp_batch *iob,
+		      unsigned int poll_flags);
+void lite_uring_file_init(struct lite_file *lf);
+void lite_uring_file_release(struct lite_file *lf);
 
 /* file.c: an open /dev/lite */
 int lite_file_open(struct lite_ctx *ctx, struct file *file);

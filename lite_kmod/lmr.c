@@ -127,7 +127,7 @@ static void lite_lmr_free(struct kref *ref)
 
 	kvfree(lmr->chunks);
 	lite_node_put(lmr->node);
-	kfree(lmr);
+	kfree_rcu(lmr, rcu);	/* a handle lookup may still read @ref */
 }
 
 /**
@@ -142,66 +142,85 @@ void lite_lmr_put(struct lite_lmr *lmr)
 	kref_put(&lmr->ref, lite_lmr_free);
 }
 
+/*
+ * lmr->steps counts the transfer steps in progress with one atomic each
+ * way, no lock: revocation adds LITE_LMR_CLOSED (once, under lmr->lock,
+ * after setting the flags), which makes the count negative so that no step
+ * starts any more, and waits for it to come down to LITE_LMR_CLOSED.
+ */
+#define LITE_LMR_CLOSED	INT_MIN
+
 /**
  * lite_lmr_begin - start one transfer step of an access
  * @lmr: the LMR
  *
- * A step that started holds off revocation until lite_lmr_end(). Takes
- * @lmr->lock; does not sleep.
+ * A step that started holds off revocation until lite_lmr_end(). One
+ * atomic operation; any context.
  *
  * Return: 0 (end the step with lite_lmr_end()), -EHOSTDOWN once its memory
  * node is gone, or -EKEYREVOKED once revoked.
  */
 int lite_lmr_begin(struct lite_lmr *lmr)
 {
-	int ret = 0;
+	int ret;
 
+	if (likely(atomic_inc_unless_negative(&lmr->steps)))
+		return 0;
+	/* Closed: the flags were set before, under the lock. */
 	spin_lock_bh(&lmr->lock);
-	if (lmr->mem_gone)
-		ret = -EHOSTDOWN;
-	else if (lmr->revoked)
-		ret = -EKEYREVOKED;
-	else
-		lmr->active++;
+	ret = lmr->mem_gone ? -EHOSTDOWN : -EKEYREVOKED;
 	spin_unlock_bh(&lmr->lock);
 	return ret;
 }
 
 /**
  * lite_lmr_end - end a transfer step lite_lmr_begin() started
- * @lmr: the LMR
+ * @lmr: the LMR; the caller still holds a reference
  *
- * The last step to end wakes whoever waits to revoke @lmr. Takes
- * @lmr->lock; does not sleep.
+ * The last step to end on a revoked LMR wakes whoever waits to revoke it.
+ * Any context.
  */
 void lite_lmr_end(struct lite_lmr *lmr)
 {
-	bool idle;
-
-	spin_lock_bh(&lmr->lock);
-	idle = !--lmr->active;
-	spin_unlock_bh(&lmr->lock);
-	if (idle)
+	if (atomic_dec_return(&lmr->steps) == LITE_LMR_CLOSED)
 		wake_up(&lmr->idle_wq);
 }
 
-static bool lite_lmr_idle(struct lite_lmr *lmr)
+/* Revoked, and no step in progress any more. */
+static bool lite_lmr_drained(struct lite_lmr *lmr)
 {
-	bool idle;
-
-	spin_lock_bh(&lmr->lock);
-	idle = !lmr->active;
-	spin_unlock_bh(&lmr->lock);
-	return idle;
+	return atomic_read(&lmr->steps) == LITE_LMR_CLOSED;
 }
 
-/* No new step from now on; wait for the one in progress (bounded). */
-static void lite_lmr_revoke(struct lite_lmr *lmr)
+/* Revoked, but a step is still in progress. */
+static bool lite_lmr_draining(struct lite_lmr *lmr)
+{
+	int steps = atomic_read(&lmr->steps);
+
+	return steps < 0 && steps != LITE_LMR_CLOSED;
+}
+
+/* No new step from now on (@gone: its memory node left). Takes lmr->lock. */
+static void lite_lmr_close(struct lite_lmr *lmr, bool gone)
 {
 	spin_lock_bh(&lmr->lock);
-	lmr->revoked = true;
+	if (gone)
+		WRITE_ONCE(lmr->mem_gone, true);
+	if (!lmr->revoked) {
+		WRITE_ONCE(lmr->revoked, true);
+		atomic_add(LITE_LMR_CLOSED, &lmr->steps);
+	}
 	spin_unlock_bh(&lmr->lock);
-	wait_event(lmr->idle_wq, lite_lmr_idle(lmr));
+}
+
+/*
+ * No new step from now on; wait for the one in progress, which ends by
+ * itself: its work requests complete or are flushed, its calls time out.
+ */
+static void lite_lmr_revoke(struct lite_lmr *lmr)
+{
+	lite_lmr_close(lmr, false);
+	wait_event(lmr->idle_wq, lite_lmr_drained(lmr));
 }
 
 /* A new LMR without chunks yet, already on node->lmrs. */
@@ -223,6 +242,7 @@ static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
 	lmr->layout.size = size;
 	INIT_LIST_HEAD(&lmr->lease_entry);
 	spin_lock_init(&lmr->lock);
+	atomic_set(&lmr->steps, 0);
 	init_waitqueue_head(&lmr->idle_wq);
 	mutex_lock(&node->lock);
 	list_add_tail(&lmr->map_entry, &node->lmrs);
@@ -849,7 +869,7 @@ static bool lite_lmr_matches(const struct lite_lmr *lmr, u64 share_id,
 	return lmr->mem_node == mem_node && lmr->mr_id == mr_id;
 }
 
-/* A matching LMR that still has a step in progress, referenced; or NULL. */
+/* A matching revoked LMR whose step is in progress, referenced; or NULL. */
 static struct lite_lmr *lite_lmr_busy(struct lite_node *node, u64 share_id,
 				      u16 mem_node, u64 mr_id)
 {
@@ -858,7 +878,7 @@ static struct lite_lmr *lite_lmr_busy(struct lite_node *node, u64 share_id,
 	mutex_lock(&node->lock);
 	list_for_each_entry(lmr, &node->lmrs, map_entry) {
 		if (lite_lmr_matches(lmr, share_id, mem_node, mr_id) &&
-		    !lite_lmr_idle(lmr)) {
+		    lite_lmr_draining(lmr)) {
 			lite_lmr_get(lmr);
 			busy = lmr;
 			break;
@@ -887,17 +907,14 @@ void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg)
 
 	mutex_lock(&node->lock);
 	list_for_each_entry(lmr, &node->lmrs, map_entry) {
-		if (!lite_lmr_matches(lmr, share_id, mem_node, mr_id))
-			continue;
-		spin_lock_bh(&lmr->lock);
-		lmr->revoked = true;	/* no new step from here on */
-		spin_unlock_bh(&lmr->lock);
+		if (lite_lmr_matches(lmr, share_id, mem_node, mr_id))
+			lite_lmr_close(lmr, false);
 	}
 	mutex_unlock(&node->lock);
 
 	/* Wait outside node->lock: steps take it to find connections. */
 	while ((lmr = lite_lmr_busy(node, share_id, mem_node, mr_id))) {
-		wait_event(lmr->idle_wq, lite_lmr_idle(lmr));
+		wait_event(lmr->idle_wq, lite_lmr_drained(lmr));
 		lite_lmr_put(lmr);
 	}
 }
@@ -917,12 +934,8 @@ void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node)
 
 	lockdep_assert_held(&node->lock);
 	list_for_each_entry(lmr, &node->lmrs, map_entry) {
-		if (lmr->mem_node != mem_node)
-			continue;
-		spin_lock_bh(&lmr->lock);
-		lmr->revoked = true;
-		lmr->mem_gone = true;
-		spin_unlock_bh(&lmr->lock);
+		if (lmr->mem_node == mem_node)
+			lite_lmr_close(lmr, true);
 	}
 }
 

@@ -31,16 +31,34 @@
  * and since io_uring holds a file reference per request, the lite_file
  * outlives each operation on it. Kernel memory an operation holds is
  * charged to the caller's memory cgroup and limited per file
- * (LITE_AOP_FILE_BYTES).
+ * (LITE_AOP_FILE_BYTES). A file keeps up to LITE_AOP_POOL finished
+ * operations, each with its small-transfer buffer, for the next ones: no
+ * allocation per operation once a file's queue depth was reached.
  */
 #include <linux/io_uring.h>
 #include <linux/io_uring_types.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 
 #include "internal.h"
 
+/* A registered buffer's pieces: the used part of each page, mapped once. */
+struct lite_aop_fixed {
+	struct ib_sge sges[LITE_AOP_SGES];
+	struct lite_aop_map {
+		u64 dma;
+		u32 len;
+	} maps[LITE_AOP_PAGES];
+	u32 n_maps;
+};
+
+/*
+ * An asynchronous operation. Its file keeps up to LITE_AOP_POOL idle ones
+ * for reuse: what comes before @kbuf is cleared for each operation, the
+ * rest is kept.
+ */
 struct lite_aop {
 	struct io_uring_cmd *cmd;
 	struct lite_file *lf;		/* alive: io_uring holds the file */
@@ -49,6 +67,11 @@ struct lite_aop {
 	bool active;			/* lite_lmr_begin() held; ended by the
 					 * completion, before the task work */
 	u64 accounted;			/* bytes in lf->aop_bytes */
+	bool polled;			/* its ring polls (IORING_SETUP_IOPOLL):
+					 * completion sets @done, no task work */
+	bool done;			/* polled: complete (release/acquire) */
+	struct mm_struct *mm;		/* polled read: the issuer's, grabbed;
+					 * only it may take the bytes */
 
 	/* A read or write. */
 	struct lite_rdma_op op;
@@ -68,16 +91,11 @@ struct lite_aop {
 	struct lite_call call;
 	struct lite_wire_atomic_result rep;
 	struct delayed_work expire;
-};
 
-/* A registered buffer's pieces: the used part of each page, mapped once. */
-struct lite_aop_fixed {
-	struct ib_sge sges[LITE_AOP_SGES];
-	struct lite_aop_map {
-		u64 dma;
-		u32 len;
-	} maps[LITE_AOP_PAGES];
-	u32 n_maps;
+	/* Kept across operations, allocated when first needed. */
+	void *kbuf;			/* LITE_AOP_KBUF bytes, or NULL */
+	struct lite_aop_fixed *fixed_kept;	/* @fixed when used, or NULL */
+	struct list_head pool_entry;	/* lf->aop_pool while idle; its lock */
 };
 
 static struct lite_aop **lite_aop_slot(struct io_uring_cmd *cmd)
@@ -108,14 +126,81 @@ static int lite_aop_account(struct lite_aop *a, u64 bytes)
 	return 0;
 }
 
+/* An idle operation of @lf's, cleared; or a new one. */
+static struct lite_aop *lite_aop_get(struct lite_file *lf)
+{
+	struct lite_aop *a;
+
+	spin_lock(&lf->aop_lock);
+	a = list_first_entry_or_null(&lf->aop_pool, struct lite_aop,
+				     pool_entry);
+	if (a) {
+		list_del(&a->pool_entry);
+		lf->aop_idle--;
+	}
+	spin_unlock(&lf->aop_lock);
+	if (!a)
+		return kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
+	memset(a, 0, offsetof(struct lite_aop, kbuf));
+	return a;
+}
+
+static void lite_aop_destroy(struct lite_aop *a)
+{
+	kfree(a->fixed_kept);
+	kfree(a->kbuf);
+	kfree(a);
+}
+
+/* Keep @a for @lf's next operation, or free it if enough are idle. */
+static void lite_aop_put(struct lite_file *lf, struct lite_aop *a)
+{
+	spin_lock(&lf->aop_lock);
+	if (lf->aop_idle < LITE_AOP_POOL) {
+		list_add(&a->pool_entry, &lf->aop_pool);
+		lf->aop_idle++;
+		a = NULL;
+	}
+	spin_unlock(&lf->aop_lock);
+	if (a)
+		lite_aop_destroy(a);
+}
+
+/**
+ * lite_uring_file_init - set up a new file's pool of async operations
+ * @lf: the file
+ */
+void lite_uring_file_init(struct lite_file *lf)
+{
+	spin_lock_init(&lf->aop_lock);
+	INIT_LIST_HEAD(&lf->aop_pool);
+}
+
+/**
+ * lite_uring_file_release - free a closing file's idle async operations
+ * @lf: the file; none of its operations is in flight any more (io_uring
+ *	holds the file until each one completed)
+ */
+void lite_uring_file_release(struct lite_file *lf)
+{
+	struct lite_aop *a, *tmp;
+
+	list_for_each_entry_safe(a, tmp, &lf->aop_pool, pool_entry) {
+		list_del(&a->pool_entry);
+		lite_aop_destroy(a);
+	}
+	lf->aop_idle = 0;
+}
+
 /* A new operation on @lmr, whose reference it takes over. */
 static struct lite_aop *lite_aop_new(struct lite_file *lf,
 				     struct io_uring_cmd *cmd,
+				     unsigned int issue_flags,
 				     struct lite_lmr *lmr, int *err)
 {
 	struct lite_aop *a;
 
-	a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
+	a = lite_aop_get(lf);
 	if (!a) {
 		lite_lmr_put(lmr);
 		*err = -ENOMEM;
@@ -124,6 +209,7 @@ static struct lite_aop *lite_aop_new(struct lite_file *lf,
 	a->cmd = cmd;
 	a->lf = lf;
 	a->lmr = lmr;
+	a->polled = issue_flags & IO_URING_F_IOPOLL;
 	lite_aop_count(lmr->node);
 	*lite_aop_slot(cmd) = a;
 	*err = lite_aop_account(a, sizeof(*a));
@@ -139,6 +225,7 @@ static void lite_aop_end(struct lite_aop *a)
 	}
 }
 
+/* End the operation and give back what it holds; @a goes back to its file. */
 static void lite_aop_free(struct lite_aop *a)
 {
 	struct lite_node *node = a->lmr->node;
@@ -148,19 +235,21 @@ static void lite_aop_free(struct lite_aop *a)
 		ib_dma_unmap_page(node->ibdev->dev, a->fixed->maps[i].dma,
 				  a->fixed->maps[i].len,
 				  a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-	kfree(a->fixed);
 	if (a->mapped)
 		ib_dma_unmap_single(node->ibdev->dev, a->dma, a->len,
 				    a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-	kfree(a->buf);
+	if (a->buf != a->kbuf)
+		kfree(a->buf);
 	if (a->accounted)
 		atomic64_sub(a->accounted, &a->lf->aop_bytes);
 	if (a->conn)
 		lite_conn_put(a->conn);
+	if (a->mm)
+		mmdrop(a->mm);
 	lite_aop_end(a);
 	atomic_dec(&node->aops);
 	lite_lmr_put(a->lmr);
-	kfree(a);
+	lite_aop_put(a->lf, a);
 }
 
 /* The memory node's connection; then the access (revocation waits). */
@@ -182,15 +271,22 @@ static int lite_aop_copy_out(struct lite_aop *a)
 {
 	ib_dma_sync_single_for_cpu(a->lmr->node->ibdev->dev, a->dma, a->len,
 				   DMA_FROM_DEVICE);
-	/* An exiting task, or io_uring's fallback worker: nobody to copy to. */
-	if (current->flags & (PF_EXITING | PF_KTHREAD))
+	/*
+	 * An exiting task, io_uring's fallback or exit worker, or (a polled
+	 * ring) another process reaping it: nobody to copy to.
+	 */
+	if (current->flags & (PF_EXITING | PF_KTHREAD) ||
+	    (a->mm && current->mm != a->mm))
 		return -ECANCELED;
 	if (copy_to_user(u64_to_user_ptr(a->ubuf), a->buf, a->len))
 		return -EFAULT;
 	return 0;
 }
 
-/* Task work: in the issuer's context (or io_uring's fallback worker). */
+/*
+ * Task work: in the issuer's context (or io_uring's fallback worker); for
+ * a polled ring, in whoever polls it (lite_uring_iopoll()).
+ */
 static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct lite_aop *a = *lite_aop_slot(cmd);
@@ -217,22 +313,54 @@ static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	io_uring_cmd_done(cmd, ret, res2, issue_flags);
 }
 
+/*
+ * Any context: the operation is over. Its issuer's task work finishes it,
+ * or, on a polled ring, whoever polls next: from the store of @done on,
+ * @a may be gone.
+ */
+static void lite_aop_complete(struct lite_aop *a)
+{
+	lite_aop_end(a);
+	if (a->polled)
+		smp_store_release(&a->done, true);
+	else
+		io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+}
+
 /* Completion context: every work request of the access completed. */
 static void lite_aop_rw_done(struct lite_rdma_op *op)
 {
-	struct lite_aop *a = container_of(op, struct lite_aop, op);
-
-	lite_aop_end(a);
-	io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+	lite_aop_complete(container_of(op, struct lite_aop, op));
 }
 
 /* Any context: the atomic's reply came, or it failed or timed out. */
 static void lite_aop_call_done(struct lite_call *call)
 {
-	struct lite_aop *a = container_of(call, struct lite_aop, call);
+	lite_aop_complete(container_of(call, struct lite_aop, call));
+}
 
-	lite_aop_end(a);
-	io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+/**
+ * lite_uring_iopoll - reap a command of a polled ring (IORING_SETUP_IOPOLL)
+ * @cmd: a read, write or atomic that lite_uring_cmd() started
+ * @iob: unused (lite completes its commands one by one)
+ * @poll_flags: unused: lite never sleeps here, nor spins itself
+ *
+ * Called by io_uring, with its ring lock held, in the task that waits for
+ * completions (or io_uring's exit work) until the command completed: the
+ * completion only marks it done, and this finishes it as the task work
+ * would (a read's copy-out, the CQE) - no wake-up in between.
+ *
+ * Return: 1 if it was finished now, 0 if it is still in flight.
+ */
+int lite_uring_iopoll(struct io_uring_cmd *cmd, struct io_comp_batch *iob,
+		      unsigned int poll_flags)
+{
+	struct lite_aop *a = *lite_aop_slot(cmd);
+
+	if (!a || !smp_load_acquire(&a->done))
+		return 0;
+	lite_aop_finish(cmd, 0);
+	return 1;
 }
 
 static void lite_aop_expire(struct work_struct *work)
@@ -258,9 +386,10 @@ static bool lite_aop_rw_fits(const struct lite_lmr *lmr,
 }
 
 /*
- * The operation's own kernel buffer of @len bytes, charged to the file; a
- * write's bytes copied in from @ubuf; mapped for the NIC (freed and
- * unmapped by lite_aop_free()).
+ * The operation's kernel buffer of @len bytes, charged to the file (up to
+ * LITE_AOP_KBUF bytes the one it keeps, allocated once); a write's bytes
+ * copied in from @ubuf; mapped for the NIC (unmapped, and freed if not
+ * kept, by lite_aop_free()).
  */
 static int lite_aop_kbuf(struct lite_aop *a, u32 len, u64 ubuf)
 {
@@ -273,7 +402,12 @@ static int lite_aop_kbuf(struct lite_aop *a, u32 len, u64 ubuf)
 		return ret;
 	a->len = len;
 	a->ubuf = ubuf;
-	a->buf = kmalloc(len, GFP_KERNEL_ACCOUNT);
+	if (len > LITE_AOP_KBUF)
+		a->buf = kmalloc(len, GFP_KERNEL_ACCOUNT);
+	else if (a->kbuf)
+		a->buf = a->kbuf;
+	else
+		a->buf = a->kbuf = kmalloc(LITE_AOP_KBUF, GFP_KERNEL_ACCOUNT);
 	if (!a->buf)
 		return -ENOMEM;
 	if (a->write && copy_from_user(a->buf, u64_to_user_ptr(ubuf), len))
@@ -431,9 +565,12 @@ static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
 	ret = lite_aop_account(a, sizeof(*a->fixed));
 	if (ret)
 		return ret;
-	a->fixed = kzalloc(sizeof(*a->fixed), GFP_KERNEL_ACCOUNT);
-	if (!a->fixed)
+	if (!a->fixed_kept)
+		a->fixed_kept = kmalloc(sizeof(*a->fixed), GFP_KERNEL_ACCOUNT);
+	if (!a->fixed_kept)
 		return -ENOMEM;
+	a->fixed = a->fixed_kept;
+	a->fixed->n_maps = 0;
 	max_sge = a->conn->max_sge;
 	if (!a->write)		/* RDMA READ may take fewer SGEs */
 		max_sge = min_t(u32, max_sge, dev->attrs.max_sge_rd);
@@ -530,10 +667,14 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 	}
 	if (!lite_aop_rw_fits(lmr, &rw, segs, &n))
 		return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
-	a = lite_aop_new(lf, cmd, lmr, &ret);
+	a = lite_aop_new(lf, cmd, issue_flags, lmr, &ret);
 	if (!a)
 		return ret;
 	a->write = write;
+	if (a->polled && !write && !fixed) {
+		a->mm = current->mm;	/* the copy-out's address space */
+		mmgrab(a->mm);
+	}
 	if (!ret && fixed)
 		ret = lite_aop_fixed_start(a, &rw, segs, n);
 	else if (!ret)
@@ -585,7 +726,7 @@ static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 	ret = lite_file_atomic_access(lf, &at, cmp_swap, &lmr);
 	if (ret)
 		return ret;
-	a = lite_aop_new(lf, cmd, lmr, &ret);
+	a = lite_aop_new(lf, cmd, issue_flags, lmr, &ret);
 	if (!a)
 		return ret;
 	if (lmr->flags & LITE_WIRE_LMR_NIC_ATOMIC) {
@@ -917,20 +1058,64 @@ static int lite_uring_rpc_reply(struct lite_file *lf, struct io_uring_cmd *cmd,
 	return ret;
 }
 
+/*
+ * A ring that polls for completions (IORING_SETUP_IOPOLL) takes reads,
+ * writes and atomics, not RPC (a receive may wait for ever, and the ring
+ * would spin all that time). What finishes at once is completed through
+ * io_uring_cmd_done() as well: 6.1 puts a command that returned 0 on its
+ * poll list after completing it.
+ */
+static int lite_uring_polled(struct lite_file *lf, struct io_uring_cmd *cmd,
+			     unsigned int issue_flags)
+{
+	int ret;
+
+	switch (cmd->cmd_op) {
+	case LITE_IOC_READ:
+	case LITE_IOC_WRITE:
+		ret = lite_uring_rw(lf, cmd, issue_flags,
+				    cmd->cmd_op == LITE_IOC_WRITE);
+		break;
+	case LITE_IOC_FETCH_ADD:
+	case LITE_IOC_CMP_SWAP:
+		ret = lite_uring_atomic(lf, cmd, issue_flags,
+					cmd->cmd_op == LITE_IOC_CMP_SWAP);
+		break;
+	case LITE_IOC_RPC_CALL:
+	case LITE_IOC_RPC_RECV:
+	case LITE_IOC_RPC_REPLY:
+		return -EOPNOTSUPP;
+	default:
+		return -ENOTTY;
+	}
+	/*
+	 * Started, again from a worker, or failed; but io_uring would issue
+	 * a command that a worker finds busy again and again: it fails.
+	 */
+	if (ret < 0 && (ret != -EAGAIN || issue_flags & IO_URING_F_NONBLOCK))
+		return ret;
+	*lite_aop_slot(cmd) = NULL;	/* nothing for lite_uring_iopoll() */
+	io_uring_cmd_done(cmd, ret, 0, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /**
  * lite_uring_cmd - issue an io_uring command on an open /dev/lite
  * @cmd: the command; its 128-byte SQE carries the ioctl's structure
  * @issue_flags: IO_URING_F_*: SQE128 is required, CQE32 for atomics
  *
  * Reads, writes and atomics that fit the asynchronous path start here and
- * complete later through io_uring task work; longer or zero-copy transfers
- * and RPC calls return -EAGAIN when issued with IO_URING_F_NONBLOCK, and
- * run synchronously when io_uring issues them again from a worker thread.
+ * complete later through io_uring task work (or, on a ring with
+ * IORING_SETUP_IOPOLL, through lite_uring_iopoll()); longer or zero-copy
+ * transfers and RPC calls return -EAGAIN when issued with
+ * IO_URING_F_NONBLOCK, and run synchronously when io_uring issues them
+ * again from a worker thread.
  *
  * Return: -EIOCBQUEUED once the command was started (or was completed
  * with io_uring_cmd_done()); 0 or a negative errno for one that finished
  * at once; -EAGAIN (see above); -EINVAL without a 128-byte SQE, or for an
- * atomic without a 32-byte CQE; -ENOTTY for an unknown command.
+ * atomic without a 32-byte CQE; -EOPNOTSUPP for an RPC command on a
+ * polled ring; -ENOTTY for an unknown command.
  */
 int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
@@ -948,6 +1133,8 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (cmd->flags & IORING_URING_CMD_FIXED &&
 	    cmd->cmd_op != LITE_IOC_READ && cmd->cmd_op != LITE_IOC_WRITE)
 		return -EINVAL;
+	if (issue_flags & IO_URING_F_IOPOLL)
+		return lite_uring_polled(lf, cmd, issue_flags);
 	switch (cmd->cmd_op) {
 	case LITE_IOC_READ:
 		return lite_uring_rw(lf, cmd, issue_flags, false);

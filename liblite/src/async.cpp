@@ -33,17 +33,20 @@ struct Ring::Impl {
     Impl(Impl&&) = delete;
     Impl& operator=(Impl&&) = delete;
 
-    Impl(const Session& s, unsigned int entries) : session(s.get()), fd(LITE_fd(s.get()))
+    Impl(const Session& s, unsigned int entries, Completion how) : session(s.get()), fd(LITE_fd(s.get()))
     {
         // One issuing thread, whose completions wait until it asks for
         // them (6.1 on); an older kernel refuses the flags: without them.
+        const unsigned int base = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
+                                  (how == Completion::polled ? IORING_SETUP_IOPOLL : 0U);
         int ret = io_uring_queue_init(entries, &ring,
-                                      IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_SINGLE_ISSUER |
-                                          IORING_SETUP_DEFER_TASKRUN);
+                                      base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
         if (ret == -EINVAL)
-            ret = io_uring_queue_init(entries, &ring, IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+            ret = io_uring_queue_init(entries, &ring, base);
         if (ret < 0)
-            detail::fail(ret, "io_uring setup (SQE128, CQE32) with " + std::to_string(entries) + " entries");
+            detail::fail(ret, std::string("io_uring setup (SQE128, CQE32") +
+                                  (how == Completion::polled ? ", IOPOLL" : "") + ") with " +
+                                  std::to_string(entries) + " entries");
         deferred = (ring.flags & IORING_SETUP_DEFER_TASKRUN) != 0;
         // Operations that must wait (long transfers, RPC calls) run in
         // io_uring's worker threads: a few are enough, not one per op.
@@ -141,7 +144,10 @@ struct Ring::Impl {
     }
 };
 
-Ring::Ring(const Session& session, unsigned int entries) : impl_(std::make_unique<Impl>(session, entries)) {}
+Ring::Ring(const Session& session, unsigned int entries, Completion how)
+    : impl_(std::make_unique<Impl>(session, entries, how))
+{
+}
 Ring::Ring(Ring&& o) noexcept = default;
 Ring& Ring::operator=(Ring&& o) noexcept = default;
 Ring::~Ring() = default;

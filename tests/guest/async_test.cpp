@@ -731,13 +731,14 @@ TEST_F(AsyncUapi, RecvAndReplyRejections)
 // the node memory and in-flight counters come back to where they were.
 enum class Ending { Exit, Kill, Cancel };
 
-void child_body(uint32_t instance, Ending how, int ready_fd)
+void child_body(uint32_t instance, Ending how, int ready_fd, bool polled = false)
 {
     auto s = lite::Session::open(instance);
     auto a = s.alloc(8 * kMiB, 2);
     auto b = s.alloc(8 * kMiB, 3);
     io_uring r{};
-    if (io_uring_queue_init(4096, &r, IORING_SETUP_SQE128 | IORING_SETUP_CQE32) != 0)
+    if (io_uring_queue_init(4096, &r,
+                            IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | (polled ? IORING_SETUP_IOPOLL : 0U)) != 0)
         _exit(2);
     int fd = LITE_fd(s.get());
     static std::vector<std::byte> buf(8 * kMiB, std::byte{1});
@@ -837,6 +838,119 @@ TEST_F(Async, ProcessExitKillAndCancelMidFlight)
     ring.read(l, 100, rd, [](const lite::Result& r) { (void)r.value(); });
     ring.drain();
     EXPECT_EQ(rd, w);
+}
+
+// The same on a polled ring (IORING_SETUP_IOPOLL), whose completions
+// nobody reaps once the process is gone but io_uring's exit work, polling:
+// a process that exits or is killed with 4000 operations in flight leaves
+// nothing behind. (A polled ring takes no cancel requests.)
+TEST_F(Async, PolledRingExitAndKillMidFlight)
+{
+    const Counters base = counters();
+    for (Ending how : {Ending::Exit, Ending::Kill}) {
+        int p[2];
+        ASSERT_EQ(pipe(p), 0);
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            close(p[0]);
+            child_body(inst_[0], how, how == Ending::Kill ? p[1] : -1, true);
+        }
+        close(p[1]);
+        if (how == Ending::Kill) {
+            char c = 0;
+            ASSERT_EQ(read(p[0], &c, 1), 1);
+            kill(pid, SIGKILL);
+        }
+        close(p[0]);
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        if (how == Ending::Kill) {
+            EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        } else {
+            EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+        }
+        expect_back_to(base);
+    }
+}
+
+// A polled Ring (lite::Completion::polled): 1024 writes then reads of 0
+// bytes to 300 KiB over LMRs on all three nodes (the empty ones finish at
+// once, the longest in io_uring's workers: both complete through the poll
+// list), checksummed; fetch_adds on a CPU-domain and a NIC-atomic word
+// whose previous values prove each ran once; RPC refused with EOPNOTSUPP.
+TEST_F(Async, PolledRingChecksummedAtomicsExactRpcRefused)
+{
+    auto s = lite::Session::open(inst_[0]);
+    const Counters base = counters();
+    {
+        std::vector<lite::Lmr> lmrs;
+        for (uint32_t node = 1; node <= 3; node++)
+            lmrs.push_back(s.alloc(32 * kMiB, node));
+        lite::Ring ring(s, 1024, lite::Completion::polled);
+        const std::vector<size_t> sizes = {0, 1, 64, 4096, 4097, 65536, 65537, 300 * 1024};
+        struct Block {
+            size_t lmr, off;
+            Bytes data, back;
+        };
+        std::vector<Block> blocks(1024);
+        std::vector<size_t> next(lmrs.size(), 100);
+        for (size_t i = 0; i < blocks.size(); i++) {
+            Block& b = blocks[i];
+            b.lmr = i % lmrs.size();
+            b.data = pattern(sizes[i % sizes.size()], 500 + i);
+            b.off = next[b.lmr];
+            next[b.lmr] += b.data.size() + 7;
+            ASSERT_LE(next[b.lmr], 32 * kMiB);
+        }
+        size_t ok = 0;
+        std::string first_err;
+        auto count = [&](const lite::Result& r) {
+            if (r.ok()) {
+                ok++;
+            } else if (first_err.empty()) {
+                first_err = std::strerror(r.error());
+            }
+        };
+        for (auto& b : blocks)
+            ring.write(lmrs[b.lmr], b.off, b.data, count);
+        ring.drain();
+        EXPECT_EQ(ok, blocks.size()) << first_err;
+        ok = 0;
+        for (auto& b : blocks) {
+            b.back.assign(b.data.size(), std::byte{0x5a});
+            ring.read(lmrs[b.lmr], b.off, b.back, count);
+        }
+        ring.drain();
+        EXPECT_EQ(ok, blocks.size()) << first_err;
+        size_t bad = 0;
+        for (auto& b : blocks)
+            bad += checksum(b.back) != checksum(b.data) || b.back != b.data;
+        EXPECT_EQ(bad, 0u) << "blocks read back different";
+
+        auto cpu_word = s.alloc(4096, 2);
+        auto nic_word = s.alloc(4096, 3, LITE_LMR_NIC_ATOMIC);
+        for (const lite::Lmr* w : {&cpu_word, &nic_word}) {
+            std::set<uint64_t> olds;
+            for (uint64_t i = 0; i < 500; i++)
+                ring.fetch_add(*w, 16, 1, [&](const lite::Result& r) { olds.insert(r.value()); });
+            ring.drain();
+            EXPECT_EQ(olds.size(), 500u) << "a previous value seen twice";
+            EXPECT_EQ(*olds.rbegin(), 499u);
+            uint64_t seen = 0;
+            ring.cmp_swap(*w, 16, 500, 7, [&](const lite::Result& r) { seen = r.value(); });
+            ring.drain();
+            EXPECT_EQ(seen, 500u);
+            EXPECT_EQ(w->fetch_add(16, 0), 7u);
+        }
+
+        Bytes req(8), rep(8);
+        int err = 0;
+        ring.call(2, 4242, req, rep, [&](const lite::Result& r) { err = r.error(); });
+        ring.drain();
+        EXPECT_EQ(err, EOPNOTSUPP) << "an RPC call on a polled ring";
+    }
+    expect_back_to(base);
 }
 
 // Freeing an LMR waits for its operations in flight; later ones fail.
