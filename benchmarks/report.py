@@ -37,7 +37,9 @@ plot.py):
         cmp_swap_lat (NIC atomics, against native-ops busy),
         fetch_add_lat_ib_atomic_lat (against perftest's ib_atomic_lat),
         fetch_add_cpu_lat (value: the memory node's CPU), async_write_qd1, async_write_qd32, async_read_qd32 (lite's
-        io_uring ops/s against the higher native), first_op, alloc_4096,
+        io_uring ops/s against the higher native), async_write_qd1_polled,
+        async_write_qd32_polled, async_read_qd32_polled (the same on a
+        polled ring), first_op, alloc_4096,
         alloc_1g (LMR allocation against native registration),
         alloc_free_4096, alloc_free_1m (LITE_alloc + LITE_free against
         ibv_reg_mr + ibv_dereg_mr, paced 10 ms apart), alloc_free_4096_b2b,
@@ -466,7 +468,10 @@ AGAINST_NATIVE = (
        for op, n in (("write", "8"), ("read", "8"), ("write", "4096"), ("read", "4096"))]
     + [(key, "async.csv", {"op": op, "qd": qd}, "lite_ring_ops_s", "_ops_s", False, "ops/s")
        for key, op, qd in (("async_write_qd1", "write", "1"), ("async_write_qd32", "write", "32"),
-                           ("async_read_qd32", "read", "32"))])
+                           ("async_read_qd32", "read", "32"))]
+    + [(key, "async.csv", {"op": op, "qd": qd}, "lite_ring_poll_ops_s", "_ops_s", False, "ops/s")
+       for key, op, qd in (("async_write_qd1_polled", "write", "1"), ("async_write_qd32_polled", "write", "32"),
+                           ("async_read_qd32_polled", "read", "32"))])
 
 
 def section_core(d, summary):

@@ -37,16 +37,16 @@ struct Ring::Impl {
     {
         // One issuing thread, whose completions wait until it asks for
         // them (6.1 on); an older kernel refuses the flags: without them.
-        const unsigned int base = IORING_SETUP_SQE128 | IORING_SETUP_CQE32 |
-                                  (how == Completion::polled ? IORING_SETUP_IOPOLL : 0U);
-        int ret = io_uring_queue_init(entries, &ring,
-                                      base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+        const unsigned int base =
+            IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | (how == Completion::polled ? IORING_SETUP_IOPOLL : 0U);
+        int ret = io_uring_queue_init(entries, &ring, base | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
         if (ret == -EINVAL)
             ret = io_uring_queue_init(entries, &ring, base);
-        if (ret < 0)
+        if (ret < 0) {
             detail::fail(ret, std::string("io_uring setup (SQE128, CQE32") +
-                                  (how == Completion::polled ? ", IOPOLL" : "") + ") with " +
-                                  std::to_string(entries) + " entries");
+                                  (how == Completion::polled ? ", IOPOLL" : "") + ") with " + std::to_string(entries) +
+                                  " entries");
+        }
         deferred = (ring.flags & IORING_SETUP_DEFER_TASKRUN) != 0;
         // Operations that must wait (long transfers, RPC calls) run in
         // io_uring's worker threads: a few are enough, not one per op.

@@ -737,8 +737,8 @@ void child_body(uint32_t instance, Ending how, int ready_fd, bool polled = false
     auto a = s.alloc(8 * kMiB, 2);
     auto b = s.alloc(8 * kMiB, 3);
     io_uring r{};
-    if (io_uring_queue_init(4096, &r,
-                            IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | (polled ? IORING_SETUP_IOPOLL : 0U)) != 0)
+    if (io_uring_queue_init(4096, &r, IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | (polled ? IORING_SETUP_IOPOLL : 0U)) !=
+        0)
         _exit(2);
     int fd = LITE_fd(s.get());
     static std::vector<std::byte> buf(8 * kMiB, std::byte{1});
@@ -888,7 +888,7 @@ TEST_F(Async, PolledRingChecksummedAtomicsExactRpcRefused)
         for (uint32_t node = 1; node <= 3; node++)
             lmrs.push_back(s.alloc(32 * kMiB, node));
         lite::Ring ring(s, 1024, lite::Completion::polled);
-        const std::vector<size_t> sizes = {0, 1, 64, 4096, 4097, 65536, 65537, 300 * 1024};
+        const std::vector<size_t> sizes = {0, 1, 64, 4096, 4097, 65536, 65537, 300 * size_t{1024}};
         struct Block {
             size_t lmr, off;
             Bytes data, back;
