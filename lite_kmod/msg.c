@@ -58,6 +58,7 @@ static int lite_call_send(struct lite_conn *conn, struct lite_call *call,
 			  u32 reply_cap)
 {
 	struct lite_node *node = conn->node;
+	u32 id;
 	int ret;
 
 	init_completion(&call->done);
@@ -69,13 +70,21 @@ static int lite_call_send(struct lite_conn *conn, struct lite_call *call,
 	call->reply_cap = reply_cap;
 	call->reply_len = 0;
 
-	ret = xa_alloc_cyclic_bh(&node->calls, &call->req_id, call,
-			      XA_LIMIT(1, U32_MAX), &node->next_req_id,
-			      GFP_KERNEL);
+	/* @req_id is set before anyone who takes the lock can see @call. */
+	xa_lock_bh(&node->calls);
+	ret = __xa_alloc_cyclic(&node->calls, &id, call, XA_LIMIT(1, U32_MAX),
+				&node->next_req_id, GFP_KERNEL);
+	if (ret >= 0)
+		call->req_id = id;
+	xa_unlock_bh(&node->calls);
 	if (ret < 0)
 		return ret;
-	ret = lite_conn_send(conn, type, false, call->req_id, 0, payload, len);
-	if (ret && xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call) {
+	/*
+	 * From here on an asynchronous @call may be completed and reused by
+	 * its owner at any time: only @id names it.
+	 */
+	ret = lite_conn_send(conn, type, false, id, 0, payload, len);
+	if (ret && xa_cmpxchg_bh(&node->calls, id, call, NULL, 0) != call) {
 		/*
 		 * Failed meanwhile: that failure is the one reported. @call
 		 * may be gone already if it was asynchronous.

@@ -70,6 +70,7 @@ struct lite_aop {
 	bool polled;			/* its ring polls (IORING_SETUP_IOPOLL):
 					 * completion sets @done, no task work */
 	bool done;			/* polled: complete (release/acquire) */
+	struct work_struct put_conn;	/* polled: drops @conn's last ref */
 	struct mm_struct *mm;		/* polled read: the issuer's, grabbed;
 					 * only it may take the bytes */
 
@@ -313,18 +314,47 @@ static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	io_uring_cmd_done(cmd, ret, res2, issue_flags);
 }
 
+/* A polled operation is over: from the store of @done on, @a may be gone. */
+static void lite_aop_polled_done(struct lite_aop *a)
+{
+	smp_store_release(&a->done, true);
+}
+
+/*
+ * A polled operation's connection reference, let go in a process: the
+ * last one (it may take node->lock), or an atomic's, whose timer may still
+ * run and look at the connection.
+ */
+static void lite_aop_put_conn(struct work_struct *work)
+{
+	struct lite_aop *a = container_of(work, struct lite_aop, put_conn);
+
+	if (a->is_call)
+		cancel_delayed_work_sync(&a->expire);
+	if (a->conn)
+		lite_conn_put(a->conn);
+	a->conn = NULL;
+	lite_aop_polled_done(a);
+}
+
 /*
  * Any context: the operation is over. Its issuer's task work finishes it,
- * or, on a polled ring, whoever polls next: from the store of @done on,
- * @a may be gone.
+ * or, on a polled ring, whoever polls next, which may be much later: its
+ * connection is let go at once, so that a node going down never waits
+ * for a ring nobody reaps (as the RPC calls do, lite_acall_release()).
  */
 static void lite_aop_complete(struct lite_aop *a)
 {
 	lite_aop_end(a);
-	if (a->polled)
-		smp_store_release(&a->done, true);
-	else
+	if (!a->polled) {
 		io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+	} else if (a->is_call ||
+		   (a->conn && !lite_conn_put_not_last(&a->conn))) {
+		INIT_WORK(&a->put_conn, lite_aop_put_conn);
+		queue_work(system_unbound_wq, &a->put_conn);
+	} else {
+		lite_aop_polled_done(a);
+	}
 }
 
 /* Completion context: every work request of the access completed. */
@@ -343,12 +373,15 @@ static void lite_aop_call_done(struct lite_call *call)
  * lite_uring_iopoll - reap a command of a polled ring (IORING_SETUP_IOPOLL)
  * @cmd: a read, write or atomic that lite_uring_cmd() started
  * @iob: unused (lite completes its commands one by one)
- * @poll_flags: unused: lite never sleeps here, nor spins itself
+ * @poll_flags: unused: lite does not spin here itself
  *
  * Called by io_uring, with its ring lock held, in the task that waits for
  * completions (or io_uring's exit work) until the command completed: the
  * completion only marks it done, and this finishes it as the task work
- * would (a read's copy-out, the CQE) - no wake-up in between.
+ * would (a read's copy-out, the CQE) - no wake-up in between. Sleeps only
+ * as that does (a fault in the user's buffer, an atomic's timer being
+ * cancelled, releasing what the operation held). Only commands that
+ * returned -EIOCBQUEUED without being completed come here.
  *
  * Return: 1 if it was finished now, 0 if it is still in flight.
  */
@@ -357,7 +390,7 @@ int lite_uring_iopoll(struct io_uring_cmd *cmd, struct io_comp_batch *iob,
 {
 	struct lite_aop *a = *lite_aop_slot(cmd);
 
-	if (!a || !smp_load_acquire(&a->done))
+	if (!smp_load_acquire(&a->done))
 		return 0;
 	lite_aop_finish(cmd, 0);
 	return 1;
