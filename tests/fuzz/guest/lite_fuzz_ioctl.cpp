@@ -952,6 +952,7 @@ struct Ring {
     bool live = false;
     bool sqe128 = false;
     bool cqe32 = false;
+    bool polled = false; // IORING_SETUP_IOPOLL: lite refuses RPC commands
     unsigned flags = 0;
 };
 
@@ -1245,6 +1246,7 @@ void Worker::make_rings()
         ring.flags = p.flags;
         ring.sqe128 = (flags & IORING_SETUP_SQE128) != 0;
         ring.cqe32 = (flags & IORING_SETUP_CQE32) != 0;
+        ring.polled = (flags & IORING_SETUP_IOPOLL) != 0;
         if (!ring.live) {
             say("lite-fuzz-ioctl: worker " + std::to_string(idx_) + ": io_uring_queue_init: " + ename(-r));
             return;
@@ -1253,12 +1255,16 @@ void Worker::make_rings()
         io_uring_register_iowq_max_workers(&ring.r, max_workers.data());
     };
     unsigned extra = 0;
-    switch (rng_.below(4)) {
+    switch (rng_.below(5)) {
     case 1:
         extra = IORING_SETUP_COOP_TASKRUN;
         break;
     case 2:
         extra = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+        break;
+    case 3:
+        // Completions polled for (uring_cmd_iopoll), sometimes deferred.
+        extra = IORING_SETUP_IOPOLL | (rng_.one_in(2) ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN : 0U);
         break;
     default:
         break;
@@ -3286,6 +3292,13 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
         // all but reads and writes (EINVAL).
         if (op.sqe_fixed && err == EFAULT && op.c.cmd != C_READ && op.c.cmd != C_WRITE)
             continue;
+        // A polled ring takes no RPC command (EOPNOTSUPP, or an earlier
+        // check's error): nothing ran.
+        if (ring->polled && (op.c.cmd == C_RPC_CALL || op.c.cmd == C_RPC_RECV || op.c.cmd == C_RPC_REPLY)) {
+            if (err == 0)
+                finding(op.c, true, "an RPC command succeeded on a polled ring (IORING_SETUP_IOPOLL)");
+            continue;
+        }
         const bool alone = !op.sqe_mutated;
         if (op.c.cmd == C_FETCH_ADD || op.c.cmd == C_CMP_SWAP) {
             auto at = op.c.get<lite_atomic>();
