@@ -800,32 +800,39 @@ void child_body(uint32_t instance, Ending how, int ready_fd, bool polled = false
     _exit(0); // with everything in flight: no io_uring_queue_exit, no LITE_close
 }
 
+// A child runs child_body() on @instance (polled: on a polled ring) and
+// ends as @how says; it exits cleanly, or dies of the SIGKILL sent here.
+void end_child(uint32_t instance, Ending how, bool polled)
+{
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        close(p[0]);
+        child_body(instance, how, how == Ending::Kill ? p[1] : -1, polled);
+    }
+    close(p[1]);
+    if (how == Ending::Kill) {
+        char c = 0;
+        ASSERT_EQ(read(p[0], &c, 1), 1);
+        kill(pid, SIGKILL);
+    }
+    close(p[0]);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    if (how == Ending::Kill) {
+        EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    } else {
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    }
+}
+
 TEST_F(Async, ProcessExitKillAndCancelMidFlight)
 {
     const Counters base = counters();
     for (Ending how : {Ending::Exit, Ending::Kill, Ending::Cancel}) {
-        int p[2];
-        ASSERT_EQ(pipe(p), 0);
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            close(p[0]);
-            child_body(inst_[0], how, how == Ending::Kill ? p[1] : -1);
-        }
-        close(p[1]);
-        if (how == Ending::Kill) {
-            char c = 0;
-            ASSERT_EQ(read(p[0], &c, 1), 1);
-            kill(pid, SIGKILL);
-        }
-        close(p[0]);
-        int st = 0;
-        ASSERT_EQ(waitpid(pid, &st, 0), pid);
-        if (how == Ending::Kill) {
-            EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-        } else {
-            EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
-        }
+        end_child(inst_[0], how, false);
         expect_back_to(base);
     }
     // The nodes still work.
@@ -848,28 +855,7 @@ TEST_F(Async, PolledRingExitAndKillMidFlight)
 {
     const Counters base = counters();
     for (Ending how : {Ending::Exit, Ending::Kill}) {
-        int p[2];
-        ASSERT_EQ(pipe(p), 0);
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            close(p[0]);
-            child_body(inst_[0], how, how == Ending::Kill ? p[1] : -1, true);
-        }
-        close(p[1]);
-        if (how == Ending::Kill) {
-            char c = 0;
-            ASSERT_EQ(read(p[0], &c, 1), 1);
-            kill(pid, SIGKILL);
-        }
-        close(p[0]);
-        int st = 0;
-        ASSERT_EQ(waitpid(pid, &st, 0), pid);
-        if (how == Ending::Kill) {
-            EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-        } else {
-            EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
-        }
+        end_child(inst_[0], how, true);
         expect_back_to(base);
     }
 }
