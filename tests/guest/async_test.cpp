@@ -66,6 +66,45 @@ uint64_t checksum(std::span<const std::byte> b)
     return h;
 }
 
+// A block of test data at an offset of one of several LMRs.
+struct Block {
+    size_t lmr = 0, off = 0;
+    Bytes data, back;
+};
+
+// @blocks over @n_lmrs LMRs of @lmr_size bytes in turn, of @sizes in turn,
+// each LMR's packed from @start with @gap bytes between, the data seeded
+// from @seed up.
+void lay_out(std::vector<Block>& blocks, size_t n_lmrs, size_t lmr_size, const std::vector<size_t>& sizes, size_t start,
+             size_t gap, uint64_t seed)
+{
+    std::vector<size_t> next(n_lmrs, start);
+    for (size_t i = 0; i < blocks.size(); i++) {
+        Block& b = blocks[i];
+        b.lmr = i % n_lmrs;
+        b.data = pattern(sizes[i % sizes.size()], seed + i);
+        b.off = next[b.lmr];
+        next[b.lmr] += b.data.size() + gap;
+        ASSERT_LE(next[b.lmr], lmr_size);
+    }
+}
+
+// How many operations succeeded, and the first failure.
+struct Tally {
+    size_t ok = 0;
+    std::string first_err;
+    [[nodiscard]] lite::Callback counter()
+    {
+        return [this](const lite::Result& r) {
+            if (r.ok()) {
+                ok++;
+            } else if (first_err.empty()) {
+                first_err = std::strerror(r.error());
+            }
+        };
+    }
+};
+
 class Async : public ThreeNodes<kPort>
 {
 protected:
@@ -117,36 +156,19 @@ TEST_F(Async, ThousandsInFlightChecksummed)
         ASSERT_GE(ring.capacity(), 4096u);
 
         constexpr size_t kOps = 4096;
-        const std::vector<size_t> sizes = {1, 8, 64, 1000, 4096, 4097, 20000, 65536, 65537};
-        struct Block {
-            size_t lmr, off;
-            Bytes data, back;
-        };
         std::vector<Block> blocks(kOps);
-        std::vector<size_t> next(lmrs.size(), 4 * kMiB - 3000); // some cross 4 MiB
-        for (size_t i = 0; i < kOps; i++) {
-            Block& b = blocks[i];
-            b.lmr = i % lmrs.size();
-            b.data = pattern(sizes[i % sizes.size()], i);
-            b.off = next[b.lmr];
-            next[b.lmr] += b.data.size() + 13;
-            ASSERT_LE(next[b.lmr], kLmrSize);
-        }
-        size_t ok = 0, peak = 0;
-        std::string first_err;
-        auto count = [&](const lite::Result& r) {
-            if (r.ok()) {
-                ok++;
-            } else if (first_err.empty()) {
-                first_err = std::strerror(r.error());
-            }
-        };
+        // Some cross 4 MiB.
+        ASSERT_NO_FATAL_FAILURE(lay_out(blocks, lmrs.size(), kLmrSize,
+                                        {1, 8, 64, 1000, 4096, 4097, 20000, 65536, 65537}, 4 * kMiB - 3000, 13, 0));
+        Tally t;
+        auto count = t.counter();
+        size_t peak = 0;
         for (auto& b : blocks)
             ring.write(lmrs[b.lmr], b.off, b.data, count);
         peak = ring.in_flight();
         ring.submit(); // all 4096 in one system call
         ring.drain();
-        EXPECT_EQ(ok, kOps) << first_err;
+        EXPECT_EQ(t.ok, kOps) << t.first_err;
         EXPECT_EQ(peak, kOps);
         // Completions are reaped in this task after the submission call
         // returned: the kernel had them all in flight at once.
@@ -154,13 +176,13 @@ TEST_F(Async, ThousandsInFlightChecksummed)
         std::cout << "async: " << peak << " writes queued, the kernel's peak in flight " << kpeak << '\n';
         EXPECT_GE(kpeak, 3000u);
 
-        ok = 0;
+        t.ok = 0;
         for (auto& b : blocks) {
             b.back.assign(b.data.size(), std::byte{0x5a});
             ring.read(lmrs[b.lmr], b.off, b.back, count);
         }
         ring.drain();
-        EXPECT_EQ(ok, kOps) << first_err;
+        EXPECT_EQ(t.ok, kOps) << t.first_err;
         size_t bad = 0;
         for (auto& b : blocks)
             bad += checksum(b.back) != checksum(b.data) || b.back != b.data;
@@ -874,41 +896,22 @@ TEST_F(Async, PolledRingChecksummedAtomicsExactRpcRefused)
         for (uint32_t node = 1; node <= 3; node++)
             lmrs.push_back(s.alloc(32 * kMiB, node));
         lite::Ring ring(s, 1024, lite::Completion::polled);
-        const std::vector<size_t> sizes = {0, 1, 64, 4096, 4097, 65536, 65537, 300 * size_t{1024}};
-        struct Block {
-            size_t lmr, off;
-            Bytes data, back;
-        };
         std::vector<Block> blocks(1024);
-        std::vector<size_t> next(lmrs.size(), 100);
-        for (size_t i = 0; i < blocks.size(); i++) {
-            Block& b = blocks[i];
-            b.lmr = i % lmrs.size();
-            b.data = pattern(sizes[i % sizes.size()], 500 + i);
-            b.off = next[b.lmr];
-            next[b.lmr] += b.data.size() + 7;
-            ASSERT_LE(next[b.lmr], 32 * kMiB);
-        }
-        size_t ok = 0;
-        std::string first_err;
-        auto count = [&](const lite::Result& r) {
-            if (r.ok()) {
-                ok++;
-            } else if (first_err.empty()) {
-                first_err = std::strerror(r.error());
-            }
-        };
+        ASSERT_NO_FATAL_FAILURE(lay_out(blocks, lmrs.size(), 32 * kMiB,
+                                        {0, 1, 64, 4096, 4097, 65536, 65537, 300 * size_t{1024}}, 100, 7, 500));
+        Tally t;
+        auto count = t.counter();
         for (auto& b : blocks)
             ring.write(lmrs[b.lmr], b.off, b.data, count);
         ring.drain();
-        EXPECT_EQ(ok, blocks.size()) << first_err;
-        ok = 0;
+        EXPECT_EQ(t.ok, blocks.size()) << t.first_err;
+        t.ok = 0;
         for (auto& b : blocks) {
             b.back.assign(b.data.size(), std::byte{0x5a});
             ring.read(lmrs[b.lmr], b.off, b.back, count);
         }
         ring.drain();
-        EXPECT_EQ(ok, blocks.size()) << first_err;
+        EXPECT_EQ(t.ok, blocks.size()) << t.first_err;
         size_t bad = 0;
         for (auto& b : blocks)
             bad += checksum(b.back) != checksum(b.data) || b.back != b.data;
