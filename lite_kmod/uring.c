@@ -1091,6 +1091,29 @@ static int lite_uring_rpc_reply(struct lite_file *lf, struct io_uring_cmd *cmd,
 	return ret;
 }
 
+/* One handler per command. */
+static int lite_uring_issue(struct lite_file *lf, struct io_uring_cmd *cmd,
+			    unsigned int issue_flags)
+{
+	switch (cmd->cmd_op) {
+	case LITE_IOC_READ:
+		return lite_uring_rw(lf, cmd, issue_flags, false);
+	case LITE_IOC_WRITE:
+		return lite_uring_rw(lf, cmd, issue_flags, true);
+	case LITE_IOC_FETCH_ADD:
+		return lite_uring_atomic(lf, cmd, issue_flags, false);
+	case LITE_IOC_CMP_SWAP:
+		return lite_uring_atomic(lf, cmd, issue_flags, true);
+	case LITE_IOC_RPC_CALL:
+		return lite_uring_rpc_call(lf, cmd, issue_flags);
+	case LITE_IOC_RPC_RECV:
+		return lite_uring_rpc_recv(lf, cmd, issue_flags);
+	case LITE_IOC_RPC_REPLY:
+		return lite_uring_rpc_reply(lf, cmd, issue_flags);
+	}
+	return -ENOTTY;
+}
+
 /*
  * A ring that polls for completions (IORING_SETUP_IOPOLL) takes reads,
  * writes and atomics, not RPC (a receive may wait for ever, and the ring
@@ -1103,24 +1126,11 @@ static int lite_uring_polled(struct lite_file *lf, struct io_uring_cmd *cmd,
 {
 	int ret;
 
-	switch (cmd->cmd_op) {
-	case LITE_IOC_READ:
-	case LITE_IOC_WRITE:
-		ret = lite_uring_rw(lf, cmd, issue_flags,
-				    cmd->cmd_op == LITE_IOC_WRITE);
-		break;
-	case LITE_IOC_FETCH_ADD:
-	case LITE_IOC_CMP_SWAP:
-		ret = lite_uring_atomic(lf, cmd, issue_flags,
-					cmd->cmd_op == LITE_IOC_CMP_SWAP);
-		break;
-	case LITE_IOC_RPC_CALL:
-	case LITE_IOC_RPC_RECV:
-	case LITE_IOC_RPC_REPLY:
+	if (cmd->cmd_op == LITE_IOC_RPC_CALL ||
+	    cmd->cmd_op == LITE_IOC_RPC_RECV ||
+	    cmd->cmd_op == LITE_IOC_RPC_REPLY)
 		return -EOPNOTSUPP;
-	default:
-		return -ENOTTY;
-	}
+	ret = lite_uring_issue(lf, cmd, issue_flags);
 	/*
 	 * Started, again from a worker, or failed; but io_uring would issue
 	 * a command that a worker finds busy again and again: it fails.
@@ -1168,21 +1178,5 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 		return -EINVAL;
 	if (issue_flags & IO_URING_F_IOPOLL)
 		return lite_uring_polled(lf, cmd, issue_flags);
-	switch (cmd->cmd_op) {
-	case LITE_IOC_READ:
-		return lite_uring_rw(lf, cmd, issue_flags, false);
-	case LITE_IOC_WRITE:
-		return lite_uring_rw(lf, cmd, issue_flags, true);
-	case LITE_IOC_FETCH_ADD:
-		return lite_uring_atomic(lf, cmd, issue_flags, false);
-	case LITE_IOC_CMP_SWAP:
-		return lite_uring_atomic(lf, cmd, issue_flags, true);
-	case LITE_IOC_RPC_CALL:
-		return lite_uring_rpc_call(lf, cmd, issue_flags);
-	case LITE_IOC_RPC_RECV:
-		return lite_uring_rpc_recv(lf, cmd, issue_flags);
-	case LITE_IOC_RPC_REPLY:
-		return lite_uring_rpc_reply(lf, cmd, issue_flags);
-	}
-	return -ENOTTY;
+	return lite_uring_issue(lf, cmd, issue_flags);
 }
