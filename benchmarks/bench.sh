@@ -105,6 +105,7 @@ first_op=$build/benchmarks/first-op
 reg_cost=$build/benchmarks/reg-cost
 mr_scale=$build/benchmarks/mr-scale
 async_tput=$build/benchmarks/async-tput
+sendfile_bench=$build/benchmarks/sendfile-bench
 dsm_lat=$build/benchmarks/dsm-lat
 dsm_apps=$build/benchmarks/dsm-apps
 dsm_apps_ga=$build/benchmarks/dsm-apps-ga
@@ -124,7 +125,7 @@ say() { echo "bench: $*" >&2; }
 # The sections (each a table, NAME.txt and NAME.csv); want NAME: whether
 # BENCH_ONLY asks for it. The sections' code below is not indented under
 # its "if want NAME" guard.
-sections="latency rpc rpc_tput cq_modes rpc_breakdown ops first_op reg mr_scale async dsm mapreduce"
+sections="latency rpc rpc_tput cq_modes rpc_breakdown ops first_op reg mr_scale async sendfile dsm mapreduce"
 only=${BENCH_ONLY:-$sections}
 for s in $only; do
 	[[ " $sections " == *" $s "* ]] || { say "BENCH_ONLY: no section '$s' (there are: $sections)"; exit 2; }
@@ -132,7 +133,7 @@ done
 want() { [[ " $only " == *" $1 "* ]]; }
 
 for f in "$litectl" "$native" "$native_rpc" "$lite_rpc" "$native_ops" "$first_op" "$reg_cost" "$mr_scale" \
-	"$async_tput" "$dsm_lat" "$dsm_apps" "$dsm_apps_ga" "$lite_mr" "$mr_mpi"; do
+	"$async_tput" "$sendfile_bench" "$dsm_lat" "$dsm_apps" "$dsm_apps_ga" "$lite_mr" "$mr_mpi"; do
 	[ -x "$f" ] || { say "$f not built (make user)"; exit 1; }
 done
 
@@ -917,6 +918,38 @@ awk -F, -v kver="$kver" -v dev="$dev" -v len="$async_len" -v secs="$async_secs" 
 	}' "$out/async-all.csv" | tee "$out/async.txt"
 fi # async
 
+if want sendfile; then
+# Files into remote memory (seed 002): native verbs registering the file's
+# mapping per request or once, pread + LITE_write, LITE_sendfile, and the
+# kernel's NFS over RDMA reading the same files (benchmarks/nfs_rdma.sh
+# exports the directory and mounts it over rxe). The files live in this
+# guest's tmpfs (the page cache). benchmarks/report.py makes the table and
+# the summary keys.
+sf_sizes=${BENCH_SF_SIZES:-4K,16K,64K,256K,1M,4M,16M,64M}
+sf_dir=/tmp/lite-sendfile sf_mnt=/tmp/lite-sendfile-nfs
+mkdir -p "$sf_dir"
+nfs_opt=()
+if LITE_ADDR=$addr "$(dirname "$0")/nfs_rdma.sh" up "$sf_dir" "$sf_mnt"; then
+	nfs_opt=(--nfs "$sf_mnt")
+else
+	say "FAILED: NFS over RDMA did not come up: no anchor column"
+	failed+=("nfs_rdma.sh (sendfile.csv, nfs)")
+	rc=1
+fi
+say "sendfile ($sf_sizes, LMR on node $server_node): $sendfile_bench"
+run_to "$out/sendfile-raw.csv" "$sendfile_bench" --dir "$sf_dir" "${nfs_opt[@]}" --addr "$addr" \
+	--instance "$client_inst" --node "$server_node" --sizes "$sf_sizes" || true
+if [ ${#nfs_opt[@]} -gt 0 ]; then
+	LITE_ADDR=$addr "$(dirname "$0")/nfs_rdma.sh" down "$sf_dir" "$sf_mnt" ||
+		{ say "FAILED: nfs_rdma.sh down"; rc=1; }
+fi
+rm -rf "$sf_dir"
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" "$(dirname "$0")/report.py" "$out" sendfile >/dev/null || { say "FAILED: report.py sendfile"; rc=1; }
+cat "$out/sendfile.txt"
+fi # sendfile
+
 if want dsm; then
 # The DSM, on three nodes (the two above and a third that joins for this
 # section): fault latency against one raw 4 KiB read, and the three
@@ -1032,7 +1065,11 @@ say "CSV in $csvs"
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 plot=$(dirname "$0")/plot.py
-if [ "$only" = dsm ] || [ "$only" = mapreduce ] || [ "$only" = "dsm mapreduce" ]; then
+plotted=0
+for t in $only; do
+	case $t in dsm | mapreduce | sendfile) ;; *) plotted=1 ;; esac
+done
+if [ "$plotted" -eq 0 ]; then
 	: # report.py made these sections' figures; plot.py has none of their CSVs
 else
 say "plotting: $py $plot $out"

@@ -684,8 +684,91 @@ def section_breakdown(d, summary):
     return bool(rows)
 
 
+# ---- sendfile ---------------------------------------------------------------
+
+SF_WAYS = [("native_reg", "native, reg/req"), ("native_cache", "native, cached"), ("copy", "read+write"),
+           ("sendfile", "LITE_sendfile"), ("nfs", "NFS/RDMA")]
+
+
+def human(n):
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n % div == 0:
+            return f"{n // div}{unit}"
+    return str(n)
+
+
+def section_sendfile(d, summary):
+    try:
+        rows = rows_of(os.path.join(d, "sendfile-raw.csv"))
+    except Missing as e:
+        note(f"sendfile: {e}")
+        return False
+    by = {int(r["size"]): r for r in rows}
+    mbs = {s: {w: num(r, f"{w}_mbs") for w, _ in SF_WAYS} for s, r in by.items()}
+    cpu = {s: {w: num(r, f"{w}_cpu") for w, _ in SF_WAYS} for s, r in by.items()}
+    lines = [f"files into remote memory (seed 002), {WHERE}; MB/s of one request (median), files in the page",
+             "cache (tmpfs); native: the file mmap'ed and registered per request (reg/req) or once (cached),",
+             "the better of busy-polled and event-driven (b/e after the figure); read+write = pread +",
+             "LITE_write; NFS/RDMA = O_DIRECT reads of the same file over an NFSv3 proto=rdma mount of it in",
+             "the same guest (knfsd, svcrdma, same rxe device)",
+             f"{'size':>6} " + " ".join(f"{label:>15}" for _, label in SF_WAYS) +
+             f" {'sf/reg':>7} {'sf/copy':>7} {'sf/nfs':>7}"]
+    out = [["size"] + [f"{w}_mbs" for w, _ in SF_WAYS] + [f"{w}_cpu_us_per_mib" for w, _ in SF_WAYS] +
+           ["sendfile_over_native_reg", "sendfile_over_copy", "sendfile_over_nfs", "native_reg_mode",
+            "native_cache_mode"]]
+    for s in sorted(by):
+        m = mbs[s]
+        r_reg, r_copy, r_nfs = (ratio(m["sendfile"], m[w]) for w in ("native_reg", "copy", "nfs"))
+        tag = {w: " " + by[s].get(f"{w}_mode", "-")[:1] if w.startswith("native") else "" for w, _ in SF_WAYS}
+        lines.append(f"{human(s):>6} " + " ".join(f"{fmt(m[w]) + tag[w]:>15}" for w, _ in SF_WAYS) +
+                     f" {fmt(r_reg, 2):>7} {fmt(r_copy, 2):>7} {fmt(r_nfs, 2):>7}")
+        out.append([s] + [fmt(m[w]) for w, _ in SF_WAYS] + [fmt(cpu[s][w]) for w, _ in SF_WAYS] +
+                   [fmt(r_reg, 3), fmt(r_copy, 3), fmt(r_nfs, 3), by[s].get("native_reg_mode", "-"),
+                    by[s].get("native_cache_mode", "-")])
+    lines.append("")
+    lines.append("CPU of the sending process per MiB (us; user + system, softirq work it took included; NFS: the")
+    lines.append("reading client's, the server's knfsd threads not counted)")
+    lines.append(f"{'size':>6} " + " ".join(f"{label:>15}" for _, label in SF_WAYS))
+    for s in sorted(by):
+        lines.append(f"{human(s):>6} " + " ".join(f"{fmt(cpu[s][w]):>15}" for w, _ in SF_WAYS))
+    lines.append("sf/reg, sf/copy, sf/nfs: LITE_sendfile's MB/s over native with registration per request, over")
+    lines.append("pread + LITE_write, over NFS/RDMA (above 1 = lite faster)")
+    with open(os.path.join(d, "sendfile.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(out)
+    k64, k64m = 64 << 10, 64 << 20
+    summary["sendfile_64k"] = pair(mbs.get(k64, {}).get("sendfile"), mbs.get(k64, {}).get("native_reg"), "MB/s")
+    summary["sendfile_64m"] = pair(mbs.get(k64m, {}).get("sendfile"), mbs.get(k64m, {}).get("native_reg"), "MB/s")
+    summary["sendfile_vs_copy_64k"] = pair(mbs.get(k64, {}).get("sendfile"), mbs.get(k64, {}).get("copy"), "MB/s")
+    summary["sendfile_vs_nfsrdma"] = pair(mbs.get(k64m, {}).get("sendfile"), mbs.get(k64m, {}).get("nfs"), "MB/s")
+    for k in ("sendfile_64k", "sendfile_64m", "sendfile_vs_copy_64k", "sendfile_vs_nfsrdma"):
+        if summary[k] is not None:
+            size = k64m if k == "sendfile_64m" else k64
+            summary[k]["native_mode"] = {"sendfile_vs_copy_64k": "pread + LITE_write",
+                                         "sendfile_vs_nfsrdma": "NFS/RDMA sequential read, 64 MiB"}.get(
+                                             k, "native verbs, registration per request, " +
+                                             by.get(size, {}).get("native_reg_mode", "-"))
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, "sendfile.txt"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    plot_sendfile(d, sorted(by), mbs)
+    return all(summary[k] is not None for k in ("sendfile_64k", "sendfile_64m", "sendfile_vs_copy_64k",
+                                                 "sendfile_vs_nfsrdma"))
+
+
+def plot_sendfile(d, sizes, mbs):
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for w, label in SF_WAYS:
+        ys = [mbs[s][w] for s in sizes]
+        if any(y is not None for y in ys):
+            ax.plot(range(len(sizes)), [float("nan") if y is None else y for y in ys], marker="o", label=label)
+    ax.set_yscale("log")
+    finish(fig, ax, [human(s) for s in sizes], "MB/s (log)", "file into remote memory, by size",
+           os.path.join(d, "sendfile.png"))
+
+
 SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce, "core": section_core,
-            "breakdown": section_breakdown}
+            "breakdown": section_breakdown, "sendfile": section_sendfile}
 
 
 def main(argv):

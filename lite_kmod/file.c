@@ -434,6 +434,48 @@ src_done:
 	return ret;
 }
 
+/**
+ * lite_file_sendfile_access - check a send of a file (ioctl or io_uring)
+ * @lf: the file
+ * @sf: the command's arguments, copied from user space
+ * @lmr: set to the LMR on success
+ *
+ * The LMR is checked as for a write of @sf->len bytes at @sf->lmr_offset;
+ * the file itself is checked by lite_sendfile().
+ *
+ * Return: 0 with a reference on *@lmr; -EINVAL for flags or reserved
+ * fields, else as lite_file_rw_access().
+ */
+int lite_file_sendfile_access(struct lite_file *lf,
+			      const struct lite_sendfile *sf,
+			      struct lite_lmr **lmr)
+{
+	if (sf->flags || !lite_zero(sf->reserved, sizeof(sf->reserved)))
+		return -EINVAL;
+	return lite_file_access(lf, sf->handle, LITE_LMR_WRITE, sf->lmr_offset,
+				sf->len, lmr);
+}
+
+static long lite_ioc_sendfile(struct lite_file *lf, void __user *argp)
+{
+	struct lite_sendfile __user *usf = argp;
+	struct lite_sendfile sf;
+	struct lite_lmr *lmr;
+	long ret;
+
+	if (copy_from_user(&sf, argp, sizeof(sf)))
+		return -EFAULT;
+	ret = lite_file_sendfile_access(lf, &sf, &lmr);
+	if (ret)
+		return ret;
+	ret = lite_sendfile(lf, lmr, sf.lmr_offset, sf.fd, sf.file_offset,
+			    sf.len, &sf.sent);
+	lite_file_done(lmr);
+	if (!ret && put_user(sf.sent, &usf->sent))
+		ret = -EFAULT;
+	return ret;
+}
+
 static long lite_ioc_share(struct lite_file *lf, void __user *argp)
 {
 	struct lite_share sh;
@@ -837,6 +879,8 @@ long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
 		return lite_ioc_memset(lf, argp);
 	case LITE_IOC_MEMCPY:
 		return lite_ioc_memcpy(lf, argp);
+	case LITE_IOC_SENDFILE:
+		return lite_ioc_sendfile(lf, argp);
 	case LITE_IOC_SHARE:
 		return lite_ioc_share(lf, argp);
 	case LITE_IOC_MAP:
@@ -893,6 +937,7 @@ void lite_file_release(struct lite_file *lf)
 	}
 	xa_destroy(&lf->handles);
 	lite_uring_file_release(lf);
+	lite_sendfile_release(lf);
 	if (lf->node)
 		lite_node_put(lf->node);
 	kfree(lf);

@@ -613,6 +613,8 @@ struct lite_file {
 	spinlock_t aop_lock;		/* protects @aop_pool, @aop_idle */
 	struct list_head aop_pool;	/* idle lite_aops kept for reuse */
 	u32 aop_idle;			/* how many; at most LITE_AOP_POOL */
+	struct lite_sf *sf_spare;	/* xchg(): an idle send's state,
+					 * kept for the next (sendfile.c) */
 };
 
 /* A lock this file holds. */
@@ -1186,6 +1188,12 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value);
 int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 		     u64 soff, u64 len);
 
+/* sendfile.c: file ranges into LMRs from the page cache */
+struct lite_sf;
+int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
+		  int fd, u64 pos, u64 len, u64 *sent);
+void lite_sendfile_release(struct lite_file *lf);
+
 /* uring.c: asynchronous operations through io_uring */
 struct io_uring_cmd;
 struct io_comp_batch;
@@ -1200,6 +1208,9 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file);
 struct lite_node *lite_file_node(struct lite_file *lf);
 int lite_file_rw_access(struct lite_file *lf, const struct lite_rw *rw,
 			bool write, struct lite_lmr **lmr);
+int lite_file_sendfile_access(struct lite_file *lf,
+			      const struct lite_sendfile *sf,
+			      struct lite_lmr **lmr);
 int lite_file_atomic_access(struct lite_file *lf, const struct lite_atomic *at,
 			    bool cmp_swap, struct lite_lmr **lmr);
 int lite_rpc_call_check(const struct lite_rpc_call *rc);

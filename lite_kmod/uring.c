@@ -1091,6 +1091,39 @@ static int lite_uring_rpc_reply(struct lite_file *lf, struct io_uring_cmd *cmd,
 	return ret;
 }
 
+/*
+ * A file into an LMR: from an io_uring worker, synchronously (it reads the
+ * file). The CQE carries the bytes sent (also in the big CQE's first
+ * word), so a send is at most INT_MAX.
+ */
+static int lite_uring_sendfile(struct lite_file *lf, struct io_uring_cmd *cmd,
+			       unsigned int issue_flags)
+{
+	struct lite_sendfile sf;
+	struct lite_lmr *lmr;
+	u64 sent = 0;
+	int ret;
+
+	memcpy(&sf, cmd->cmd, sizeof(sf));
+	if (sf.len > INT_MAX)
+		return -EOVERFLOW;
+	ret = lite_file_sendfile_access(lf, &sf, &lmr);
+	if (ret)
+		return ret;
+	if (issue_flags & IO_URING_F_NONBLOCK) {
+		lite_lmr_put(lmr);
+		return -EAGAIN;	/* again from an io_uring worker */
+	}
+	ret = lite_sendfile(lf, lmr, sf.lmr_offset, sf.fd, sf.file_offset,
+			    sf.len, &sent);
+	lite_lmr_put(lmr);
+	if (ret == -ERESTARTSYS)
+		ret = -EINTR;
+	*lite_aop_slot(cmd) = NULL;	/* nothing for lite_uring_iopoll() */
+	io_uring_cmd_done(cmd, ret ?: (int)sent, sent, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /* One handler per command. */
 static int lite_uring_issue(struct lite_file *lf, struct io_uring_cmd *cmd,
 			    unsigned int issue_flags)
@@ -1110,6 +1143,8 @@ static int lite_uring_issue(struct lite_file *lf, struct io_uring_cmd *cmd,
 		return lite_uring_rpc_recv(lf, cmd, issue_flags);
 	case LITE_IOC_RPC_REPLY:
 		return lite_uring_rpc_reply(lf, cmd, issue_flags);
+	case LITE_IOC_SENDFILE:
+		return lite_uring_sendfile(lf, cmd, issue_flags);
 	}
 	return -ENOTTY;
 }
@@ -1170,6 +1205,7 @@ int lite_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	BUILD_BUG_ON(sizeof(struct lite_rpc_call) > 80);
 	BUILD_BUG_ON(sizeof(struct lite_rpc_recv) > 80);
 	BUILD_BUG_ON(sizeof(struct lite_rpc_reply) > 80);
+	BUILD_BUG_ON(sizeof(struct lite_sendfile) > 80);
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;		/* the structures need the big SQE */
 	/* Registered buffers: reads and writes only. */

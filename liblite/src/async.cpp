@@ -166,6 +166,14 @@ void Ring::write(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in,
                  [&](io_uring_sqe* e) { LITE_prep_write(e, impl_->fd, lmr.handle(), offset, in.data(), in.size()); });
 }
 
+void Ring::send_file(const Lmr& lmr, uint64_t offset, int fd, uint64_t file_offset, uint64_t len, Callback cb)
+{
+    impl_->check_lmr(lmr);
+    impl_->queue(std::move(cb), "async sendfile", [&](io_uring_sqe* e) {
+        LITE_prep_sendfile(e, impl_->fd, lmr.handle(), offset, fd, file_offset, len);
+    });
+}
+
 void Ring::register_buffers(std::span<const std::span<std::byte>> bufs)
 {
     std::vector<iovec> iov;

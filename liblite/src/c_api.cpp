@@ -220,6 +220,18 @@ int LITE_memcpy(lite_t* l, lite_lmr_t dst, uint64_t dst_offset, lite_lmr_t src, 
     return do_ioctl(l, LITE_IOC_MEMCPY, &m);
 }
 
+int64_t LITE_sendfile(lite_t* l, int fd, uint64_t file_offset, uint64_t len, lite_lmr_t lmr, uint64_t lmr_offset)
+{
+    lite_sendfile s{};
+    s.handle = lmr;
+    s.lmr_offset = lmr_offset;
+    s.file_offset = file_offset;
+    s.len = len;
+    s.fd = fd;
+    int ret = do_ioctl(l, LITE_IOC_SENDFILE, &s);
+    return ret < 0 ? ret : static_cast<int64_t>(s.sent);
+}
+
 int LITE_share(lite_t* l, lite_lmr_t lmr, const char* name, uint32_t perms)
 {
     lite_share s{};

@@ -151,6 +151,28 @@ static inline void LITE_prep_reply(struct io_uring_sqe *sqe, int fd,
 	memcpy(LITE_prep_cmd(sqe, fd, LITE_IOC_RPC_REPLY), &r, sizeof(r));
 }
 
+/*
+ * @len bytes (at most INT_MAX) of the regular file @file_fd from
+ * @file_offset into @lmr at @offset, from the page cache (LITE_sendfile()):
+ * cqe->res is the bytes sent (also in big_cqe[0]) or -errno. It runs in
+ * an io_uring worker, as it reads the file.
+ */
+static inline void LITE_prep_sendfile(struct io_uring_sqe *sqe, int fd,
+				      uint64_t lmr, uint64_t offset,
+				      int file_fd, uint64_t file_offset,
+				      uint64_t len)
+{
+	struct lite_sendfile s;
+
+	memset(&s, 0, sizeof(s));
+	s.handle = lmr;
+	s.lmr_offset = offset;
+	s.file_offset = file_offset;
+	s.len = len;
+	s.fd = file_fd;
+	memcpy(LITE_prep_cmd(sqe, fd, LITE_IOC_SENDFILE), &s, sizeof(s));
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -32,7 +32,8 @@ public:
     // The errno of a failed operation, 0 if it succeeded.
     [[nodiscard]] int error() const noexcept { return res_ < 0 ? -res_ : 0; }
     // Atomics: the word's previous value; calls: the reply's length (also
-    // in error() == EMSGSIZE's case, through needed()); reads and writes: 0.
+    // in error() == EMSGSIZE's case, through needed()); send_file: the
+    // bytes sent; reads and writes: 0.
     // Throws lite::Error if the operation failed.
     [[nodiscard]] uint64_t value() const
     {
@@ -89,6 +90,10 @@ public:
     void register_buffers(std::span<const std::span<std::byte>> bufs);
     void read_fixed(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, uint16_t index, Callback cb);
     void write_fixed(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, uint16_t index, Callback cb);
+    // @len bytes (at most INT_MAX) of the regular file @fd from
+    // @file_offset into @lmr at @offset, from the page cache; the
+    // Result's value() is the bytes sent. Runs in an io_uring worker.
+    void send_file(const Lmr& lmr, uint64_t offset, int fd, uint64_t file_offset, uint64_t len, Callback cb);
     void fetch_add(const Lmr& lmr, uint64_t offset, uint64_t add, Callback cb);
     void cmp_swap(const Lmr& lmr, uint64_t offset, uint64_t expected, uint64_t desired, Callback cb);
     void call(uint32_t node, uint32_t port, std::span<const std::byte> req, std::span<std::byte> reply, Callback cb,

@@ -68,6 +68,16 @@ int LITE_memset(lite_t *lite, lite_lmr_t lmr, uint64_t offset, int value,
 int LITE_memcpy(lite_t *lite, lite_lmr_t dst, uint64_t dst_offset,
 		lite_lmr_t src, uint64_t src_offset, uint64_t len);
 
+/*
+ * Write @len bytes of the regular file @fd from @file_offset into @lmr at
+ * @lmr_offset, straight from the page cache (no copy, no registration).
+ * Returns the bytes sent: fewer than @len only if the file ended (or was
+ * truncated) first or a signal arrived; or -errno (-ENODEV: not a regular
+ * file; -EBADF: not open for reading, or a bad handle).
+ */
+int64_t LITE_sendfile(lite_t *lite, int fd, uint64_t file_offset,
+		      uint64_t len, lite_lmr_t lmr, uint64_t lmr_offset);
+
 /* Publish an LMR this lite_t allocated under @name (LITE_PERM_*). */
 int LITE_share(lite_t *lite, lite_lmr_t lmr, const char *name,
 	       uint32_t perms);

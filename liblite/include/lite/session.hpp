@@ -282,6 +282,19 @@ public:
         detail::check(LITE_memcpy(l_, h_, offset, src.h_, src_offset, len), "memcpy");
     }
 
+    // Write @len bytes of the regular file @fd from @file_offset into this
+    // LMR at @offset, straight from the page cache (no copy, no
+    // registration). Returns the bytes sent: fewer than @len only if the
+    // file ended first or a signal arrived.
+    // NOLINTNEXTLINE(modernize-use-nodiscard)
+    uint64_t send_file(uint64_t offset, int fd, uint64_t file_offset, uint64_t len) const
+    {
+        int64_t ret = LITE_sendfile(l_, fd, file_offset, len, h_, offset);
+        if (ret < 0)
+            detail::fail(static_cast<int>(ret), "sendfile");
+        return static_cast<uint64_t>(ret);
+    }
+
     // Publish under @name with @perms (LITE_PERM_*).
     void share(std::string_view name, uint32_t perms) const
     {

@@ -297,6 +297,28 @@ struct lite_memcpy {
 };
 
 /*
+ * LITE_IOC_SENDFILE: write @len bytes of the regular file @fd, from
+ * @file_offset, into an LMR at @lmr_offset, straight from the file's page
+ * cache (pages are read in as needed; no user copy, no registration). The
+ * LMR is checked as for LITE_IOC_WRITE, for the whole of @len. On success
+ * @sent says how many bytes landed: less than @len only if the file ended
+ * first (also when it was truncated during the send) or a signal arrived;
+ * the bytes after @sent in the LMR are then as they were or hold file data
+ * of the range, never anything else. The file position is not used or
+ * changed.
+ */
+struct lite_sendfile {
+	__u64 handle;		/* in: the LMR, with LITE_PERM_WRITE */
+	__u64 lmr_offset;	/* in */
+	__u64 file_offset;	/* in */
+	__u64 len;		/* in: bytes */
+	__u64 sent;		/* out: bytes written into the LMR */
+	__s32 fd;		/* in: a regular file open for reading */
+	__u32 flags;		/* in: none defined */
+	__u64 reserved[2];
+};
+
+/*
  * LITE_IOC_SHARE: publish an LMR this file allocated under @name with
  * permissions @perms; LITE_IOC_MAP: get a handle for a published name with
  * @perms (at most what was granted); LITE_IOC_REVOKE: withdraw a name this
@@ -454,8 +476,10 @@ struct lite_barrier {
  *   LITE_IOC_RPC_CALL    struct lite_rpc_call  reply bytes    reply bytes
  *   LITE_IOC_RPC_RECV    struct lite_rpc_recv  request bytes  token | src << 32
  *   LITE_IOC_RPC_REPLY   struct lite_rpc_reply 0              0
+ *   LITE_IOC_SENDFILE    struct lite_sendfile  bytes sent     0
  *
- * or -errno in cqe->res. Atomics and receives need IORING_SETUP_CQE32
+ * or -errno in cqe->res (a send of more than INT_MAX bytes: -EOVERFLOW;
+ * it runs in an io_uring worker, as it reads the file). Atomics and receives need IORING_SETUP_CQE32
  * (the old value, the token travel in the big CQE), else -EINVAL. Output
  * fields of the structure are not written back: results arrive in the CQE
  * only (an RPC reply or request that does not fit fails with -EMSGSIZE
@@ -527,6 +551,7 @@ struct lite_dsm_destroy {
 #define LITE_IOC_SHARE		_IOWR(LITE_IOC_MAGIC, 0x19, struct lite_share)
 #define LITE_IOC_MAP		_IOWR(LITE_IOC_MAGIC, 0x1a, struct lite_map)
 #define LITE_IOC_REVOKE		_IOWR(LITE_IOC_MAGIC, 0x1b, struct lite_revoke)
+#define LITE_IOC_SENDFILE	_IOWR(LITE_IOC_MAGIC, 0x1c, struct lite_sendfile)
 #define LITE_IOC_RPC_REGISTER	_IOWR(LITE_IOC_MAGIC, 0x20, struct lite_rpc_port)
 #define LITE_IOC_RPC_UNREGISTER	_IOWR(LITE_IOC_MAGIC, 0x21, struct lite_rpc_port)
 #define LITE_IOC_RPC_CALL	_IOWR(LITE_IOC_MAGIC, 0x22, struct lite_rpc_call)
