@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -342,6 +344,72 @@ TEST_F(Sendfile, ThroughARing)
         EXPECT_EQ(over, EOVERFLOW) << "more than a CQE can count";
         EXPECT_EQ(bad, EBADF);
     }
+}
+
+TEST_F(Sendfile, ExampleFileServerServesIntoClientLmrs)
+{
+    // file_server on node 3 serves /tmp/lite-files-XXXXXX; file_client on
+    // node 1 fetches into LMRs on node 1 and node 2.
+    char root[] = "/tmp/lite-files-XXXXXX";
+    ASSERT_NE(mkdtemp(root), nullptr);
+    const std::string file = std::string(root) + "/data.bin";
+    {
+        int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        ASSERT_GE(fd, 0);
+        std::vector<uint8_t> bytes(3 * kMiB + 4321);
+        std::mt19937_64 rng(15);
+        for (auto& b : bytes)
+            b = static_cast<uint8_t>(rng());
+        ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+        close(fd);
+    }
+    const std::string secret_outside = "/tmp/lite-outside-" + std::to_string(getpid());
+    ASSERT_EQ(run("echo private > " + secret_outside).status, 0);
+
+    pid_t server = fork();
+    ASSERT_GE(server, 0);
+    if (server == 0) {
+        execl(LITE_FILE_SERVER, LITE_FILE_SERVER, "--root", root, "--instance", std::to_string(inst_[2]).c_str(),
+              "--port", "4100", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    const std::string client = std::string(LITE_FILE_CLIENT) + " --node 3 --instance " + std::to_string(inst_[0]);
+    Result r;
+    for (int i = 0; i < 50; i++) { // until the server registered its port
+        r = run(client + " --len 4K data.bin");
+        if (r.status == 0)
+            break;
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(r.status, 0) << r.output;
+
+    const std::string out = std::string(root) + "/copy.bin";
+    for (const char* lmr_node : {"1", "2"}) {
+        r = run(client + " --lmr-node " + lmr_node + " --len 4M --out " + out + " data.bin");
+        EXPECT_EQ(r.status, 0) << r.output;
+        EXPECT_NE(r.output.find("3150049 bytes"), std::string::npos) << "short at the end of the file: " << r.output;
+        EXPECT_NE(r.output.find("matches the server's"), std::string::npos) << r.output;
+        EXPECT_EQ(run("cmp " + file + " " + out).status, 0) << "the LMR's bytes differ from the file";
+    }
+    r = run(client + " --offset 1000000 --len 100000 data.bin");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("100000 bytes"), std::string::npos) << r.output;
+
+    // Paths stay beneath the root; a missing file is named.
+    r = run(client + " ../" + secret_outside.substr(5));
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("could not send"), std::string::npos) << r.output;
+    r = run(client + " " + secret_outside);
+    EXPECT_EQ(r.status, 1) << "an absolute path: " << r.output;
+    r = run(client + " missing.bin");
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("No such file"), std::string::npos) << r.output;
+
+    kill(server, SIGTERM);
+    int st = 0;
+    ASSERT_EQ(waitpid(server, &st, 0), server);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "file_server exit status " << st;
+    run("rm -rf " + std::string(root) + " " + secret_outside);
 }
 
 } // namespace
