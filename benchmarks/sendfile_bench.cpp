@@ -117,6 +117,8 @@ public:
     explicit Fd(int fd) : fd_(fd) {}
     Fd(const Fd&) = delete;
     Fd& operator=(const Fd&) = delete;
+    Fd(Fd&&) = delete;
+    Fd& operator=(Fd&&) = delete;
     ~Fd()
     {
         if (fd_ >= 0)
@@ -144,6 +146,8 @@ public:
     }
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;
+    Mapping(Mapping&&) = delete;
+    Mapping& operator=(Mapping&&) = delete;
     ~Mapping() { munmap(p_, len_); }
     [[nodiscard]] void* get() const { return p_; }
 
@@ -160,7 +164,8 @@ uint64_t make_file(const std::string& path, uint64_t size)
     if (fd.get() < 0)
         throw verb_error("open " + path, errno);
     std::vector<uint8_t> buf(std::min(size, 4 * kMiB));
-    struct stat st{};
+    struct stat st {
+    };
     if (fstat(fd.get(), &st) != 0)
         throw verb_error("fstat " + path, errno);
     const bool fresh = static_cast<uint64_t>(st.st_size) != size;
@@ -301,9 +306,10 @@ uint64_t lmr_sum(lite_t* lite, lite_lmr_t lmr, uint64_t len)
 
 void check_sum(uint64_t got, uint64_t want, const char* way, uint64_t size)
 {
-    if (got != want)
+    if (got != want) {
         throw std::runtime_error(std::string(way) + ", " + std::to_string(size) +
                                  " bytes: the destination does not hold the file's bytes");
+    }
 }
 
 // Sequential O_DIRECT reads of @path (the whole file, 1 MiB at a time).
@@ -390,7 +396,8 @@ int run(int argc, char** argv)
                 "native_reg_cpu,native_cache_cpu,copy_cpu,sendfile_cpu,nfs_cpu,native_reg_mode,native_cache_mode\n");
     for (uint64_t size : sizes) {
         const std::string name = "sf-" + std::to_string(size);
-        const std::string path = dir + "/" + name;
+        std::string path = dir;
+        path += "/" + name;
         const uint64_t want = make_file(path, size);
         const auto iters = static_cast<unsigned>(std::clamp<uint64_t>(per_size / size, 3, 200));
         Fd fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
@@ -432,22 +439,24 @@ int run(int argc, char** argv)
             const int64_t sent = LITE_sendfile(lite.get(), fd.get(), 0, size, lmr.handle(), 0);
             if (sent < 0)
                 throw lite_error("LITE_sendfile", static_cast<int>(sent));
-            if (static_cast<uint64_t>(sent) != size)
+            if (static_cast<uint64_t>(sent) != size) {
                 throw std::runtime_error("LITE_sendfile: " + std::to_string(sent) + " of " + std::to_string(size) +
                                          " bytes sent");
+            }
         });
         check_sum(lmr_sum(lite.get(), lmr.handle(), size), want, "sendfile", size);
 
         std::optional<Figure> nfs_fig;
         if (!nfs.empty()) {
-            const std::string remote = nfs + "/" + name;
+            std::string remote = nfs;
+            remote += "/" + name;
             nfs_fig = measure(size, iters, [&] { read_direct(remote, size, direct.get()); });
             check_sum(fnv1a(direct.get(), size), want, "nfs", size);
         }
-        std::printf("%llu,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%s,%s,%s\n",
-                    static_cast<unsigned long long>(size), reg.mbs, cache.mbs, copy.mbs, sf.mbs,
-                    cell(nfs_fig, false).c_str(), reg.cpu_us_per_mib, cache.cpu_us_per_mib, copy.cpu_us_per_mib,
-                    sf.cpu_us_per_mib, cell(nfs_fig, true).c_str(), reg.mode, cache.mode);
+        std::printf("%llu,%.1f,%.1f,%.1f,%.1f,%s,%.1f,%.1f,%.1f,%.1f,%s,%s,%s\n", static_cast<unsigned long long>(size),
+                    reg.mbs, cache.mbs, copy.mbs, sf.mbs, cell(nfs_fig, false).c_str(), reg.cpu_us_per_mib,
+                    cache.cpu_us_per_mib, copy.cpu_us_per_mib, sf.cpu_us_per_mib, cell(nfs_fig, true).c_str(), reg.mode,
+                    cache.mode);
         (void)std::fflush(stdout);
     }
     return 0;

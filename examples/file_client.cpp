@@ -86,8 +86,8 @@ int run(int argc, char** argv)
     lmr.read(0, std::span<uint8_t>(got));
     const uint64_t sum = filesrv::fnv1a(got.data(), got.size());
     std::printf("file_client: %llu bytes of %s into an LMR on node %u in %.1f ms (%.1f MB/s); checksum %016llx %s\n",
-                static_cast<unsigned long long>(reply->sent), rest[0].c_str(), lmr_node ? lmr_node : lite.node_id(),
-                ms, ms > 0 ? static_cast<double>(reply->sent) / ms / 1e3 : 0.0, static_cast<unsigned long long>(sum),
+                static_cast<unsigned long long>(reply->sent), rest[0].c_str(), lmr_node ? lmr_node : lite.node_id(), ms,
+                ms > 0 ? static_cast<double>(reply->sent) / ms / 1e3 : 0.0, static_cast<unsigned long long>(sum),
                 sum == reply->sum ? "matches the server's" : "DIFFERS from the server's");
     if (out) {
         const int fd = open(out->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

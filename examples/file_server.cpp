@@ -41,6 +41,8 @@ public:
     explicit Fd(int fd) : fd_(fd) {}
     Fd(const Fd&) = delete;
     Fd& operator=(const Fd&) = delete;
+    Fd(Fd&&) = delete;
+    Fd& operator=(Fd&&) = delete;
     ~Fd()
     {
         if (fd_ >= 0)

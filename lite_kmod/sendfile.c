@@ -18,14 +18,16 @@
  * step until its last completion (ended there, not here, so revocation
  * never waits for a disk read).
  *
- * A page truncated away while in flight stays referenced until its write
- * completed: the LMR receives the file's data of some moment of the send,
- * never foreign memory. Truncation shows as end of file: a short count.
+ * A page truncated away after it was read stays referenced until its
+ * write completed: the LMR receives the file's data of some moment of the
+ * send, never foreign memory. Truncation before the read shows as end of
+ * file: a short count.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
 #include <linux/file.h>
+#include <linux/fsnotify.h>
 #include <linux/pipe_fs_i.h>
 #include <linux/splice.h>
 #include <linux/slab.h>
@@ -248,8 +250,10 @@ static int lite_sf_pipe_actor(struct pipe_inode_info *pipe,
 		p = &b->pages[b->n_pages];
 		p->dma = ib_dma_map_page(sf->dev, buf->page, off, left,
 					 DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(sf->dev, p->dma))
+		if (ib_dma_mapping_error(sf->dev, p->dma)) {
+			sf->err = sf->err ?: -ENOMEM;
 			return -ENOMEM;
+		}
 		get_page(buf->page);
 		p->page = buf->page;
 		p->len = left;
@@ -286,25 +290,41 @@ static int lite_sf_file_ok(struct file *file)
 	return 0;
 }
 
+/*
+ * Splice rounds until @len bytes went, the file ended (a round of 0), the
+ * file's read failed, or a signal (or task work) is pending: one round
+ * stops short of what it was asked for whenever a read comes up short.
+ * Then post what gathered and wait for both stages.
+ */
 static int lite_sf_run(struct lite_sf *sf, struct file *file, u64 pos,
 		       u64 len)
 {
 	struct lite_sf_batch *last;
-	struct splice_desc sd = {
-		.total_len = len,
-		.pos = pos,
-		.u.data = sf,
-	};
-	ssize_t spliced;
+	ssize_t spliced = 0;
+	u64 done = 0;
 
-	spliced = splice_direct_to_actor(file, &sd, lite_sf_direct_actor);
-	/* Post what gathered, wait for both stages. */
+	while (done < len && !sf->err) {
+		struct splice_desc sd = {
+			.total_len = len - done,
+			.pos = pos + done,
+			.u.data = sf,
+		};
+
+		spliced = splice_direct_to_actor(file, &sd,
+						 lite_sf_direct_actor);
+		if (spliced <= 0)
+			break;
+		done += spliced;
+		if (signal_pending(current))
+			break;
+	}
 	last = sf->cur;
 	lite_sf_flush(sf);
 	lite_sf_reap(sf, last);
 	if (sf->err)
 		return sf->err;
-	return spliced < 0 ? spliced : 0;
+	/* A read error after some bytes: the short count; the next call sees it. */
+	return spliced < 0 && !done ? spliced : 0;
 }
 
 /*
@@ -358,16 +378,17 @@ void lite_sendfile_release(struct lite_file *lf)
  * @fd: the file's descriptor in the calling task
  * @pos: the offset in the file
  * @len: bytes
- * @sent: set to the bytes that landed (fewer than @len at end of file or
- *	  after a signal)
+ * @sent: set to the bytes that landed: fewer than @len at end of file,
+ *	  when a signal (or task work) is pending, or when the file's read
+ *	  failed after some bytes (the next call returns the error)
  *
  * Sleeps; stops between pipe buffers when a signal arrives.
  *
  * Return: 0; -EBADF if @fd is not a file open for reading, -ENODEV if it
  * is not a regular file that can be spliced, -EOVERFLOW if @pos + @len
- * does not fit a file offset, -ENOTCONN, -EKEYREVOKED, -ETIMEDOUT,
- * -ECONNRESET, -EIO or -ENOMEM as a transfer fails, or the file's read
- * error (-ERESTARTSYS for a signal before the first byte).
+ * does not fit a file offset, -ENOTCONN, -EHOSTDOWN, -EKEYREVOKED,
+ * -ETIMEDOUT, -ECONNRESET, -EIO or -ENOMEM as a transfer fails, or the
+ * file's read error before the first byte (-ERESTARTSYS for a signal).
  */
 int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
 		  int fd, u64 pos, u64 len, u64 *sent)
@@ -409,6 +430,8 @@ int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
 	ret = lite_sf_run(sf, f.file, pos, len);
 	if (!ret)
 		*sent = sf->sent;
+	if (sf->sent)
+		fsnotify_access(f.file);
 	lite_conn_put(sf->conn);
 put_sf:
 	lite_sf_put(lf, sf);

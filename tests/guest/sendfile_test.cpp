@@ -13,9 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <lite/async.hpp>
@@ -54,6 +54,8 @@ public:
     }
     TempFile(const TempFile&) = delete;
     TempFile& operator=(const TempFile&) = delete;
+    TempFile(TempFile&&) = delete;
+    TempFile& operator=(TempFile&&) = delete;
     ~TempFile()
     {
         if (fd_ >= 0)
@@ -64,7 +66,7 @@ public:
     [[nodiscard]] const std::string& path() const { return path_; }
 
     // @size bytes of a pattern seeded by @seed, written in 1 MiB pieces.
-    void fill(uint64_t size, uint64_t seed)
+    void fill(uint64_t size, uint64_t seed) const
     {
         std::mt19937_64 rng(seed);
         std::vector<uint64_t> piece(kMiB / 8);
@@ -385,11 +387,17 @@ TEST_F(Sendfile, ExampleFileServerServesIntoClientLmrs)
 
     const std::string out = std::string(root) + "/copy.bin";
     for (const char* lmr_node : {"1", "2"}) {
-        r = run(client + " --lmr-node " + lmr_node + " --len 4M --out " + out + " data.bin");
+        std::string cmd = client;
+        cmd += " --lmr-node ";
+        cmd += lmr_node;
+        cmd += " --len 4M --out " + out + " data.bin";
+        r = run(cmd);
         EXPECT_EQ(r.status, 0) << r.output;
         EXPECT_NE(r.output.find("3150049 bytes"), std::string::npos) << "short at the end of the file: " << r.output;
         EXPECT_NE(r.output.find("matches the server's"), std::string::npos) << r.output;
-        EXPECT_EQ(run("cmp " + file + " " + out).status, 0) << "the LMR's bytes differ from the file";
+        std::string cmp = "cmp " + file;
+        cmp += " " + out;
+        EXPECT_EQ(run(cmp).status, 0) << "the LMR's bytes differ from the file";
     }
     r = run(client + " --offset 1000000 --len 100000 data.bin");
     EXPECT_EQ(r.status, 0) << r.output;

@@ -71,9 +71,11 @@ int LITE_memcpy(lite_t *lite, lite_lmr_t dst, uint64_t dst_offset,
 /*
  * Write @len bytes of the regular file @fd from @file_offset into @lmr at
  * @lmr_offset, straight from the page cache (no copy, no registration).
- * Returns the bytes sent: fewer than @len only if the file ended (or was
- * truncated) first or a signal arrived; or -errno (-ENODEV: not a regular
- * file; -EBADF: not open for reading, or a bad handle).
+ * Returns the bytes sent: fewer than @len if the file ended (or was
+ * truncated) first, a signal arrived or a read failed after some bytes
+ * (call again for the rest; 0 only at the end of the file); or -errno
+ * (-ENODEV: not a regular file; -EBADF: not open for reading, or a bad
+ * handle).
  */
 int64_t LITE_sendfile(lite_t *lite, int fd, uint64_t file_offset,
 		      uint64_t len, lite_lmr_t lmr, uint64_t lmr_offset);

@@ -284,8 +284,9 @@ public:
 
     // Write @len bytes of the regular file @fd from @file_offset into this
     // LMR at @offset, straight from the page cache (no copy, no
-    // registration). Returns the bytes sent: fewer than @len only if the
-    // file ended first or a signal arrived.
+    // registration). Returns the bytes sent: fewer than @len if the file
+    // ended first, a signal arrived or a read failed after some bytes (call
+    // again for the rest; 0 only at the end of the file).
     // NOLINTNEXTLINE(modernize-use-nodiscard)
     uint64_t send_file(uint64_t offset, int fd, uint64_t file_offset, uint64_t len) const
     {

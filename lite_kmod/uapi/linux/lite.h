@@ -301,11 +301,12 @@ struct lite_memcpy {
  * @file_offset, into an LMR at @lmr_offset, straight from the file's page
  * cache (pages are read in as needed; no user copy, no registration). The
  * LMR is checked as for LITE_IOC_WRITE, for the whole of @len. On success
- * @sent says how many bytes landed: less than @len only if the file ended
- * first (also when it was truncated during the send) or a signal arrived;
- * the bytes after @sent in the LMR are then as they were or hold file data
- * of the range, never anything else. The file position is not used or
- * changed.
+ * @sent says how many bytes landed: less than @len if the file ended first
+ * (also when it was truncated during the send), a signal arrived, or the
+ * file's read failed after some bytes; 0 only at the end of the file. Call
+ * again for the rest. The bytes after @sent in the LMR are then as they
+ * were or hold file data of the range, never anything else. The file
+ * position is not used or changed.
  */
 struct lite_sendfile {
 	__u64 handle;		/* in: the LMR, with LITE_PERM_WRITE */

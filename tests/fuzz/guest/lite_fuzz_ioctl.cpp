@@ -326,6 +326,7 @@ enum Cmd : int {
     C_DSM_OPEN,
     C_DSM_DESTROY,
     C_RPC_REPLY_RECV,
+    C_SENDFILE,
     C_UNKNOWN,
     // Not ioctls, counted as commands: mmap() of a region file (with loads
     // and stores, then munmap()), close() of one.
@@ -355,6 +356,7 @@ enum Kind : uint8_t {
     K_CAP,
     K_BYTES,
     K_DSIZE, // a DSM region's size
+    K_FD,    // a file descriptor of the worker's (SENDFILE's file)
 };
 
 struct Field {
@@ -601,6 +603,15 @@ const std::vector<CmdInfo>& cmds()
                                rrr,
                                t[C_RPC_REPLY].ioctl_errs | t[C_RPC_RECV].ioctl_errs,
                                false};
+        using Sf = lite_sendfile;
+        t[C_SENDFILE] = {"SENDFILE",
+                         LITE_IOC_SENDFILE,
+                         sizeof(Sf),
+                         {fld(&Sf::handle, K_HANDLE), fld(&Sf::lmr_offset, K_OFF), fld(&Sf::file_offset, K_OFF),
+                          fld(&Sf::len, K_LEN), fld(&Sf::sent, K_OUT), fld(&Sf::fd, K_FD), fld(&Sf::flags, K_FLAGS),
+                          fld(&Sf::reserved, K_RSV)},
+                         base | access | data | errs({EINTR, ENODEV, EBADF}),
+                         true};
         t[C_UNKNOWN] = {"UNKNOWN", 0, 64, {fld(&R::handle, K_HANDLE), fld(&R::buf, K_PTR)}, errs({ENOTTY}), false};
         // What mmap() of a region file may answer: EINVAL without MAP_SHARED
         // (and for what mmap() refuses anyway), ENXIO past the end; ENOMEM,
@@ -623,7 +634,7 @@ const ErrSet& uring_errs()
 bool uring_nr(unsigned long nr)
 {
     return nr == LITE_IOC_READ || nr == LITE_IOC_WRITE || nr == LITE_IOC_FETCH_ADD || nr == LITE_IOC_CMP_SWAP ||
-           nr == LITE_IOC_RPC_CALL || nr == LITE_IOC_RPC_RECV || nr == LITE_IOC_RPC_REPLY;
+           nr == LITE_IOC_RPC_CALL || nr == LITE_IOC_RPC_RECV || nr == LITE_IOC_RPC_REPLY || nr == LITE_IOC_SENDFILE;
 }
 
 bool is_control(int c)
@@ -634,8 +645,8 @@ bool is_control(int c)
 // Whether a command may change LMR contents.
 bool modifies(int c)
 {
-    return c == C_WRITE || c == C_FETCH_ADD || c == C_CMP_SWAP || c == C_MEMSET || c == C_MEMCPY || c == C_LOCK ||
-           c == C_UNLOCK || c == C_BARRIER;
+    return c == C_WRITE || c == C_FETCH_ADD || c == C_CMP_SWAP || c == C_MEMSET || c == C_MEMCPY || c == C_SENDFILE ||
+           c == C_LOCK || c == C_UNLOCK || c == C_BARRIER;
 }
 
 // ---------------------------------------------------------------------------
@@ -999,6 +1010,7 @@ private:
     void open_main();
     void close_main();
     void open_side();
+    bool open_sendfile_files();
     void make_rings();
     void close_rings();
     void reopen();
@@ -1102,6 +1114,12 @@ private:
 
     int fd_ = -1;
     int side_fd_ = -1;
+    // SENDFILE's files: a regular one whose bytes are sf_data_ (unlinked),
+    // the same open write-only, and a directory.
+    int sf_fd_ = -1;
+    int sf_wo_fd_ = -1;
+    int sf_dir_fd_ = -1;
+    std::vector<uint8_t> sf_data_;
     bool side_attached_ = false;
     uint32_t side_node_ = 0; // the node the second file attached to (0: none or unknown)
     uint32_t instance_ = 0;
@@ -1154,6 +1172,26 @@ uint8_t* map_or_die(size_t len, int prot)
     return static_cast<uint8_t*>(p);
 }
 
+// SENDFILE's files: a regular file of a few hundred KiB of random bytes
+// (remembered in sf_data_ to check what lands), opened for reading and
+// write-only, then unlinked; and /tmp, a directory.
+bool Worker::open_sendfile_files()
+{
+    const std::string path = "/tmp/lite-fuzz-sf." + std::to_string(getpid()) + "." + std::to_string(idx_);
+    sf_data_.resize(rng_.range(1, 300 * kKiB));
+    for (auto& b : sf_data_)
+        b = static_cast<uint8_t>(rng_.next());
+    const int w = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (w < 0)
+        return false;
+    const bool wrote = write(w, sf_data_.data(), sf_data_.size()) == static_cast<ssize_t>(sf_data_.size());
+    sf_wo_fd_ = w;
+    sf_fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    unlink(path.c_str());
+    sf_dir_fd_ = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return wrote && sf_fd_ >= 0 && sf_dir_fd_ >= 0;
+}
+
 bool Worker::setup()
 {
     // The arena, aligned to its size inside a PROT_NONE reservation so that
@@ -1180,6 +1218,8 @@ bool Worker::setup()
         return false;
     open_side();
     make_rings();
+    if (!open_sendfile_files())
+        return false;
     struct sigaction sa {
     };
     sa.sa_handler = on_alarm; // no SA_RESTART: waits see EINTR
@@ -1496,7 +1536,7 @@ int Worker::pick_cmd()
         {C_MAP, 5},       {C_REVOKE, 3},    {C_RPC_REGISTER, 3}, {C_RPC_UNREGISTER, 2}, {C_RPC_CALL, 3},
         {C_RPC_RECV, 4},  {C_RPC_REPLY, 3}, {C_MSG_SEND, 4},     {C_LOCK, 4},           {C_UNLOCK, 4},
         {C_BARRIER, 3},   {C_DSM_OPEN, 5},  {C_DSM_DESTROY, 2},  {C_RPC_REPLY_RECV, 4}, {C_UNKNOWN, 2},
-        {C_DSM_MMAP, 5},  {C_DSM_CLOSE, 2},
+        {C_DSM_MMAP, 5},  {C_DSM_CLOSE, 2}, {C_SENDFILE, 4},
     }};
     int total = 0;
     for (const auto& w : weights)
@@ -1720,6 +1760,23 @@ void Worker::build(Call& c, int cmd, bool for_uring)
             mc.src_offset = rng_.one_in(3) ? off : rng_.below(s->size - len + 1);
         }
         c.put(mc);
+        break;
+    }
+    case C_SENDFILE: {
+        lite_sendfile sf{};
+        Lmr* l = pick_lmr(LITE_PERM_WRITE, rng_.percent(70));
+        sf.fd = sf_fd_;
+        if (l == nullptr) {
+            sf.handle = stale_handle();
+            sf.len = 8;
+        } else {
+            sf.handle = l->handle;
+            auto [off, len] = pick_range(l->size, rng_.one_in(4) ? kAllocMax : 64 * kKiB);
+            sf.lmr_offset = off;
+            sf.len = len;
+            sf.file_offset = rng_.one_in(4) ? 0 : rng_.below(sf_data_.size() + 4096);
+        }
+        c.put(sf);
         break;
     }
     case C_SHARE: {
@@ -2119,6 +2176,9 @@ void Worker::mutate_field(Call& c, const Field& f)
     case K_BYTES:
         bytes(0);
         break;
+    case K_FD:
+        write_field(c, f, static_cast<uint32_t>(rng_.pick<int>({-1, 0, 1 << 20, sf_dir_fd_, sf_wo_fd_, fd_, sf_fd_})));
+        break;
     case K_DSIZE: // sanitize() keeps what would be accepted small
         write_field(c, f,
                     rng_.pick<uint64_t>({0, 1, kPage - 1, kPage + 1, v + 1, v - 1, v + kPage, LITE_DSM_MAX_SIZE,
@@ -2330,7 +2390,8 @@ void Worker::note(const Call& c, bool uring, int err)
 void Worker::check(const Call& c, bool uring, long res)
 {
     const CmdInfo& info = cmds()[static_cast<size_t>(c.cmd)];
-    if (res == LONG_MIN || (res > 0 && !(uring && (c.cmd == C_RPC_CALL || c.cmd == C_RPC_RECV)))) {
+    if (res == LONG_MIN ||
+        (res > 0 && !(uring && (c.cmd == C_RPC_CALL || c.cmd == C_RPC_RECV || c.cmd == C_SENDFILE)))) {
         finding(c, uring, "returned " + std::to_string(res) + ", neither 0 nor -1 with errno");
         return;
     }
@@ -2625,6 +2686,27 @@ void Worker::apply(const Call& c, int err, const uint8_t* out, bool uring, bool 
             for (uint64_t i = 0; i < mc.len && s.inside(mc.dst_offset, i + 1); i++) {
                 if (known[i] == 0)
                     s.known[mc.dst_offset + i] = 0;
+            }
+        });
+        break;
+    }
+    case C_SENDFILE: {
+        auto sf = c.get<lite_sendfile>();
+        if (good && out != nullptr)
+            std::memcpy(&sf.sent, out + offsetof(lite_sendfile, sent), sizeof(sf.sent));
+        const uint64_t size = sf_data_.size();
+        const uint64_t avail = sf.file_offset < size ? size - sf.file_offset : 0;
+        const bool ours = sf.fd == sf_fd_;
+        if (good && ours && sf.sent > std::min<uint64_t>(sf.len, avail)) {
+            finding(c, uring,
+                    "SENDFILE sent " + std::to_string(sf.sent) + " bytes of a " + std::to_string(size) +
+                        "-byte file from offset " + std::to_string(sf.file_offset) + ", len " + std::to_string(sf.len));
+        }
+        touch(sf.handle, sf.lmr_offset, sf.len, [&](Shadow& s) {
+            if (ours && sf.sent <= avail) {
+                s.set(sf.lmr_offset, sf_data_.data() + sf.file_offset, sf.sent); // the rest is as it was
+            } else {
+                s.forget(sf.lmr_offset, sf.len);
             }
         });
         break;
@@ -3308,6 +3390,17 @@ bool Worker::uring_batch(bool abandon, bool self_calls)
             if (err == 0 && !ring->cqe32)
                 finding(op.c, true, "an atomic succeeded on a ring without 32-byte CQEs");
             apply(copy, err, nullptr, true, alone && !shared_handles.contains(at.handle));
+        } else if (op.c.cmd == C_SENDFILE) {
+            // The count comes in the CQE (and its big part).
+            auto sf = op.c.get<lite_sendfile>();
+            sf.sent = op.res >= 0 ? static_cast<uint64_t>(op.res) : 0;
+            if (op.res >= 0 && ring->cqe32 && op.big != sf.sent) {
+                finding(op.c, true,
+                        "SENDFILE: big_cqe[0] " + std::to_string(op.big) + ", res " + std::to_string(op.res));
+            }
+            std::array<uint8_t, sizeof(sf)> out{};
+            std::memcpy(out.data(), &sf, sizeof(sf));
+            apply(op.c, err, out.data(), true, alone && !shared_handles.contains(sf.handle) && !op.c.mutated);
         } else if (op.c.cmd == C_RPC_RECV) {
             // No output fields through io_uring: the CQE has them.
             auto rv = op.c.get<lite_rpc_recv>();
