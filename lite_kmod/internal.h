@@ -1165,6 +1165,7 @@ int lite_share_lookup(struct lite_node *node, const char *name,
 void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 		       void (*done_fn)(struct lite_rdma_op *op));
 void lite_rdma_op_release(struct lite_rdma_op *op);
+int lite_rdma_op_await(struct lite_rdma_op *op);
 int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err);
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			  u32 rkey, u64 off, u32 len, u64 dma, bool write,

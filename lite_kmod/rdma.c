@@ -382,6 +382,28 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 }
 
 /**
+ * lite_rdma_op_await - wait until @op->done completes
+ * @op: an operation whose last WR completes @op->done (a synchronous one,
+ *	or an asynchronous one whose done_fn does)
+ *
+ * Waits as the node's completion mode says, up to LITE_DATA_TIMEOUT_MS;
+ * if the peer stopped answering, the connection is closed and the drain
+ * flushes what is in flight before this returns. Sleeps.
+ *
+ * Return: 0 once @op->done completed in time, else -ETIMEDOUT.
+ */
+int lite_rdma_op_await(struct lite_rdma_op *op)
+{
+	if (lite_wait_done(op->conn->node, op->conn, &op->done,
+			   msecs_to_jiffies(LITE_DATA_TIMEOUT_MS), false))
+		return 0;
+	/* The peer stopped answering: the drain flushes. */
+	lite_conn_close(op->conn);
+	wait_for_completion(&op->done);
+	return -ETIMEDOUT;
+}
+
+/**
  * lite_rdma_op_wait - stop posting and wait for what was posted
  * @op: a synchronous operation (no done_fn)
  * @post_err: how posting ended: 0, or the error that stopped it
@@ -396,18 +418,12 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
  */
 int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
 {
-	long left = 1;
+	int ret;
 
 	if (!atomic_dec_and_test(&op->pending)) {
-		left = lite_wait_done(op->conn->node, op->conn, &op->done,
-				      msecs_to_jiffies(LITE_DATA_TIMEOUT_MS),
-				      false);
-		if (!left) {
-			/* The peer stopped answering: the drain flushes. */
-			lite_conn_close(op->conn);
-			wait_for_completion(&op->done);
-			return -ETIMEDOUT;
-		}
+		ret = lite_rdma_op_await(op);
+		if (ret)
+			return ret;
 	}
 	return post_err ?: op->status;
 }

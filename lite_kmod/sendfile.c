@@ -72,7 +72,6 @@ struct lite_sf {
 	struct ib_device *dev;
 	u64 lmr_pos;			/* where the next piece lands */
 	u64 sent;			/* bytes of completed batches */
-	u32 max_sge;
 	int err;			/* the first failure */
 	struct lite_sf_batch *cur;	/* gathering */
 	struct lite_sf_batch batch[2];
@@ -90,20 +89,11 @@ static void lite_sf_batch_done(struct lite_rdma_op *op)
 /* Release the batch's pages; count its bytes if its writes all landed. */
 static void lite_sf_reap(struct lite_sf *sf, struct lite_sf_batch *b)
 {
-	struct lite_conn *conn = sf->conn;
-	int ret = 0;
+	int ret;
 	u32 i;
 
 	if (b->posted) {
-		if (!lite_wait_done(conn->node, conn, &b->op.done,
-				    msecs_to_jiffies(LITE_DATA_TIMEOUT_MS),
-				    false)) {
-			/* The peer stopped answering: the drain flushes. */
-			lite_conn_close(conn);
-			wait_for_completion(&b->op.done);
-			ret = -ETIMEDOUT;
-		}
-		ret = ret ?: b->op.status;
+		ret = lite_rdma_op_await(&b->op) ?: b->op.status;
 		if (!ret)
 			sf->sent += b->bytes;
 		else if (!sf->err)
@@ -193,7 +183,7 @@ static u32 lite_sf_place(struct lite_sf *sf, struct lite_sf_batch *b,
 		follows = wr && wr->rdma.remote_addr + b->wr_bytes == seg.addr;
 		if (follows && sge->addr + sge->length == dma + placed) {
 			sge->length += seg.len;
-		} else if (follows && wr->wr.num_sge < sf->max_sge &&
+		} else if (follows && wr->wr.num_sge < sf->conn->max_sge &&
 			   b->n_sges < LITE_SF_SGES) {
 			wr->wr.num_sge++;
 			sge = &b->sges[b->n_sges++];
@@ -425,7 +415,6 @@ int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
 	sf->lmr_pos = lmr_off;
 	sf->sent = 0;
 	sf->err = 0;
-	sf->max_sge = sf->conn->max_sge;
 	sf->cur = &sf->batch[0];
 	ret = lite_sf_run(sf, f.file, pos, len);
 	if (!ret)

@@ -105,6 +105,18 @@ static struct lite_aop **lite_aop_slot(struct io_uring_cmd *cmd)
 	return (struct lite_aop **)cmd->pdu;
 }
 
+/*
+ * Complete @cmd here, with no operation behind it (nothing for
+ * lite_uring_iopoll() on a polled ring); the caller returns what this does.
+ */
+static int lite_uring_done_now(struct io_uring_cmd *cmd, int ret, u64 res2,
+			       unsigned int issue_flags)
+{
+	*lite_aop_slot(cmd) = NULL;
+	io_uring_cmd_done(cmd, ret, res2, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /* One more operation in flight on @node; keep the high-water mark. */
 static void lite_aop_count(struct lite_node *node)
 {
@@ -1119,9 +1131,7 @@ static int lite_uring_sendfile(struct lite_file *lf, struct io_uring_cmd *cmd,
 	lite_lmr_put(lmr);
 	if (ret == -ERESTARTSYS)
 		ret = -EINTR;
-	*lite_aop_slot(cmd) = NULL;	/* nothing for lite_uring_iopoll() */
-	io_uring_cmd_done(cmd, ret ?: (int)sent, sent, issue_flags);
-	return -EIOCBQUEUED;
+	return lite_uring_done_now(cmd, ret ?: (int)sent, sent, issue_flags);
 }
 
 /* One handler per command. */
@@ -1172,9 +1182,7 @@ static int lite_uring_polled(struct lite_file *lf, struct io_uring_cmd *cmd,
 	 */
 	if (ret < 0 && (ret != -EAGAIN || issue_flags & IO_URING_F_NONBLOCK))
 		return ret;
-	*lite_aop_slot(cmd) = NULL;	/* nothing for lite_uring_iopoll() */
-	io_uring_cmd_done(cmd, ret, 0, issue_flags);
-	return -EIOCBQUEUED;
+	return lite_uring_done_now(cmd, ret, 0, issue_flags);
 }
 
 /**
