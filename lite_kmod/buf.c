@@ -5,7 +5,9 @@
  * Buffers that peers write into: RPC rings and reply buffers. Zeroed pages
  * in physically contiguous, DMA-mapped chunks as large as the buddy
  * allocator gives (smaller when memory is fragmented), described as a
- * lite_layout so writers can split accesses by chunk.
+ * lite_layout so writers can split accesses by chunk; each chunk carries
+ * the node's key for it (mr.c: in lmr mode a registration of its own,
+ * remote write only).
  *
  * Bounce buffers that a one-sided copy, an atomic's result or an RPC
  * entry on its way passes through: LITE_BOUNCE_SIZE bytes, mapped
@@ -26,12 +28,19 @@
  * @b: the buffer; all zero afterwards
  *
  * Frees whatever chunks @b has (also those of a half-built buffer) and
- * its arrays. The peer must no longer be able to write into it.
+ * its arrays. The peer must no longer be able to write into it through
+ * its connection; in lmr mode the chunks' keys are deregistered first
+ * (no work request: this may run where no completion can be waited for).
+ * Process context.
  */
 void lite_kbuf_free(struct lite_kbuf *b)
 {
 	u32 i;
 
+	if (b->mrs) {
+		lite_mr_release(b->node, b->mrs, b->n_chunks, false);
+		kfree(b->mrs);
+	}
 	for (i = 0; i < b->n_chunks; i++) {
 		ib_dma_unmap_page(b->dev, b->chunks[i].addr,
 				  PAGE_SIZE << b->orders[i],
@@ -74,26 +83,53 @@ static int lite_kbuf_chunk(struct lite_kbuf *b, u64 want,
 	b->pages[b->n_chunks] = page;
 	b->orders[b->n_chunks] = order;
 	c->addr = dma;
+	c->rkey = b->node->rkey;	/* global mode; else lite_kbuf_reg() */
 	c->start = b->size - want;
 	c->len = min_t(u64, want, PAGE_SIZE << order);
 	b->n_chunks++;
 	return 0;
 }
 
+/* lmr mode: register every chunk for remote writes, through @conn. */
+static int lite_kbuf_reg(struct lite_kbuf *b, struct lite_conn *conn)
+{
+	struct lite_mr_batch batch;
+	u32 i;
+	int ret;
+
+	b->mrs = kcalloc(b->n_chunks, sizeof(*b->mrs), GFP_KERNEL);
+	if (!b->mrs)
+		return -ENOMEM;
+	lite_mr_batch_init(&batch, conn, IB_ACCESS_REMOTE_WRITE);
+	for (i = 0; i < b->n_chunks; i++)
+		if (lite_mr_batch_add(&batch, b->chunks[i].addr,
+				      b->chunks[i].len, &b->mrs[i],
+				      &b->chunks[i].rkey))
+			break;
+	ret = lite_mr_batch_wait(&batch);
+	if (ret) {	/* whether each took effect is unknown: deregister */
+		lite_mr_release(b->node, b->mrs, b->n_chunks, false);
+		kfree(b->mrs);
+		b->mrs = NULL;
+	}
+	return ret;
+}
+
 /**
  * lite_kbuf_alloc - @size zeroed bytes in at most @max_chunks chunks
  * @b: the buffer to set up; on failure it is left all zero
- * @dev: the device the chunks are DMA-mapped for
+ * @conn: the connection of the peer that will write into it (its node's
+ *	  device maps the chunks; in lmr mode their registrations go on it)
  * @size: bytes wanted
  * @max_chunks: most chunks the layout may have (at least 1)
  *
  * Chunks are as large as the buddy allocator gives, but never so small
  * that @max_chunks of them could not cover @size. @b->layout describes
- * them. May sleep.
+ * them, each with the key the peer writes it with. May sleep.
  *
- * Return: 0 or -ENOMEM.
+ * Return: 0, -ENOMEM, or in lmr mode the error of a registration.
  */
-int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
+int lite_kbuf_alloc(struct lite_kbuf *b, struct lite_conn *conn, u64 size,
 		    u32 max_chunks)
 {
 	unsigned int min_order;
@@ -101,7 +137,8 @@ int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
 	int ret;
 
 	memset(b, 0, sizeof(*b));
-	b->dev = dev;
+	b->node = conn->node;
+	b->dev = conn->node->ibdev->dev;
 	b->size = size;
 	/* The smallest chunk that still fits in @max_chunks of them. */
 	min_order = get_order(DIV_ROUND_UP(size, max_chunks));
@@ -120,6 +157,11 @@ int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
 		if (ret)
 			goto err;
 		left -= b->chunks[b->n_chunks - 1].len;
+	}
+	if (lite_isolated(b->node)) {
+		ret = lite_kbuf_reg(b, conn);
+		if (ret)
+			goto err;
 	}
 	b->layout.size = size;
 	b->layout.n_chunks = b->n_chunks;

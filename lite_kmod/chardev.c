@@ -135,7 +135,8 @@ static int lite_up_check(const struct lite_node_up *up)
 		return -EINVAL;
 	if (up->timeout_ms > LITE_MAX_TIMEOUT_MS)
 		return -EINVAL;
-	if (up->cq_mode > LITE_CQ_MODE_MAX)
+	if (up->cq_mode > LITE_CQ_MODE_MAX ||
+	    up->isolation > LITE_ISOLATION_MAX)
 		return -EINVAL;
 	if (!up->secret_len)
 		return -ENOKEY;		/* no cluster without a secret */
@@ -166,7 +167,8 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 
 	node = lite_node_create(ctx, ibdev, port, listen, secret,
 				up->secret_len,
-				up->cq_mode ?: LITE_CQ_MODE_BEST);
+				up->cq_mode ?: LITE_CQ_MODE_BEST,
+				lite_mr_isolation(up->isolation));
 	if (IS_ERR(node))
 		return PTR_ERR(node);
 
@@ -316,7 +318,8 @@ static void lite_status_fill(struct lite_node *node,
 	st->flags = (node->expelled ? LITE_STATUS_EXPELLED : 0) |
 		    (node->mb.self && !lite_mbr_present(&node->mb,
 							node->mb.manager) ?
-		     LITE_STATUS_NO_MANAGER : 0);
+		     LITE_STATUS_NO_MANAGER : 0) |
+		    (lite_isolated(node) ? LITE_STATUS_ISOLATED : 0);
 	for (id = 1; id <= LITE_MAX_NODES && n < cap; id++)
 		if (lite_mbr_present(&node->mb, id))
 			lite_member_fill(node, id, &mi[n++]);

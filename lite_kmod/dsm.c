@@ -1553,7 +1553,9 @@ void lite_dsm_node_free(struct lite_node *node)
  * there is no such region and no CREATE; -EEXIST if it exists and EXCL
  * was asked, or CREATE names an LMR's name; -EMEDIUMTYPE if the name
  * stands for an LMR; -EHOSTUNREACH without the manager or the home;
- * -ENOMEM, -EMFILE, or the error of a request.
+ * -EOPNOTSUPP on a node in lmr isolation (its frames would need a key
+ * each, which the home's directory does not carry); -ENOMEM, -EMFILE, or
+ * the error of a request.
  */
 int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
 		  struct file **file)
@@ -1570,6 +1572,10 @@ int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
+	if (lite_isolated(node)) {
+		lite_node_put(node);
+		return -EOPNOTSUPP;
+	}
 	mutex_lock(&node->dsm_lock);
 	if (node->dsm_down) {
 		err = -ENODEV;		/* the node is going down */

@@ -13,10 +13,15 @@
  * and LMR_FREE name the LMR by the id in the reply. LMR_CANCEL (the
  * requester gave up) finds the job, which then stops between chunks and
  * frees what it made, or the finished LMR, which it frees.
+ *
+ * Each chunk goes out with the key peers reach it with (mr.c): the node's
+ * global key, or in lmr mode a registration of the chunk alone, made
+ * before the reply and invalidated before the chunk's pages are freed.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/gfp.h>
+#include <linux/seq_file.h>
 
 #include "internal.h"
 
@@ -45,6 +50,10 @@ static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 
 	if (ex->id)	/* it was published: waiters on its words fail */
 		lite_sync_drop_export(node, (u64)node->nonce << 32 | ex->id);
+	if (ex->mrs) {	/* no peer reaches the chunks from here on */
+		lite_mr_release(node, ex->mrs, ex->n_chunks, true);
+		kvfree(ex->mrs);
+	}
 
 	for (i = 0; i < ex->n_chunks; i++) {
 		if (!ex->chunks[i].page)
@@ -87,6 +96,7 @@ static int lite_export_chunk(struct lite_node *node,
 	}
 	c->order = order;
 	c->len = min_t(u64, want, PAGE_SIZE << order);
+	c->rkey = node->rkey;	/* global mode; else lite_export_reg() */
 	c->dma = ib_dma_map_page(dev, c->page, 0, PAGE_SIZE << order,
 				 DMA_BIDIRECTIONAL);
 	if (ib_dma_mapping_error(dev, c->dma)) {
@@ -102,6 +112,39 @@ static bool lite_alloc_job_stopped(const struct lite_alloc_job *job)
 {
 	return READ_ONCE(job->cancelled) ||
 	       lite_conn_state(job->conn) == LITE_CONN_CLOSING;
+}
+
+/*
+ * lmr mode: register every chunk of @ex for the peers, through the
+ * requester's connection: reads and writes, and atomics if the LMR was
+ * asked for with NIC atomics.
+ */
+static int lite_export_reg(struct lite_node *node, struct lite_export *ex,
+			   struct lite_conn *conn)
+{
+	int access = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+	struct lite_mr_batch batch;
+	u32 i;
+	int ret;
+
+	if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	ex->mrs = kvcalloc(ex->n_chunks, sizeof(*ex->mrs), GFP_KERNEL);
+	if (!ex->mrs)
+		return -ENOMEM;
+	lite_mr_batch_init(&batch, conn, access);
+	for (i = 0; i < ex->n_chunks; i++)
+		if (lite_mr_batch_add(&batch, ex->chunks[i].dma,
+				      ex->chunks[i].len, &ex->mrs[i],
+				      &ex->chunks[i].rkey))
+			break;
+	ret = lite_mr_batch_wait(&batch);
+	if (ret) {	/* whether each took effect is unknown: deregister */
+		lite_mr_release(node, ex->mrs, ex->n_chunks, false);
+		kvfree(ex->mrs);
+		ex->mrs = NULL;
+	}
+	return ret;
 }
 
 /* @job's memory, chunk by chunk; stops early if @job is cancelled. */
@@ -147,6 +190,11 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		}
 		cond_resched();
 	}
+	if (lite_isolated(node)) {
+		ret = lite_export_reg(node, ex, job->conn);
+		if (ret)
+			goto err;
+	}
 	return ex;
 err:
 	lite_export_free(node, ex);
@@ -168,7 +216,7 @@ static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
 	for (i = 0; i < n; i++) {
 		w->chunks[i].addr = cpu_to_le64(ex->chunks[start + i].dma);
 		w->chunks[i].len = cpu_to_le32(ex->chunks[start + i].len);
-		w->chunks[i].reserved = 0;
+		w->chunks[i].rkey = cpu_to_le32(ex->chunks[start + i].rkey);
 	}
 	return sizeof(*w) + n * sizeof(w->chunks[0]);
 }
@@ -259,7 +307,6 @@ static void lite_alloc_job_work(struct work_struct *work)
 		memset(rep, 0, sizeof(*rep));
 		rep->mr_id = cpu_to_le64(lite_export_wire_id(node, ex));
 		rep->size = cpu_to_le64(ex->size);
-		rep->rkey = cpu_to_le32(node->rkey);
 		rep->flags = cpu_to_le32(ex->flags);
 		len = offsetof(struct lite_wire_lmr, first) +
 		      lite_export_put_chunks(ex, 0, &rep->first, room -
@@ -748,4 +795,32 @@ void lite_exports_free_all(struct lite_node *node)
 		lite_export_free(node, ex);
 	INIT_LIST_HEAD(&node->orphans);
 	xa_destroy(&node->exports);
+}
+
+/**
+ * lite_exports_show - list the node's exports (debugfs "exports")
+ * @m: the file
+ * @node: the node
+ *
+ * One line per chunk: the LMR's wire id, its owner, size and flags, the
+ * chunk's index, address, length and key.
+ *
+ * Return: 0.
+ */
+int lite_exports_show(struct seq_file *m, struct lite_node *node)
+{
+	struct lite_export *ex;
+	unsigned long id;
+	u32 i;
+
+	mutex_lock(&node->lock);
+	xa_for_each(&node->exports, id, ex) {
+		for (i = 0; i < ex->n_chunks; i++)
+			seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x\n",
+				   lite_export_wire_id(node, ex), ex->owner,
+				   ex->size, ex->flags, i, ex->chunks[i].dma,
+				   ex->chunks[i].len, ex->chunks[i].rkey);
+	}
+	mutex_unlock(&node->lock);
+	return 0;
 }

@@ -14,12 +14,35 @@
  *   hb_stop           send no heartbeats: the manager declares us dead
  *   break_conn        write a member id (0: the loopback connection): the
  *                     connection closes as on a transport error
+ *   exports           (read-only) the LMR chunks this node holds for
+ *                     others: wire id, owner, size, flags, chunk index,
+ *                     address, length and key
+ *   raw_rdma          only with the module parameter raw_rdma=1 (tests):
+ *                     write "read NODE ADDR KEY LEN" or "write NODE ADDR
+ *                     KEY LEN BYTE" to post one RDMA READ or WRITE of LEN
+ *                     bytes (at most 64) to member NODE at any address
+ *                     and key, as a hostile member kernel could; read
+ *                     back "status ERRNO data HEX" - what isolation
+ *                     (mr.c) lets through
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/debugfs.h>
 #include <linux/delay.h>
+#include <linux/module.h>
 #include <linux/random.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
 
 #include "internal.h"
+
+#define LITE_RAW_MAX	64
+static_assert(sizeof_field(struct lite_faults, raw_data) == LITE_RAW_MAX);
+
+static bool lite_raw_rdma;
+module_param_named(raw_rdma, lite_raw_rdma, bool, 0444);
+MODULE_PARM_DESC(raw_rdma,
+		 "tests only: a raw_rdma file in each node's debugfs directory posts RDMA to any address and key (default off)");
 
 static struct dentry *lite_debugfs_root;
 
@@ -85,6 +108,118 @@ static int lite_fault_break_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(lite_fault_break_fops, NULL, lite_fault_break_set,
 			 "%llu\n");
 
+static int lite_exports_seq(struct seq_file *m, void *unused)
+{
+	return lite_exports_show(m, m->private);
+}
+
+static int lite_exports_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, lite_exports_seq, inode->i_private);
+}
+
+static const struct file_operations lite_exports_fops = {
+	.owner = THIS_MODULE,
+	.open = lite_exports_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/* One raw RDMA op to member @id; node->faults.raw_lock held. */
+static int lite_raw_post(struct lite_node *node, u16 id, u64 addr, u32 rkey,
+			 u32 len, bool write, u8 byte)
+{
+	struct lite_chunk chunk = { .addr = addr, .len = len, .rkey = rkey };
+	struct lite_layout l = { .size = len, .n_chunks = 1, .chunks = &chunk };
+	struct ib_device *dev = node->ibdev->dev;
+	struct lite_rdma_op op;
+	struct lite_conn *conn;
+	void *buf;
+	u64 dma;
+	int ret;
+
+	lockdep_assert_held(&node->faults.raw_lock);
+	conn = lite_node_conn(node, id);
+	if (!conn)
+		return -ENOTCONN;
+	ret = lite_bounce_map(dev, LITE_RAW_MAX, GFP_KERNEL, &buf, &dma);
+	if (ret)
+		goto put;
+	memset(buf, byte, LITE_RAW_MAX);
+	ib_dma_sync_single_for_device(dev, dma, LITE_RAW_MAX,
+				      DMA_BIDIRECTIONAL);
+	lite_rdma_op_init(&op, conn, NULL);
+	ret = lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, &l, 0, len,
+							   dma, write, NULL));
+	ib_dma_sync_single_for_cpu(dev, dma, LITE_RAW_MAX, DMA_BIDIRECTIONAL);
+	if (!ret && !write)
+		memcpy(node->faults.raw_data, buf, len);
+	node->faults.raw_len = !ret && !write ? len : 0;
+	lite_bounce_unmap(dev, buf, dma, LITE_RAW_MAX);
+put:
+	lite_conn_put(conn);
+	return ret;
+}
+
+static ssize_t lite_raw_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	struct seq_file *m = file->private_data;
+	struct lite_node *node = m->private;
+	char cmd[96], op[8];
+	unsigned int id, rkey, len, byte = 0;
+	unsigned long long addr;
+	bool write;
+	int n, ret;
+
+	if (count >= sizeof(cmd))
+		return -EINVAL;
+	if (copy_from_user(cmd, ubuf, count))
+		return -EFAULT;
+	cmd[count] = 0;
+	n = sscanf(cmd, "%7s %u %llx %x %u %x", op, &id, &addr, &rkey, &len,
+		   &byte);
+	write = n == 6 && !strcmp(op, "write");
+	if (!(write || (n == 5 && !strcmp(op, "read"))) || !id ||
+	    id > LITE_MAX_NODES || !len || len > LITE_RAW_MAX || byte > 0xff)
+		return -EINVAL;
+	mutex_lock(&node->faults.raw_lock);
+	ret = lite_raw_post(node, id, addr, rkey, len, write, byte);
+	node->faults.raw_status = ret;
+	mutex_unlock(&node->faults.raw_lock);
+	pr_info("lite%u: raw_rdma: %s of %u bytes to node %u at %#llx key %#x: %d\n",
+		node->instance, op, len, id, addr, rkey, ret);
+	return count;
+}
+
+static int lite_raw_show(struct seq_file *m, void *unused)
+{
+	struct lite_node *node = m->private;
+
+	mutex_lock(&node->faults.raw_lock);
+	seq_printf(m, "status %d data %*phN\n", node->faults.raw_status,
+		   (int)node->faults.raw_len, node->faults.raw_data);
+	mutex_unlock(&node->faults.raw_lock);
+	return 0;
+}
+
+static int lite_raw_open(struct inode *inode, struct file *file)
+{
+	if (!lite_raw_rdma)
+		return -EPERM;	/* not without the module parameter */
+	return single_open(file, lite_raw_show, inode->i_private);
+}
+
+static const struct file_operations lite_raw_fops = {
+	.owner = THIS_MODULE,
+	.open = lite_raw_open,
+	.read = seq_read,
+	.write = lite_raw_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
 /**
  * lite_fault_node_init - create the node's fault injection files
  * @node: the node; its files go before it does (lite_fault_node_exit())
@@ -94,6 +229,7 @@ void lite_fault_node_init(struct lite_node *node)
 	char name[24];
 	struct dentry *d;
 
+	mutex_init(&node->faults.raw_lock);
 	if (!lite_debugfs_root)
 		return;
 	snprintf(name, sizeof(name), "lite%u", node->instance);
@@ -107,6 +243,8 @@ void lite_fault_node_init(struct lite_node *node)
 	debugfs_create_bool("hb_stop", 0600, d, &node->faults.hb_stop);
 	debugfs_create_file_unsafe("break_conn", 0200, d, node,
 				   &lite_fault_break_fops);
+	debugfs_create_file("exports", 0400, d, node, &lite_exports_fops);
+	debugfs_create_file("raw_rdma", 0600, d, node, &lite_raw_fops);
 }
 
 /**

@@ -182,6 +182,7 @@ struct lite_node_stats {
 	atomic64_t lease_stock_bytes;
 	atomic64_t lease_lmrs;		/* exports we made for peers' leases */
 	atomic64_t lease_bytes;
+	atomic64_t mrs;			/* lmr mode: MRs allocated (mr.c) */
 };
 
 /* Fault injection (fault.c), set through debugfs; all zero = off. */
@@ -190,6 +191,10 @@ struct lite_faults {
 	u32 drop_rx_permille;		/* READ_ONCE: drop received messages */
 	u32 delay_rx_ms;		/* READ_ONCE: delay control messages */
 	bool hb_stop;			/* READ_ONCE: send no heartbeats */
+	struct mutex raw_lock;		/* protects the raw_rdma state below */
+	int raw_status;			/* the last raw op's result */
+	u32 raw_len;			/* bytes it read into @raw_data */
+	u8 raw_data[64];
 };
 
 struct lite_dsm_stats {
@@ -272,10 +277,17 @@ struct lite_node {
 
 	struct lite_node_stats stats;	/* atomics */
 
-	struct ib_mr *global_mr;	/* immutable: peers' way to our LMRs */
+	/* What peers may reach, and the keys (mr.c). */
+	u32 isolation;			/* immutable: LITE_ISOLATION_GLOBAL or
+					 * _LMR */
+	struct ib_mr *global_mr;	/* immutable: global mode's DMA MR */
 	u32 rkey;			/* immutable: @global_mr's rkey */
 	bool nic_atomic;		/* immutable: the device does remote
 					 * atomics (@global_mr allows them) */
+	u32 mr_max_pages;		/* immutable: lmr mode, entries per MR */
+	spinlock_t mr_lock;		/* protects the two below */
+	struct list_head mr_pool;	/* idle struct lite_mr, fresh keys */
+	u32 mr_idle;			/* entries on @mr_pool */
 	struct lite_conn *self_conn;	/* node lock and peers_lock: loopback,
 					 * active end */
 	spinlock_t peers_lock;		/* writers of @peers and @self_conn hold
@@ -387,12 +399,14 @@ struct lite_node {
 
 /* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
 struct lite_kbuf {
+	struct lite_node *node;		/* whose keys the chunks carry */
 	struct ib_device *dev;
 	u64 size;
 	u32 n_chunks;
 	struct page **pages;		/* one per chunk */
 	u8 *orders;
 	struct lite_chunk *chunks;	/* DMA addresses, as a layout */
+	struct lite_mr **mrs;		/* lmr mode: one per chunk */
 	struct lite_layout layout;
 };
 
@@ -420,7 +434,6 @@ struct lite_ring_tx {
 					 * conn->tx_wq */
 	bool ready;			/* release: the four below are set */
 	u64 size;
-	u32 rkey;
 	struct lite_chunk *chunks;
 	struct lite_layout layout;
 	u64 head;			/* conn lock: next place to reserve */
@@ -509,6 +522,7 @@ struct lite_export_chunk {
 	u64 dma;
 	u64 start;			/* offset of its first byte in the LMR */
 	u32 len;
+	u32 rkey;			/* the key peers reach it with */
 };
 
 struct lite_export {
@@ -522,6 +536,7 @@ struct lite_export {
 					 * lease (counted as lease memory) */
 	u32 n_chunks;			/* immutable */
 	struct lite_export_chunk *chunks;	/* immutable */
+	struct lite_mr **mrs;		/* lmr mode: one per chunk */
 	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by, and
 						 * not yet confirmed dropping */
 	struct list_head orphan;	/* node->orphans: freed, or its owner
@@ -539,7 +554,6 @@ struct lite_share_ent {
 	u64 mr_id;
 	u64 size;
 	u32 perms;
-	u32 rkey;
 	u8 kind;			/* enum lite_share_kind */
 	u8 flags;			/* LITE_WIRE_LMR_* of the LMR */
 	bool mappers[LITE_MAX_NODES + 1];
@@ -551,7 +565,6 @@ struct lite_lmr {
 	struct lite_node *node;		/* immutable; holds a node ref */
 	u16 mem_node;			/* immutable */
 	u64 mr_id;			/* immutable */
-	u32 rkey;			/* immutable */
 	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
 	u64 share_id;			/* immutable: mapped via; 0 if own */
 	kuid_t uid;			/* immutable: the user charged for it */
@@ -872,8 +885,32 @@ void lite_wait_note(u32 *avg_ns, u64 ns);
 long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
 		    struct completion *c, long timeout, bool killable);
 
+/* mr.c: what peers may reach, and the keys */
+struct lite_mr;
+struct lite_mr_batch {
+	struct lite_rdma_op op;
+	int access;
+	int ret;
+};
+u32 lite_mr_isolation(u32 asked);
+int lite_mr_init(struct lite_node *node);
+void lite_mr_exit(struct lite_node *node);
+void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
+			int access);
+int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
+		      struct lite_mr **out, u32 *rkey);
+int lite_mr_batch_wait(struct lite_mr_batch *b);
+void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
+		     bool recycle);
+
+/* Whether @node registers each chunk peers may reach (lmr mode). */
+static inline bool lite_isolated(const struct lite_node *node)
+{
+	return node->isolation == LITE_ISOLATION_LMR;
+}
+
 /* buf.c: kernel buffers peers write into */
-int lite_kbuf_alloc(struct lite_kbuf *b, struct ib_device *dev, u64 size,
+int lite_kbuf_alloc(struct lite_kbuf *b, struct lite_conn *conn, u64 size,
 		    u32 max_chunks);
 void lite_kbuf_free(struct lite_kbuf *b);
 
@@ -964,6 +1001,7 @@ void lite_dsm_handle_done(struct lite_conn *conn, const struct lite_msg *msg);
 
 /* fault.c: fault injection through debugfs */
 void lite_fault_node_init(struct lite_node *node);
+int lite_exports_show(struct seq_file *m, struct lite_node *node);
 void lite_fault_node_exit(struct lite_node *node);
 void lite_fault_init(void);
 void lite_fault_exit(void);
@@ -1029,7 +1067,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   struct lite_ibdev *ibdev, u32 port_num,
 				   const struct sockaddr_storage *listen,
 				   const u8 *secret, u32 secret_len,
-				   u32 cq_mode);
+				   u32 cq_mode, u32 isolation);
 void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_get(struct lite_node *node);
@@ -1167,11 +1205,12 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 void lite_rdma_op_release(struct lite_rdma_op *op);
 int lite_rdma_op_await(struct lite_rdma_op *op);
 int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err);
+int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr);
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
-			  u32 rkey, u64 off, u32 len, u64 dma, bool write,
+			  u64 off, u32 len, u64 dma, bool write,
 			  const u32 *imm);
 int lite_rdma_write_imm(struct lite_conn *conn,
-			const struct lite_layout *l, u32 rkey, u64 off,
+			const struct lite_layout *l, u64 off,
 			u32 len, u64 dma, const u32 *imm);
 void lite_rdma_submit(struct lite_rdma_op *op, union lite_wr *wrs,
 		      u32 n);

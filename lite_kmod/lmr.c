@@ -225,7 +225,7 @@ static void lite_lmr_revoke(struct lite_lmr *lmr)
 
 /* A new LMR without chunks yet, already on node->lmrs. */
 static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
-				     u64 mr_id, u64 size, u32 rkey, u32 flags)
+				     u64 mr_id, u64 size, u32 flags)
 {
 	struct lite_lmr *lmr;
 
@@ -237,7 +237,6 @@ static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
 	lmr->node = node;
 	lmr->mem_node = mem_node;
 	lmr->mr_id = mr_id;
-	lmr->rkey = rkey;
 	lmr->flags = flags;
 	lmr->layout.size = size;
 	INIT_LIST_HEAD(&lmr->lease_entry);
@@ -293,6 +292,7 @@ static int lite_lmr_take_chunks(struct lite_lmr *lmr,
 	for (i = 0; i < count; i++) {
 		lmr->chunks[start + i].addr = le64_to_cpu(w->chunks[i].addr);
 		lmr->chunks[start + i].len = le32_to_cpu(w->chunks[i].len);
+		lmr->chunks[start + i].rkey = le32_to_cpu(w->chunks[i].rkey);
 		lmr->chunks[start + i].start = off;
 		off += lmr->chunks[start + i].len;
 	}
@@ -539,11 +539,12 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 	int ret;
 
 	lmr = lite_lmr_new(node, mem_node, le64_to_cpu(rep->mr_id), size,
-			   le32_to_cpu(rep->rkey), flags);
+			   flags);
 	if (!lmr)
 		return -ENOMEM;
 	lmr->held = size;
-	if (le64_to_cpu(rep->size) != size || le32_to_cpu(rep->flags) != flags)
+	if (le64_to_cpu(rep->size) != size ||
+	    le32_to_cpu(rep->flags) != flags || rep->reserved)
 		ret = -EPROTO;
 	else
 		ret = lite_lmr_size_chunks(lmr, &rep->first);
@@ -712,7 +713,7 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 		return -EMEDIUMTYPE;	/* a DSM region's name */
 	lk->lmr = lite_lmr_new(call->conn->node, le16_to_cpu(sh->mem_node),
 			       le64_to_cpu(sh->mr_id), le64_to_cpu(sh->size),
-			       le32_to_cpu(sh->rkey), sh->flags);
+			       sh->flags);
 	if (!lk->lmr)
 		return -ENOMEM;
 	lk->lmr->share_id = le64_to_cpu(sh->share_id);

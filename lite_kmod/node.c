@@ -240,54 +240,6 @@ err_wq:
 	return -ENOMEM;
 }
 
-/*
- * The DMA MR through which peers reach every LMR of ours: remote read and
- * write and, where the device has them, remote atomics. The PD's own
- * global rkey (IB_PD_UNSAFE_GLOBAL_RKEY) carries no atomic right, so the
- * MR is made as __ib_alloc_pd() makes that one, with the right added.
- * Unlike the PD's internal MR it counts as a user of the PD and goes
- * through ib_dereg_mr() (lite_node_put_global_mr()); the resource tracker
- * (rdma_restrack_add()) is core-private, so `rdma res` does not list it.
- */
-static int lite_node_global_mr(struct lite_node *node)
-{
-	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
-		     IB_ACCESS_REMOTE_WRITE;
-	struct ib_device *dev = node->pd->device;
-	struct ib_mr *mr;
-
-	if (!dev->ops.get_dma_mr)
-		return -EOPNOTSUPP;
-	node->nic_atomic = dev->attrs.atomic_cap != IB_ATOMIC_NONE;
-	if (node->nic_atomic)
-		access |= IB_ACCESS_REMOTE_ATOMIC;
-	mr = dev->ops.get_dma_mr(node->pd, access);
-	if (IS_ERR(mr))
-		return PTR_ERR(mr);
-	mr->device = dev;
-	mr->pd = node->pd;
-	mr->type = IB_MR_TYPE_DMA;
-	mr->uobject = NULL;
-	mr->need_inval = false;
-	mr->dm = NULL;
-	mr->sig_attrs = NULL;
-	atomic_inc(&node->pd->usecnt);
-	node->global_mr = mr;
-	node->rkey = mr->rkey;
-	pr_warn_once("global rkeys: peers may read, write%s any LMR memory\n",
-		     node->nic_atomic ? " and atomically change" : "");
-	return 0;
-}
-
-static void lite_node_put_global_mr(struct lite_node *node)
-{
-	int ret = ib_dereg_mr(node->global_mr);
-
-	if (ret)
-		pr_err("%s: global MR not released: %d\n", node->dev_name, ret);
-	node->global_mr = NULL;
-}
-
 /**
  * lite_node_create - create a node instance listening on @listen
  * @ctx: the module's instance list
@@ -297,6 +249,7 @@ static void lite_node_put_global_mr(struct lite_node *node)
  * @secret: the cluster's shared secret, copied
  * @secret_len: its length
  * @cq_mode: how completions are delivered (LITE_CQ_*, never DEFAULT)
+ * @isolation: what peers may reach (LITE_ISOLATION_*, never DEFAULT)
  *
  * Called with @ctx->lock held; sleeps. The node has an instance number
  * but is not visible to lookups and has no cluster role yet; the caller
@@ -312,7 +265,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   struct lite_ibdev *ibdev, u32 port_num,
 				   const struct sockaddr_storage *listen,
 				   const u8 *secret, u32 secret_len,
-				   u32 cq_mode)
+				   u32 cq_mode, u32 isolation)
 {
 	struct lite_node *node;
 	u32 instance;
@@ -336,6 +289,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	xa_init_flags(&node->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->exports, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	node->cq_mode = cq_mode;
+	node->isolation = isolation;
 	spin_lock_init(&node->poll_lock);
 	INIT_LIST_HEAD(&node->poll_conns);
 	xa_init_flags(&node->services, XA_FLAGS_LOCK_BH);
@@ -386,7 +340,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 		ret = PTR_ERR(node->pd);
 		goto err_wq;
 	}
-	ret = lite_node_global_mr(node);
+	ret = lite_mr_init(node);
 	if (ret)
 		goto err_pd;
 
@@ -404,7 +358,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 err_poller:
 	lite_poller_stop(node);
 err_mr:
-	lite_node_put_global_mr(node);
+	lite_mr_exit(node);
 err_pd:
 	ib_dealloc_pd(node->pd);
 err_wq:
@@ -484,7 +438,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	destroy_workqueue(node->close_wq);
 	lite_exports_free_all(node);
 	lite_shares_free_all(node);
-	lite_node_put_global_mr(node);
+	lite_mr_exit(node);
 	ib_dealloc_pd(node->pd);
 	list_del_init(&node->dev_entry);
 	xa_erase(&ctx->nodes, node->instance);

@@ -382,6 +382,24 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 }
 
 /**
+ * lite_rdma_post_wr - post one prepared WR of synchronous @op
+ * @op: the operation (no done_fn, not inline)
+ * @wr: the WR; its completion fields are filled in here
+ *
+ * For WRs other than data transfers (fast registration, invalidation):
+ * it takes a data slot as any other, waiting for one if needed (sleeps).
+ * End with lite_rdma_op_wait().
+ *
+ * Return: 0 once posted; -ETIMEDOUT if no slot came free in
+ * LITE_DATA_TIMEOUT_MS, -ECONNRESET if the connection is closing, or the
+ * error of the post.
+ */
+int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
+{
+	return lite_rdma_post(op, wr);
+}
+
+/**
  * lite_rdma_op_await - wait until @op->done completes
  * @op: an operation whose last WR completes @op->done (a synchronous one,
  *	or an asynchronous one whose done_fn does)
@@ -432,7 +450,6 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * lite_rdma_post_layout - post the WRs of one transfer to a remote layout
  * @op: the operation they belong to
  * @l: the remote layout
- * @rkey: its rkey
  * @off: where in @l the transfer starts
  * @len: bytes
  * @dma: the kernel buffer's DMA address (its kernel address if
@@ -452,7 +469,7 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * error of a post.
  */
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
-			  u32 rkey, u64 off, u32 len, u64 dma, bool write,
+			  u64 off, u32 len, u64 dma, bool write,
 			  const u32 *imm)
 {
 	struct lite_conn *conn = op->conn;
@@ -481,7 +498,7 @@ int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			wr.wr.sg_list = &sge;
 			wr.wr.num_sge = 1;
 			wr.remote_addr = segs[i].addr;
-			wr.rkey = rkey;
+			wr.rkey = segs[i].rkey;
 			ret = lite_rdma_post(op, &wr.wr);
 		}
 		done += step;
@@ -490,23 +507,21 @@ int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 }
 
 static int lite_rdma_xfer_layout(struct lite_conn *conn,
-				 const struct lite_layout *l, u32 rkey,
+				 const struct lite_layout *l,
 				 u64 off, u32 len, u64 dma, bool write,
 				 const u32 *imm)
 {
 	struct lite_rdma_op op;
 
 	lite_rdma_op_init(&op, conn, NULL);
-	return lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, l, rkey, off,
-							     len, dma, write,
-							     imm));
+	return lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, l, off, len,
+							     dma, write, imm));
 }
 
 /**
  * lite_rdma_write_imm - RDMA WRITE to a peer's layout, with an immediate
  * @conn: the connection to the peer
  * @l: the peer's layout
- * @rkey: its rkey
  * @off: where in @l to write
  * @len: bytes, more than 0
  * @dma: the kernel buffer's DMA address
@@ -518,10 +533,10 @@ static int lite_rdma_xfer_layout(struct lite_conn *conn,
  * lite_rdma_post_layout() and lite_rdma_op_wait() return it).
  */
 int lite_rdma_write_imm(struct lite_conn *conn,
-			const struct lite_layout *l, u32 rkey, u64 off,
+			const struct lite_layout *l, u64 off,
 			u32 len, u64 dma, const u32 *imm)
 {
-	return lite_rdma_xfer_layout(conn, l, rkey, off, len, dma, true, imm);
+	return lite_rdma_xfer_layout(conn, l, off, len, dma, true, imm);
 }
 
 static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
@@ -532,8 +547,8 @@ static int lite_rdma_xfer(struct lite_conn *conn, struct lite_lmr *lmr,
 	ret = lite_lmr_begin(lmr);
 	if (ret)
 		return ret;
-	ret = lite_rdma_xfer_layout(conn, &lmr->layout, lmr->rkey, off, len,
-				    dma, write, NULL);
+	ret = lite_rdma_xfer_layout(conn, &lmr->layout, off, len, dma, write,
+				    NULL);
 	lite_lmr_end(lmr);
 	return ret;
 }
@@ -572,7 +587,7 @@ static int lite_rdma_write_inline(struct lite_conn *conn, struct lite_lmr *lmr,
 	op.inline_data = true;
 	op.confirm = true;
 	ret = lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, &lmr->layout,
-							   lmr->rkey, off, len,
+							   off, len,
 							   (uintptr_t)data,
 							   true, NULL));
 	lite_lmr_end(lmr);
@@ -708,7 +723,7 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 							  IB_WR_RDMA_READ;
 				wr.wr.sg_list = sge;
 				wr.wr.num_sge = ns;
-				wr.rkey = lmr->rkey;
+				wr.rkey = segs[i].rkey;
 				ret = lite_rdma_post(&op, &wr.wr);
 			}
 		}
@@ -829,7 +844,7 @@ int lite_rdma_atomic_wr(union lite_wr *wr, struct ib_sge *sge,
 	wr->atomic.remote_addr = seg.addr;
 	wr->atomic.compare_add = operand;
 	wr->atomic.swap = cmp_swap ? swap : 0;
-	wr->atomic.rkey = lmr->rkey;
+	wr->atomic.rkey = seg.rkey;
 	return 0;
 }
 

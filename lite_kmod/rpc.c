@@ -57,7 +57,7 @@ static void lite_ring_free(struct lite_ring_rx *ring)
 	kfree(ring);
 }
 
-static struct lite_ring_rx *lite_ring_alloc(struct lite_node *node)
+static struct lite_ring_rx *lite_ring_alloc(struct lite_conn *conn)
 {
 	struct lite_ring_rx *ring;
 
@@ -66,7 +66,7 @@ static struct lite_ring_rx *lite_ring_alloc(struct lite_node *node)
 		return NULL;
 	spin_lock_init(&ring->lock);
 	INIT_LIST_HEAD(&ring->ents);
-	if (lite_kbuf_alloc(&ring->buf, node->ibdev->dev, LITE_RING_SIZE,
+	if (lite_kbuf_alloc(&ring->buf, conn, LITE_RING_SIZE,
 			    LITE_RING_CHUNKS)) {
 		kfree(ring);
 		return NULL;
@@ -80,7 +80,7 @@ static struct lite_ring_rx *lite_ring_alloc(struct lite_node *node)
  * @msg: the request
  *
  * The ring for this peer is made on first use and kept for the
- * connection. Replies with its size, rkey and chunks, or -ENOMEM. Runs in
+ * connection. Replies with its size and chunks (keys in them), or -ENOMEM. Runs in
  * order on node->wq.
  */
 void lite_rpc_handle_ring(struct lite_conn *conn,
@@ -91,7 +91,7 @@ void lite_rpc_handle_ring(struct lite_conn *conn,
 	u32 i, len;
 
 	if (!ring) {
-		ring = lite_ring_alloc(conn->node);
+		ring = lite_ring_alloc(conn);
 		if (!ring) {
 			lite_reply(conn, msg, -ENOMEM, NULL, 0);
 			return;
@@ -106,12 +106,13 @@ void lite_rpc_handle_ring(struct lite_conn *conn,
 		return;
 	}
 	w->size = cpu_to_le64(ring->buf.size);
-	w->rkey = cpu_to_le32(conn->node->rkey);
 	w->chunks.count = cpu_to_le32(ring->buf.n_chunks);
 	w->chunks.total = cpu_to_le32(ring->buf.n_chunks);
 	for (i = 0; i < ring->buf.n_chunks; i++) {
 		w->chunks.chunks[i].addr = cpu_to_le64(ring->buf.chunks[i].addr);
 		w->chunks.chunks[i].len = cpu_to_le32(ring->buf.chunks[i].len);
+		w->chunks.chunks[i].rkey =
+			cpu_to_le32(ring->buf.chunks[i].rkey);
 	}
 	lite_reply(conn, msg, 0, w, len);
 	kfree(w);
@@ -233,9 +234,10 @@ static int lite_rpc_read_segs(struct lite_ring_rx *ring, u64 pos,
 	for (i = 0; i < in->e.n_segs; i++) {
 		lite_kbuf_read(&ring->buf, pos + sizeof(struct lite_wire_rpc) +
 			       i * sizeof(w), &w, sizeof(w));
-		if (!le32_to_cpu(w.len) || w.reserved)
+		if (!le32_to_cpu(w.len))
 			return -EBADMSG;
 		in->segs[i].addr = le64_to_cpu(w.addr);
+		in->segs[i].rkey = le32_to_cpu(w.rkey);
 		in->segs[i].start = start;
 		in->segs[i].len = le32_to_cpu(w.len);
 		start += in->segs[i].len;
@@ -505,7 +507,7 @@ static void lite_rpc_tx_free(struct lite_rdma_op *op)
  * waits when it suits it, or lets it finish by itself.
  */
 static int lite_stage_post(struct lite_rdma_op *last, struct lite_stage *s,
-			   const struct lite_layout *l, u64 wrap, u32 rkey,
+			   const struct lite_layout *l, u64 wrap,
 			   u64 pos, u32 n, u32 imm)
 {
 	u64 off = pos % wrap, first = min_t(u64, n, wrap - off);
@@ -516,15 +518,15 @@ static int lite_stage_post(struct lite_rdma_op *last, struct lite_stage *s,
 					      DMA_BIDIRECTIONAL);
 	last->inline_data = s->inl;
 	if (first < n) {
-		ret = lite_rdma_post_layout(last, l, rkey, off, first, s->dma,
+		ret = lite_rdma_post_layout(last, l, off, first, s->dma,
 					    true, NULL);
 		if (!ret)
-			ret = lite_rdma_post_layout(last, l, rkey, 0, n - first,
+			ret = lite_rdma_post_layout(last, l, 0, n - first,
 						    s->dma + first, true,
 						    &imm);
 		return ret;
 	}
-	return lite_rdma_post_layout(last, l, rkey, off, n, s->dma, true,
+	return lite_rdma_post_layout(last, l, off, n, s->dma, true,
 				     &imm);
 }
 
@@ -539,7 +541,7 @@ static int lite_stage_post(struct lite_rdma_op *last, struct lite_stage *s,
  * unnoticed), or a transport error (the caller closes the connection).
  */
 static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
-			    const struct lite_layout *l, u64 wrap, u32 rkey,
+			    const struct lite_layout *l, u64 wrap,
 			    u64 pos, u32 hdr_len, const void __user *data,
 			    const void *kdata, u32 len, u32 imm)
 {
@@ -564,16 +566,16 @@ static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 					      DMA_BIDIRECTIONAL);
 		off = (pos + done) % wrap;
 		first = min_t(u64, n, wrap - off);
-		ret = lite_rdma_write_imm(conn, l, rkey, off, first, s->dma,
+		ret = lite_rdma_write_imm(conn, l, off, first, s->dma,
 					  NULL);
 		if (!ret && first < n)
-			ret = lite_rdma_write_imm(conn, l, rkey, 0, n - first,
+			ret = lite_rdma_write_imm(conn, l, 0, n - first,
 						  s->dma + first, NULL);
 		if (ret)
 			return ret;
 		cond_resched();
 	}
-	return lite_stage_post(last, s, l, wrap, rkey, pos + done, n, imm);
+	return lite_stage_post(last, s, l, wrap, pos + done, n, imm);
 }
 
 static u32 lite_rpc_hdr_len(const struct lite_rpc_out *o)
@@ -600,14 +602,13 @@ static u32 lite_rpc_put_hdr(struct lite_conn *conn,
 	w->pos = cpu_to_le64(pos);
 	w->len = cpu_to_le32(o->len);
 	w->n_segs = cpu_to_le32(n);
-	if (o->reply_buf) {
-		w->rkey = cpu_to_le32(conn->node->rkey);
+	if (o->reply_buf)
 		w->reply_cap = cpu_to_le64(o->reply_cap);
-	}
 	for (i = 0; i < n; i++) {
 		memset(&seg[i], 0, sizeof(seg[i]));
 		seg[i].addr = cpu_to_le64(o->reply_buf->chunks[i].addr);
 		seg[i].len = cpu_to_le32(o->reply_buf->chunks[i].len);
+		seg[i].rkey = cpu_to_le32(o->reply_buf->chunks[i].rkey);
 	}
 	return sizeof(*w) + n * sizeof(*seg);
 }
@@ -668,6 +669,7 @@ static int lite_ring_setup(struct lite_conn *conn, unsigned long deadline)
 		chunks[i].addr = le64_to_cpu(w->chunks.chunks[i].addr);
 		chunks[i].start = start;
 		chunks[i].len = le32_to_cpu(w->chunks.chunks[i].len);
+		chunks[i].rkey = le32_to_cpu(w->chunks.chunks[i].rkey);
 		start += chunks[i].len;
 	}
 	t->chunks = chunks;
@@ -675,7 +677,6 @@ static int lite_ring_setup(struct lite_conn *conn, unsigned long deadline)
 	t->layout.n_chunks = n;
 	t->layout.chunks = chunks;
 	t->size = t->layout.size;
-	t->rkey = le32_to_cpu(w->rkey);
 	smp_store_release(&t->ready, true);	/* the fields above first */
 	ret = 0;
 out:
@@ -921,11 +922,11 @@ static int lite_ring_write(struct lite_conn *conn,
 	if (ret)
 		goto free;
 	if (one_step)
-		ret = lite_stage_post(&tx->op, s, &t->layout, t->size, t->rkey,
+		ret = lite_stage_post(&tx->op, s, &t->layout, t->size,
 				      pos, hdr_len + o->len, imm);
 	else
 		ret = lite_stage_write(&tx->op, s, &t->layout, t->size,
-				       t->rkey, pos, hdr_len, NULL, kdata,
+				       pos, hdr_len, NULL, kdata,
 				       o->len, imm);
 	if (ret)
 		lite_conn_close(conn);	/* the ring is out of step now */
@@ -979,7 +980,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	h->call_id = cpu_to_le32(in->e.call_id);
 	h->status = cpu_to_le32((u32)status);
 	h->len = cpu_to_le32(status == -EMSGSIZE ? len : send);
-	ret = lite_stage_write(&tx->op, &tx->s, &l, l.size, in->e.rkey, 0,
+	ret = lite_stage_write(&tx->op, &tx->s, &l, l.size, 0,
 			       LITE_REPLY_HDR, data, NULL, send,
 			       LITE_IMM_REPLY | in->e.call_id);
 	if (ret && ret != -EFAULT)
@@ -1759,7 +1760,8 @@ static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 }
 
 /* A new call, with a reply buffer the cache can keep if it is small. */
-static struct lite_rcall *lite_rcall_alloc(struct lite_node *node, u64 size)
+static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
+					   struct lite_conn *conn, u64 size)
 {
 	struct lite_rcall *call;
 
@@ -1770,8 +1772,7 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node, u64 size)
 	init_completion(&call->done);
 	if (get_order(size) <= LITE_RCALL_CACHE_ORDER)
 		size = PAGE_SIZE << get_order(size);
-	if (lite_kbuf_alloc(&call->buf, node->ibdev->dev, size,
-			    LITE_RPC_MAX_SEGS)) {
+	if (lite_kbuf_alloc(&call->buf, conn, size, LITE_RPC_MAX_SEGS)) {
 		kfree(call);
 		return NULL;
 	}
@@ -1817,7 +1818,7 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 
 	call = lite_rcall_cached(node, LITE_REPLY_HDR + cap);
 	if (!call)
-		call = lite_rcall_alloc(node, LITE_REPLY_HDR + cap);
+		call = lite_rcall_alloc(node, conn, LITE_REPLY_HDR + cap);
 	if (!call)
 		return -ENOMEM;
 	call->cap = cap;

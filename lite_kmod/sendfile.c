@@ -180,7 +180,8 @@ static u32 lite_sf_place(struct lite_sf *sf, struct lite_sf_batch *b,
 			wr = &b->wrs[b->n_wrs - 1];
 			sge = &b->sges[b->n_sges - 1];
 		}
-		follows = wr && wr->rdma.remote_addr + b->wr_bytes == seg.addr;
+		follows = wr && wr->rdma.remote_addr + b->wr_bytes == seg.addr &&
+			  wr->rdma.rkey == seg.rkey;
 		if (follows && sge->addr + sge->length == dma + placed) {
 			sge->length += seg.len;
 		} else if (follows && wr->wr.num_sge < sf->conn->max_sge &&
@@ -201,7 +202,7 @@ static u32 lite_sf_place(struct lite_sf *sf, struct lite_sf_batch *b,
 			wr->wr.sg_list = sge;
 			wr->wr.num_sge = 1;
 			wr->rdma.remote_addr = seg.addr;
-			wr->rdma.rkey = sf->lmr->rkey;
+			wr->rdma.rkey = seg.rkey;
 			b->wr_bytes = 0;
 		} else {
 			b->full = true;

@@ -62,7 +62,6 @@ void lite_share_handle_share(struct lite_conn *conn,
 		e->mr_id = le64_to_cpu(req->mr_id);
 		e->size = le64_to_cpu(req->size);
 		e->perms = le32_to_cpu(req->perms);
-		e->rkey = le32_to_cpu(req->rkey);
 		e->kind = req->kind;
 		e->flags = req->flags;
 		list_add_tail(&e->entry, &node->shares);
@@ -108,7 +107,6 @@ void lite_share_handle_lookup(struct lite_conn *conn,
 		rep.share_id = cpu_to_le64(e->share_id);
 		rep.mem_node = cpu_to_le16(e->mem_node);
 		rep.perms = cpu_to_le32(e->perms);
-		rep.rkey = cpu_to_le32(e->rkey);
 		rep.kind = e->kind;
 		rep.flags = e->flags;
 	}
@@ -262,7 +260,6 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	req.size = cpu_to_le64(lmr->layout.size);
 	req.mem_node = cpu_to_le16(lmr->mem_node);
 	req.perms = cpu_to_le32(perms);
-	req.rkey = cpu_to_le32(lmr->rkey);
 	req.kind = LITE_SHARE_LMR;
 	req.flags = lmr->flags;
 	/*

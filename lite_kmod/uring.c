@@ -495,7 +495,7 @@ static int lite_aop_rw_start(struct lite_aop *a, const struct lite_rw *rw,
 		a->wrs[i].wr.sg_list = &a->sges[i];
 		a->wrs[i].wr.num_sge = 1;
 		a->wrs[i].rdma.remote_addr = segs[i].addr;
-		a->wrs[i].rdma.rkey = a->lmr->rkey;
+		a->wrs[i].rdma.rkey = segs[i].rkey;
 	}
 	lite_aop_post(a, n);
 	return 0;
@@ -576,7 +576,7 @@ static int lite_aop_fixed_wr(struct lite_aop *a, struct lite_bvec_walk *w,
 	wr->wr.sg_list = &a->fixed->sges[first];
 	wr->wr.num_sge = *n_sges - first;
 	wr->rdma.remote_addr = seg->addr + start;
-	wr->rdma.rkey = a->lmr->rkey;
+	wr->rdma.rkey = seg->rkey;
 	return 0;
 }
 

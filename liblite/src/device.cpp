@@ -94,6 +94,7 @@ UpResult Device::up(const UpParams& params) const
     up.secret_len = static_cast<uint32_t>(params.secret.size());
     up.timeout_ms = static_cast<uint32_t>(params.timeout.count());
     up.cq_mode = params.cq_mode;
+    up.isolation = params.isolation;
     ioctl_or_throw(LITE_IOC_NODE_UP, &up, params.join ? "join" : "up");
     return {up.instance, up.node_id};
 }
@@ -123,6 +124,7 @@ NodeStatus Device::status(uint32_t instance) const
     out.device = std::string(st.dev_name, strnlen(st.dev_name, sizeof(st.dev_name)));
     out.port = st.port_num;
     out.cq_mode = st.cq_mode;
+    out.isolation = (st.flags & LITE_STATUS_ISOLATED) != 0 ? LITE_ISOLATION_LMR : LITE_ISOLATION_GLOBAL;
     out.async_inflight = st.async_inflight;
     out.async_peak = st.async_peak;
     out.reconnects = st.reconnects;
@@ -199,6 +201,29 @@ std::optional<uint32_t> parse_cq_mode(std::string_view name) noexcept
 {
     for (uint32_t mode = LITE_CQ_DEFAULT + 1; mode <= LITE_CQ_MODE_MAX; mode++) {
         if (name == cq_mode_name(mode))
+            return mode;
+    }
+    return std::nullopt;
+}
+
+const char* isolation_name(uint32_t mode) noexcept
+{
+    switch (mode) {
+    case LITE_ISOLATION_DEFAULT:
+        return "default";
+    case LITE_ISOLATION_GLOBAL:
+        return "global";
+    case LITE_ISOLATION_LMR:
+        return "lmr";
+    default:
+        return "unknown";
+    }
+}
+
+std::optional<uint32_t> parse_isolation(std::string_view name) noexcept
+{
+    for (uint32_t mode = LITE_ISOLATION_DEFAULT + 1; mode <= LITE_ISOLATION_MAX; mode++) {
+        if (name == isolation_name(mode))
             return mode;
     }
     return std::nullopt;

@@ -157,6 +157,7 @@ int lite_lmr_segments(const struct lite_layout *l, u64 off, u64 len,
 		segs[n].addr = c->addr + in_chunk;
 		segs[n].off = *done;
 		segs[n].len = (u32)take;
+		segs[n].rkey = c->rkey;
 		n++;
 		*done += take;
 		i++;

@@ -17,16 +17,18 @@
 
 /* One physically contiguous, DMA-mapped piece of an LMR. */
 struct lite_chunk {
-	u64 addr;		/* DMA address on the memory node */
+	u64 addr;		/* address on the memory node under @rkey */
 	u64 start;		/* offset of its first byte in the LMR */
 	u32 len;
+	u32 rkey;		/* the memory node's key for it */
 };
 
 /* The part of one access that falls into one chunk. */
 struct lite_seg {
-	u64 addr;		/* remote DMA address */
+	u64 addr;		/* remote address under @rkey */
 	u64 off;		/* offset into the caller's buffer */
 	u32 len;
+	u32 rkey;		/* its chunk's key */
 };
 
 struct lite_layout {

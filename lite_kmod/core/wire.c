@@ -177,7 +177,7 @@ static int check_chunks(const struct lite_wire_chunks *c, u32 len)
 	if (!total || start >= total || count > total - start || !count)
 		return -EBADMSG;
 	for (i = 0; i < count; i++)
-		if (!le32_to_cpu(c->chunks[i].len) || c->chunks[i].reserved)
+		if (!le32_to_cpu(c->chunks[i].len))
 			return -EBADMSG;
 	return 0;
 }
@@ -191,7 +191,7 @@ static int check_ring(const struct lite_wire_ring *r, u32 len)
 	if (len < sizeof(*r))
 		return -EBADMSG;
 	size = le64_to_cpu(r->size);
-	if (r->reserved || !size || size % LITE_RPC_ALIGN ||
+	if (r->reserved0 || r->reserved || !size || size % LITE_RPC_ALIGN ||
 	    size > (1ULL << 36))
 		return -EBADMSG;
 	if (check_chunks(c, len - offsetof(struct lite_wire_ring, chunks)) ||
@@ -269,7 +269,7 @@ int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 			 u64 room, struct lite_rpc_entry *e)
 {
 	if (le32_to_cpu(w->magic) != LITE_RPC_MAGIC || w->reserved0 ||
-	    w->reserved1 || w->reserved[0] || w->reserved[1])
+	    w->reserved1 || w->reserved2 || w->reserved[0] || w->reserved[1])
 		return -EBADMSG;
 	if (le64_to_cpu(w->pos) != pos || le16_to_cpu(w->src) != src)
 		return -EBADMSG;
@@ -279,7 +279,6 @@ int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 	e->call_id = le32_to_cpu(w->call_id);
 	e->len = le32_to_cpu(w->len);
 	e->n_segs = le32_to_cpu(w->n_segs);
-	e->rkey = le32_to_cpu(w->rkey);
 	e->reply_cap = le64_to_cpu(w->reply_cap);
 	if (!e->port || e->len > LITE_RPC_PAYLOAD_MAX)
 		return -EBADMSG;
@@ -289,7 +288,7 @@ int lite_rpc_entry_parse(const struct lite_wire_rpc *w, u64 pos, u16 src,
 		    e->reply_cap > LITE_RPC_PAYLOAD_MAX)
 			return -EBADMSG;
 	} else if (e->kind == LITE_RPC_MSG) {
-		if (e->call_id || e->n_segs || e->rkey || e->reply_cap)
+		if (e->call_id || e->n_segs || e->reply_cap)
 			return -EBADMSG;
 	} else {
 		return -EBADMSG;
@@ -381,6 +380,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 			       0 : -EBADMSG;
 		if (m->len != sizeof(*share) || !name_ok(share->name) ||
 		    share->flags & ~LITE_WIRE_LMR_FLAGS || share->reserved ||
+		    share->reserved0 ||
 		    (share->kind == LITE_SHARE_DSM && share->flags) ||
 		    share->share_id ||
 		    !le64_to_cpu(share->size) ||
@@ -396,7 +396,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 			return m->len == sizeof(*share) && name_ok(share->name) &&
 			       !(share->flags & ~LITE_WIRE_LMR_FLAGS) &&
 			       !(share->kind == LITE_SHARE_DSM && share->flags) &&
-			       !share->reserved &&
+			       !share->reserved && !share->reserved0 &&
 			       share->kind <= LITE_SHARE_KIND_MAX &&
 			       share->share_id && le64_to_cpu(share->size) &&
 			       !(le32_to_cpu(share->perms) & ~LITE_WIRE_PERMS) &&

@@ -13,8 +13,9 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	6	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
-				 * 5: LMR flags, 6: leases */
+#define LITE_WIRE_VERSION	7	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
+				 * 5: LMR flags, 6: leases,
+				 * 7: a key per chunk */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -170,10 +171,15 @@ struct lite_wire_lmr_alloc {
 	__le32 how;		/* LITE_WIRE_ALLOC_* */
 };
 
+/*
+ * A chunk of memory a peer may reach: its address under @rkey, the
+ * memory node's key for it (its global key, or in isolation mode the key
+ * of the chunk's own registration).
+ */
 struct lite_wire_chunk {
 	__le64 addr;
 	__le32 len;
-	__le32 reserved;
+	__le32 rkey;
 };
 
 /* Reply to LMR_CHUNKS, and the tail of the reply to LMR_ALLOC. */
@@ -189,7 +195,7 @@ struct lite_wire_chunks {
 struct lite_wire_lmr {
 	__le64 mr_id;
 	__le64 size;
-	__le32 rkey;
+	__le32 reserved;
 	__le32 flags;		/* LITE_WIRE_LMR_*: those it was allocated with */
 	struct lite_wire_chunks first;
 };
@@ -219,7 +225,7 @@ struct lite_wire_lmr_cancel {
 
 /* What a registered name stands for. */
 enum lite_share_kind {
-	LITE_SHARE_LMR = 0,	/* an LMR: mem_node, mr_id, rkey, perms */
+	LITE_SHARE_LMR = 0,	/* an LMR: mem_node, mr_id, perms */
 	LITE_SHARE_DSM = 1,	/* a DSM region: its home, id (mr_id), size */
 	LITE_SHARE_KIND_MAX = LITE_SHARE_DSM,
 };
@@ -234,7 +240,7 @@ struct lite_wire_share {
 	__u8 kind;		/* enum lite_share_kind */
 	__u8 flags;		/* LITE_WIRE_LMR_* of the LMR (0 for DSM) */
 	__le32 perms;
-	__le32 rkey;
+	__le32 reserved0;
 	__le32 reserved;
 };
 
@@ -284,7 +290,7 @@ struct lite_wire_atomic_result {
 /* RING reply: the receiver's ring for the sender's RPC entries. */
 struct lite_wire_ring {
 	__le64 size;		/* bytes; a multiple of LITE_RPC_ALIGN */
-	__le32 rkey;
+	__le32 reserved0;
 	__le32 reserved;
 	struct lite_wire_chunks chunks;	/* all of them: start 0 */
 };
@@ -354,8 +360,8 @@ struct lite_wire_rpc {
 	__le32 call_id;		/* CALL: for the reply's immediate */
 	__le64 pos;		/* the entry's ring position */
 	__le32 len;		/* payload bytes */
-	__le32 n_segs;		/* CALL: reply buffer segments */
-	__le32 rkey;		/* CALL: the caller's key for them */
+	__le32 n_segs;		/* CALL: reply buffer segments, keys in them */
+	__le32 reserved2;
 	__le32 reserved1;
 	__le64 reply_cap;	/* CALL: payload bytes the caller takes */
 	__le64 reserved[2];
@@ -379,7 +385,6 @@ struct lite_rpc_entry {
 	u32 call_id;
 	u32 len;
 	u32 n_segs;
-	u32 rkey;
 	u64 reply_cap;
 	u32 hdr_len;		/* header and segments */
 	u32 size;		/* whole entry, aligned */

@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         FUZZ_CHECK(e.reply_cap <= LITE_RPC_PAYLOAD_MAX);
     } else {
         FUZZ_CHECK(e.kind == LITE_RPC_MSG);
-        FUZZ_CHECK(e.call_id == 0 && e.n_segs == 0 && e.rkey == 0 && e.reply_cap == 0);
+        FUZZ_CHECK(e.call_id == 0 && e.n_segs == 0 && e.reply_cap == 0);
     }
     // Header, segments and payload lie inside the entry, the entry inside
     // the room the sender had.
@@ -62,7 +62,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     again.pos = htole64(pos);
     again.len = htole32(e.len);
     again.n_segs = htole32(e.n_segs);
-    again.rkey = htole32(e.rkey);
     again.reply_cap = htole64(e.reply_cap);
     FUZZ_CHECK(std::memcmp(&again, &w, sizeof(w)) == 0);
     return 0;

@@ -98,6 +98,7 @@ Bytes chunks(uint32_t start, uint32_t count, uint32_t total, uint32_t len)
     for (uint32_t i = 0; i < count; i++) {
         c->chunks[i].addr = htole64(0x100000000ULL + (start + i) * uint64_t{len});
         c->chunks[i].len = htole32(len);
+        c->chunks[i].rkey = htole32(0x1200 + start + i);
     }
     return b;
 }
@@ -341,7 +342,6 @@ void rpc()
     w.pos = htole64(4096);
     w.len = htole32(100);
     w.n_segs = htole32(2);
-    w.rkey = htole32(0x1234);
     w.reply_cap = htole64(8192);
     // position and source from the header, a room of 64 KiB
     const Bytes tail = {1, 1, 1, 0x00, 0x00, 0x01, 0x00, 2, 0, 0, 0, 100, 0, 0, 0};
@@ -351,7 +351,6 @@ void rpc()
     w.kind = LITE_RPC_MSG;
     w.call_id = 0;
     w.n_segs = 0;
-    w.rkey = 0;
     w.reply_cap = 0;
     b = raw(w);
     append(b, tail);

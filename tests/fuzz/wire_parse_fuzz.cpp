@@ -66,10 +66,8 @@ void check_chunks(const lite_wire_chunks* c, uint64_t len)
     FUZZ_CHECK(count >= 1 && count <= LITE_WIRE_MAX_CHUNKS);
     FUZZ_CHECK(len == sizeof(*c) + uint64_t{count} * sizeof(lite_wire_chunk));
     FUZZ_CHECK(uint64_t{start} + count <= total);
-    for (uint32_t i = 0; i < count; i++) {
+    for (uint32_t i = 0; i < count; i++)
         FUZZ_CHECK(le32toh(c->chunks[i].len) != 0);
-        FUZZ_CHECK(c->chunks[i].reserved == 0);
-    }
 }
 
 // A ring: aligned size, all of its chunks from 0, adding up to the size.
@@ -78,7 +76,7 @@ void check_ring(const lite_msg& m)
     const auto* r = as<lite_wire_ring>(m);
     uint64_t size = le64toh(r->size), sum = 0;
 
-    FUZZ_CHECK(m.len >= sizeof(*r) && r->reserved == 0);
+    FUZZ_CHECK(m.len >= sizeof(*r) && r->reserved0 == 0 && r->reserved == 0);
     FUZZ_CHECK(size != 0 && size % LITE_RPC_ALIGN == 0 && size <= (uint64_t{1} << 36));
     check_chunks(&r->chunks, m.len - offsetof(lite_wire_ring, chunks));
     FUZZ_CHECK(r->chunks.start == 0 && r->chunks.count == r->chunks.total);
@@ -165,7 +163,8 @@ void check_request(const lite_msg& m)
         break;
     case LITE_MSG_SHARE: {
         const auto* s = as<lite_wire_share>(m);
-        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0);
+        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0 &&
+                   s->reserved0 == 0);
         FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
         check_name(s->name);
         FUZZ_CHECK(s->share_id == 0 && s->size != 0 && node_id_ok(s->mem_node));
@@ -286,7 +285,8 @@ void check_reply(const lite_msg& m)
         break;
     case LITE_MSG_LOOKUP: {
         const auto* s = as<lite_wire_share>(m);
-        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0);
+        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0 &&
+                   s->reserved0 == 0);
         FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
         check_name(s->name);
         FUZZ_CHECK(s->share_id != 0 && s->size != 0 && node_id_ok(s->mem_node));

@@ -12,6 +12,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <lite/async.h>
 #include <lite/lite.h>
@@ -84,7 +85,7 @@ TEST_F(Uapi, NodeUpRejections)
     EXPECT_EQ(up_errno(u), EINVAL) << "unknown flag";
 
     u = good_up();
-    u.reserved[2] = 1;
+    u.reserved[1] = 1;
     EXPECT_EQ(up_errno(u), EINVAL) << "reserved";
 
     u = good_up();
@@ -334,6 +335,31 @@ TEST_F(Uapi, CqModeIsCheckedAndReported)
         } else {
             EXPECT_EQ(st.cq_mode, mode);
         }
+        lite_node_down d{};
+        d.instance = u.instance;
+        ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_DOWN, &d), 0);
+    }
+}
+
+TEST_F(Uapi, IsolationIsCheckedAndReported)
+{
+    auto u = good_up();
+    u.isolation = LITE_ISOLATION_MAX + 1;
+    EXPECT_EQ(up_errno(u), EINVAL) << "unknown isolation mode";
+    EXPECT_TRUE(dev_->instances().empty());
+    // The default is the module's parameter (global unless the run set it).
+    std::ifstream param("/sys/module/lite/parameters/isolation");
+    uint32_t dflt = 0;
+    ASSERT_TRUE(param >> dflt) << "the isolation module parameter";
+    for (uint32_t mode = LITE_ISOLATION_DEFAULT; mode <= LITE_ISOLATION_MAX; mode++) {
+        u = good_up();
+        u.isolation = mode;
+        ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_UP, &u), 0) << "mode " << mode;
+        lite_node_status st{};
+        st.instance = u.instance;
+        ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_STATUS, &st), 0);
+        uint32_t want = mode == LITE_ISOLATION_DEFAULT ? dflt : mode;
+        EXPECT_EQ((st.flags & LITE_STATUS_ISOLATED) != 0, want == LITE_ISOLATION_LMR) << "mode " << mode;
         lite_node_down d{};
         d.instance = u.instance;
         ASSERT_EQ(dev_->ioctl_raw(LITE_IOC_NODE_DOWN, &d), 0);

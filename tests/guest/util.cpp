@@ -57,7 +57,8 @@ const std::string& secret_file()
     return path;
 }
 
-lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port, const std::vector<uint8_t>& key)
+lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port, const std::vector<uint8_t>& key,
+                  uint32_t isolation)
 {
     lite::UpParams p;
     p.device = env("LITE_RXE", "rxe0");
@@ -65,6 +66,7 @@ lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
     if (manager_port)
         p.join = endpoint(manager_port);
     p.secret = key;
+    p.isolation = isolation;
     return dev.up(p);
 }
 

@@ -25,7 +25,7 @@ std::string write_file(const std::string& name, const std::string& text);
 
 // Bring a node up; join @manager_port unless it is 0.
 lite::UpResult up(const lite::Device& dev, uint16_t port, uint16_t manager_port,
-                  const std::vector<uint8_t>& key = secret());
+                  const std::vector<uint8_t>& key = secret(), uint32_t isolation = LITE_ISOLATION_DEFAULT);
 
 // Take every instance down (test cleanup).
 void down_all(const lite::Device& dev);

@@ -16,7 +16,10 @@ extern "C" {
 namespace
 {
 
-// Chunks of the given lengths at fake DMA addresses 1 MiB apart.
+// Chunks of the given lengths at fake DMA addresses 1 MiB apart, each
+// with a key of its own.
+constexpr uint32_t kKeyBase = 0x5a00;
+
 struct Layout {
     std::vector<lite_chunk> chunks;
     lite_layout l{};
@@ -25,7 +28,7 @@ struct Layout {
     {
         uint64_t start = 0;
         for (size_t i = 0; i < lens.size(); i++) {
-            chunks.push_back({0x100000000ULL + i * 0x100000ULL, start, lens[i]});
+            chunks.push_back({0x100000000ULL + i * 0x100000ULL, start, lens[i], kKeyBase + static_cast<uint32_t>(i)});
             start += lens[i];
         }
         l.size = start;
@@ -41,6 +44,16 @@ uint64_t addr_of(const Layout& lay, uint64_t off)
         if (off >= c.start && off < c.start + c.len) {
             return c.addr + (off - c.start);
         }
+    }
+    return 0;
+}
+
+// The key of the chunk byte @off lives in.
+uint32_t key_of(const Layout& lay, uint64_t off)
+{
+    for (const auto& c : lay.chunks) {
+        if (off >= c.start && off < c.start + c.len)
+            return c.rkey;
     }
     return 0;
 }
@@ -165,6 +178,8 @@ TEST(LmrSegments, SplitsAtChunkBoundaries)
     EXPECT_EQ(segs[1].addr, lay.chunks[1].addr);
     EXPECT_EQ(segs[1].len, 104u);
     EXPECT_EQ(segs[1].off, 96u);
+    EXPECT_EQ(segs[0].rkey, kKeyBase) << "each segment carries its chunk's key";
+    EXPECT_EQ(segs[1].rkey, kKeyBase + 1);
 
     n = lite_lmr_segments(&lay.l, 0, lay.l.size, segs, 8, &done);
     EXPECT_EQ(n, 3);
@@ -221,6 +236,7 @@ TEST(LmrSegments, RandomAccessesTileExactly)
             ASSERT_EQ(segs[i].addr, addr_of(lay, off + segs[i].off));
             ASSERT_EQ(segs[i].addr + segs[i].len - 1, addr_of(lay, off + segs[i].off + segs[i].len - 1))
                 << "a segment never leaves its chunk";
+            ASSERT_EQ(segs[i].rkey, key_of(lay, off + segs[i].off)) << "and carries its key";
             expect_off += segs[i].len;
         }
         ASSERT_EQ(expect_off, len);

@@ -180,6 +180,13 @@ TEST(WireLmr, ShareAndLookup)
     s.share_id = htole64(4);
     EXPECT_EQ(parse_req(LITE_MSG_SHARE, s), -EBADMSG) << "a request names no share";
 
+    s = good_share();
+    s.reserved0 = htole32(1);
+    EXPECT_EQ(parse_req(LITE_MSG_SHARE, s), -EBADMSG) << "reserved0 (the LMR's key before version 7)";
+    s.share_id = htole64(4);
+    EXPECT_EQ(parse_rep(LITE_MSG_LOOKUP, s), -EBADMSG) << "reserved0 in a lookup reply";
+
+    s = good_share();
     s.share_id = htole64(4);
     EXPECT_EQ(parse_rep(LITE_MSG_LOOKUP, s), 0) << "lookup reply";
     s.share_id = 0;

@@ -22,12 +22,12 @@ std::vector<uint8_t> ring_payload(uint64_t size, uint32_t n, uint32_t chunk)
     std::vector<uint8_t> p(sizeof(lite_wire_ring) + n * sizeof(lite_wire_chunk));
     auto* r = reinterpret_cast<lite_wire_ring*>(p.data());
     r->size = htole64(size);
-    r->rkey = htole32(7);
     r->chunks.count = htole32(n);
     r->chunks.total = htole32(n);
     for (uint32_t i = 0; i < n; i++) {
         r->chunks.chunks[i].addr = htole64(0x100000ULL * (i + 1));
         r->chunks.chunks[i].len = htole32(chunk);
+        r->chunks.chunks[i].rkey = htole32(7 + i);
     }
     return p;
 }
@@ -57,7 +57,6 @@ lite_wire_rpc call_entry(uint64_t pos)
     w.pos = htole64(pos);
     w.len = htole32(1000);
     w.n_segs = htole32(1);
-    w.rkey = htole32(5);
     w.reply_cap = htole64(4096);
     return w;
 }
@@ -87,6 +86,9 @@ TEST(WireRpc, RingRequestAndReply)
     auto p = ring_payload(65536, 1, 65536);
     reinterpret_cast<lite_wire_ring*>(p.data())->reserved = 1;
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, p), -EBADMSG) << "reserved";
+    p = ring_payload(65536, 1, 65536);
+    reinterpret_cast<lite_wire_ring*>(p.data())->reserved0 = 1;
+    EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, p), -EBADMSG) << "reserved0 (the ring's key before version 7)";
     p = ring_payload(uint64_t{2} * 65536, 2, 65536);
     reinterpret_cast<lite_wire_ring*>(p.data())->chunks.start = htole32(1);
     EXPECT_EQ(parse_bytes(LITE_MSG_RING, true, 1, p), -EBADMSG) << "the whole list, from chunk 0";
@@ -210,6 +212,7 @@ TEST(WireRpc, EntryParse)
     bad([](lite_wire_rpc& v) { v.reply_cap = htole64(uint64_t{kMax} + 1); }, "reply too big");
     bad([](lite_wire_rpc& v) { v.reserved0 = 1; }, "reserved0");
     bad([](lite_wire_rpc& v) { v.reserved1 = 1; }, "reserved1");
+    bad([](lite_wire_rpc& v) { v.reserved2 = 1; }, "reserved2 (the reply buffer's key before version 7)");
     bad([](lite_wire_rpc& v) { v.reserved[1] = 1; }, "reserved");
 
     auto m = call_entry(0);
@@ -217,7 +220,6 @@ TEST(WireRpc, EntryParse)
     EXPECT_EQ(lite_rpc_entry_parse(&m, 0, 2, 1 << 30, &e), -EBADMSG) << "a message has no reply fields";
     m.call_id = 0;
     m.n_segs = 0;
-    m.rkey = 0;
     m.reply_cap = 0;
     EXPECT_EQ(lite_rpc_entry_parse(&m, 0, 2, 1 << 30, &e), 0);
     EXPECT_EQ(e.hdr_len, 64u);

@@ -37,10 +37,14 @@ constexpr const char* kUsageText = R"(usage: litectl <command> [options]
 commands:
   up --dev DEV --listen ADDR:PORT --secret-file FILE [--join ADDR:PORT]
      [--port N] [--timeout MS] [--cq busy|softirq|workqueue|adaptive|poll]
+     [--isolation global|lmr]
         create a node on RDMA device DEV; without --join it becomes the
         manager (node 1) of a new cluster, with --join it joins the cluster
         whose manager listens at ADDR:PORT; --cq picks how the node takes
-        completions (default: the measured best)
+        completions (default: the measured best); --isolation what peers
+        may reach of its memory: all of it with one key (global, the
+        default) or only what they were given, each chunk with its own key
+        (lmr)
   down [-i INSTANCE]      leave the cluster and remove the node
   status [-i INSTANCE] [--json]
                           node id, members, per-peer connection state and
@@ -215,6 +219,7 @@ int cmd_up(Args& args)
     auto port = args.take("--port");
     auto timeout = args.take("--timeout");
     auto cq = args.take("--cq");
+    auto isolation = args.take("--isolation");
     args.rest();
     if (!dev_name || !listen)
         throw UsageError{"up needs --dev and --listen"};
@@ -225,6 +230,12 @@ int cmd_up(Args& args)
                              "' for --cq (use busy, softirq, workqueue, adaptive or poll)"};
         }
         p.cq_mode = *mode;
+    }
+    if (isolation) {
+        auto mode = lite::parse_isolation(*isolation);
+        if (!mode)
+            throw UsageError{"unknown isolation '" + *isolation + "' for --isolation (use global or lmr)"};
+        p.isolation = *mode;
     }
     if (!secret) {
         std::cerr << "litectl up: a cluster secret is required (--secret-file)\n";
@@ -301,7 +312,8 @@ void print_json(const std::vector<lite::NodeStatus>& nodes)
           << R"(  {"instance": )" << s.instance << R"(, "node_id": )" << s.node_id << R"(, "manager_id": )"
           << s.manager_id << R"(, "epoch": )" << s.epoch << R"(, "device": ")" << json_escape(s.device)
           << R"(", "port": )" << s.port << R"(, "listen": ")" << json_escape(s.listen.to_string())
-          << R"(", "cq_mode": ")" << lite::cq_mode_name(s.cq_mode) << R"(",)"
+          << R"(", "cq_mode": ")" << lite::cq_mode_name(s.cq_mode) << R"(", "isolation": ")"
+          << lite::isolation_name(s.isolation) << R"(",)"
           << "\n"
           << R"(   "counters": {"joins": )" << c.joins << R"(, "leaves": )" << c.leaves << R"(, "losses": )" << c.losses
           << R"(, "auth_failures": )" << c.auth_failures << R"(, "bad_msgs": )" << c.bad_msgs << R"(, "timeouts": )"
@@ -344,6 +356,7 @@ void print_text(const lite::NodeStatus& s)
     if (s.expelled)
         std::printf("  EXPELLED: the cluster dropped this node; bring it up again to rejoin\n");
     std::printf("  completion mode: %s\n", lite::cq_mode_name(s.cq_mode));
+    std::printf("  isolation: %s\n", lite::isolation_name(s.isolation));
     std::printf("  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS", "TX MSGS", "RX MSGS", "LAST RTT",
                 "CREDITS");
     for (const auto& m : s.members) {

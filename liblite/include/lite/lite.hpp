@@ -42,10 +42,11 @@ struct UpParams {
     std::string device; // RDMA device, e.g. "rxe0"
     uint32_t port = 0;  // 0 = first port
     Endpoint listen;
-    std::optional<Endpoint> join;         // manager to join; none = new cluster
-    std::vector<uint8_t> secret;          // LITE_SECRET_MIN..LITE_SECRET_MAX bytes
-    std::chrono::milliseconds timeout{0}; // 0 = kernel default
-    uint32_t cq_mode = LITE_CQ_DEFAULT;   // LITE_CQ_*: completion delivery
+    std::optional<Endpoint> join;                // manager to join; none = new cluster
+    std::vector<uint8_t> secret;                 // LITE_SECRET_MIN..LITE_SECRET_MAX bytes
+    std::chrono::milliseconds timeout{0};        // 0 = kernel default
+    uint32_t cq_mode = LITE_CQ_DEFAULT;          // LITE_CQ_*: completion delivery
+    uint32_t isolation = LITE_ISOLATION_DEFAULT; // LITE_ISOLATION_*: what peers reach
 };
 
 struct UpResult {
@@ -73,7 +74,8 @@ struct NodeStatus {
     uint32_t epoch = 0;
     std::string device;
     uint32_t port = 0;
-    uint32_t cq_mode = LITE_CQ_DEFAULT; // LITE_CQ_* in effect
+    uint32_t cq_mode = LITE_CQ_DEFAULT;         // LITE_CQ_* in effect
+    uint32_t isolation = LITE_ISOLATION_GLOBAL; // LITE_ISOLATION_* in effect
     Endpoint listen;
     lite_node_counters counters{};
     lite_dsm_counters dsm{};     // DSM regions, pages, faults
@@ -94,6 +96,11 @@ const char* peer_state_name(lite_peer_state state) noexcept;
 const char* cq_mode_name(uint32_t mode) noexcept;
 // The LITE_CQ_* a name (other than "default") stands for, if any.
 std::optional<uint32_t> parse_cq_mode(std::string_view name) noexcept;
+
+// LITE_ISOLATION_* by name: "default", "global", "lmr" ("unknown" else).
+const char* isolation_name(uint32_t mode) noexcept;
+// The LITE_ISOLATION_* a name (other than "default") stands for, if any.
+std::optional<uint32_t> parse_isolation(std::string_view name) noexcept;
 
 // Read a secret file: its bytes, without one trailing newline.
 // Throws Error naming the file and the problem.

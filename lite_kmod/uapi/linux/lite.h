@@ -62,6 +62,21 @@ struct lite_info {
 #define LITE_CQ_MODE_MAX	LITE_CQ_POLL
 #define LITE_CQ_SPIN_US		250
 
+/*
+ * Isolation: what a node's peers may reach of its memory, enforced by its
+ * NIC. docs/security.md has the threat model of each.
+ */
+#define LITE_ISOLATION_DEFAULT	0	/* the module's `isolation`
+					 * parameter: GLOBAL unless set */
+#define LITE_ISOLATION_GLOBAL	1	/* one key reaches all of the node's
+					 * memory (LITE's design): nothing to
+					 * register per allocation */
+#define LITE_ISOLATION_LMR	2	/* each chunk of an LMR, RPC ring or
+					 * reply buffer has its own key, made
+					 * with fast registration and
+					 * invalidated when it is freed */
+#define LITE_ISOLATION_MAX	LITE_ISOLATION_LMR
+
 /* LITE_IOC_NODE_UP flags */
 #define LITE_UP_JOIN		(1U << 0)	/* join the cluster at @join */
 #define LITE_UP_FLAGS_ALL	LITE_UP_JOIN
@@ -84,7 +99,8 @@ struct lite_node_up {
 	__u32 instance;				/* out */
 	__u32 node_id;				/* out */
 	__u32 cq_mode;				/* in: LITE_CQ_*, 0 = default */
-	__u32 reserved[3];
+	__u32 isolation;			/* in: LITE_ISOLATION_* */
+	__u32 reserved[2];
 };
 
 /* LITE_IOC_NODE_DOWN: leave the cluster and destroy the instance. */
@@ -186,6 +202,7 @@ struct lite_node_status {
 						 * node: bring it up again */
 #define LITE_STATUS_NO_MANAGER	(1U << 1)	/* the manager is gone: no
 						 * joins */
+#define LITE_STATUS_ISOLATED	(1U << 2)	/* LITE_ISOLATION_LMR */
 
 /* LITE_IOC_PING: one control-plane round trip to @node_id. */
 struct lite_ping {

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What peers may reach on this node, and the keys that say so.
+ *
+ * A node runs in one of two isolation modes, chosen at LITE_IOC_NODE_UP:
+ *
+ *   global  one DMA MR over all memory (as the PD's unsafe global rkey,
+ *           plus remote atomics where the device has them): every chunk a
+ *           peer is given carries that MR's key, and the key reaches every
+ *           byte of this kernel. Nothing is registered per allocation.
+ *   lmr     no such MR. Each chunk a peer may reach - an LMR's chunk on its
+ *           memory node, a chunk of an RPC ring or of a reply buffer - is
+ *           registered by itself with fast registration (IB_WR_REG_MR) and
+ *           carries its own key; the NIC refuses every access outside the
+ *           chunks a peer was given, and keys die with the memory.
+ *
+ * Fast registration needs a work request: REG_MR goes on the connection of
+ * the peer the memory is for (any QP of the node's PD would do: the key is
+ * valid on all of them) and is waited for before the key leaves the node.
+ * An MR covers one chunk: chunks are naturally aligned blocks of 2^order
+ * pages, so one page entry of the chunk's size describes it where the
+ * device takes that page size. Freed LMR memory is invalidated with
+ * IB_WR_LOCAL_INV on the loopback connection before its pages go back, the
+ * MR gets a fresh key (ib_update_fast_reg_key()) and waits in the node's
+ * pool for the next registration. Where no work request can be waited for
+ * (the loopback connection is down, or the caller may be on a completion
+ * path), the MR is deregistered instead: that invalidates it too.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <linux/scatterlist.h>
+#include <linux/log2.h>
+
+#include "internal.h"
+
+static unsigned int lite_isolation = LITE_ISOLATION_GLOBAL;
+
+static int lite_isolation_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, LITE_ISOLATION_GLOBAL,
+				     LITE_ISOLATION_MAX);
+}
+
+static const struct kernel_param_ops lite_isolation_ops = {
+	.set = lite_isolation_set,
+	.get = param_get_uint,
+};
+module_param_cb(isolation, &lite_isolation_ops, &lite_isolation, 0644);
+MODULE_PARM_DESC(isolation,
+		 "isolation of nodes brought up without one: 1 = global (default: one key reaches all memory), 2 = lmr (a key per chunk peers were given)");
+
+/**
+ * lite_mr_isolation - the isolation mode a node brought up with @asked gets
+ * @asked: LITE_ISOLATION_* from LITE_IOC_NODE_UP (checked)
+ *
+ * Return: @asked, or for LITE_ISOLATION_DEFAULT the module parameter.
+ */
+u32 lite_mr_isolation(u32 asked)
+{
+	return asked ?: READ_ONCE(lite_isolation);
+}
+
+/* Idle MRs a node keeps for reuse. */
+#define LITE_MR_POOL_MAX	1024
+
+/* Page entries an MR is allocated with (a chunk needs few, see above). */
+#define LITE_MR_MAX_PAGES	16
+
+/* An MR of the pool: registered for one chunk at a time. */
+struct lite_mr {
+	struct list_head entry;		/* node->mr_pool while idle; mr_lock */
+	struct ib_mr *mr;
+};
+
+/*
+ * The DMA MR through which peers reach every LMR of ours in global mode:
+ * remote read and write and, where the device has them, remote atomics.
+ * The PD's own global rkey (IB_PD_UNSAFE_GLOBAL_RKEY) carries no atomic
+ * right, so the MR is made as __ib_alloc_pd() makes that one, with the
+ * right added. Unlike the PD's internal MR it counts as a user of the PD
+ * and goes through ib_dereg_mr(); the resource tracker
+ * (rdma_restrack_add()) is core-private, so `rdma res` does not list it.
+ */
+static int lite_mr_global(struct lite_node *node)
+{
+	int access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ |
+		     IB_ACCESS_REMOTE_WRITE;
+	struct ib_device *dev = node->pd->device;
+	struct ib_mr *mr;
+
+	if (!dev->ops.get_dma_mr)
+		return -EOPNOTSUPP;
+	if (node->nic_atomic)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	mr = dev->ops.get_dma_mr(node->pd, access);
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	mr->device = dev;
+	mr->pd = node->pd;
+	mr->type = IB_MR_TYPE_DMA;
+	mr->uobject = NULL;
+	mr->need_inval = false;
+	mr->dm = NULL;
+	mr->sig_attrs = NULL;
+	atomic_inc(&node->pd->usecnt);
+	node->global_mr = mr;
+	node->rkey = mr->rkey;
+	pr_warn_once("global rkeys: peers may read, write%s any memory of a node in global mode\n",
+		     node->nic_atomic ? " and atomically change" : "");
+	return 0;
+}
+
+/**
+ * lite_mr_init - set up the node's keys for its isolation mode
+ * @node: the node being created; node->pd and node->isolation are set
+ *
+ * Return: 0; -EOPNOTSUPP if the device cannot do what the mode needs
+ * (a DMA MR for global, fast registration for lmr), or an allocation error.
+ */
+int lite_mr_init(struct lite_node *node)
+{
+	struct ib_device *dev = node->pd->device;
+
+	spin_lock_init(&node->mr_lock);
+	INIT_LIST_HEAD(&node->mr_pool);
+	node->nic_atomic = dev->attrs.atomic_cap != IB_ATOMIC_NONE;
+	if (node->isolation == LITE_ISOLATION_GLOBAL)
+		return lite_mr_global(node);
+	if (!(dev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) ||
+	    !dev->attrs.max_fast_reg_page_list_len)
+		return -EOPNOTSUPP;
+	node->mr_max_pages = min_t(u32, LITE_MR_MAX_PAGES,
+				   dev->attrs.max_fast_reg_page_list_len);
+	return 0;
+}
+
+static void lite_mr_free(struct lite_node *node, struct lite_mr *m)
+{
+	int ret = ib_dereg_mr(m->mr);
+
+	if (ret)
+		pr_err("lite%u: MR not released: %d\n", node->instance, ret);
+	atomic64_dec(&node->stats.mrs);
+	kfree(m);
+}
+
+/**
+ * lite_mr_exit - release the node's keys
+ * @node: the node; nothing is registered through it any more
+ */
+void lite_mr_exit(struct lite_node *node)
+{
+	struct lite_mr *m, *tmp;
+	LIST_HEAD(idle);
+
+	spin_lock(&node->mr_lock);
+	list_splice_init(&node->mr_pool, &idle);
+	node->mr_idle = 0;
+	spin_unlock(&node->mr_lock);
+	list_for_each_entry_safe(m, tmp, &idle, entry)
+		lite_mr_free(node, m);
+	if (node->global_mr) {
+		int ret = ib_dereg_mr(node->global_mr);
+
+		if (ret)
+			pr_err("lite%u: global MR not released: %d\n",
+			       node->instance, ret);
+		node->global_mr = NULL;
+	}
+}
+
+/* An idle MR from the pool, or a new one. */
+static struct lite_mr *lite_mr_get(struct lite_node *node)
+{
+	struct lite_mr *m;
+
+	spin_lock(&node->mr_lock);
+	m = list_first_entry_or_null(&node->mr_pool, struct lite_mr, entry);
+	if (m) {
+		list_del(&m->entry);
+		node->mr_idle--;
+	}
+	spin_unlock(&node->mr_lock);
+	if (m)
+		return m;
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return ERR_PTR(-ENOMEM);
+	m->mr = ib_alloc_mr(node->pd, IB_MR_TYPE_MEM_REG, node->mr_max_pages);
+	if (IS_ERR(m->mr)) {
+		int ret = PTR_ERR(m->mr);
+
+		kfree(m);
+		return ERR_PTR(ret);
+	}
+	atomic64_inc(&node->stats.mrs);
+	return m;
+}
+
+/* Back to the pool, invalidated and with a fresh key; or freed. */
+static void lite_mr_idle(struct lite_node *node, struct lite_mr *m)
+{
+	bool kept = false;
+
+	ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
+	spin_lock(&node->mr_lock);
+	if (node->mr_idle < LITE_MR_POOL_MAX) {
+		list_add(&m->entry, &node->mr_pool);
+		node->mr_idle++;
+		kept = true;
+	}
+	spin_unlock(&node->mr_lock);
+	if (!kept)
+		lite_mr_free(node, m);
+}
+
+/*
+ * The page size one MR entry covers for a chunk at @dma of @len bytes:
+ * the chunk itself where the device takes that size, else the largest
+ * size it takes that the chunk is aligned to, with few enough entries.
+ */
+static int lite_mr_page_size(struct lite_node *node, u64 dma, u32 len,
+			     unsigned int *page_size)
+{
+	u64 caps = node->pd->device->attrs.page_size_cap;
+	u64 span = max_t(u64, roundup_pow_of_two(len), PAGE_SIZE);
+	unsigned int shift;
+
+	/* Chunks are naturally aligned blocks of 2^order pages. */
+	for (shift = ilog2(span); shift >= PAGE_SHIFT; shift--) {
+		if (!(caps & BIT_ULL(shift)) || dma & (BIT_ULL(shift) - 1))
+			continue;
+		if (DIV_ROUND_UP_ULL(len, BIT_ULL(shift)) > node->mr_max_pages)
+			return -EINVAL;
+		*page_size = BIT(shift);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/**
+ * lite_mr_batch_init - start registering chunks for a peer
+ * @b: the batch
+ * @conn: the connection the registrations go on (the peer the memory is
+ *	  for; the caller holds a reference until lite_mr_batch_wait())
+ * @access: IB_ACCESS_* the peers get
+ */
+void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
+			int access)
+{
+	lite_rdma_op_init(&b->op, conn, NULL);
+	b->access = access | IB_ACCESS_LOCAL_WRITE;
+	b->ret = 0;
+}
+
+/**
+ * lite_mr_batch_add - register one chunk (lmr mode)
+ * @b: the batch
+ * @dma: the chunk's DMA address, aligned to its size rounded up to a power
+ *	 of two
+ * @len: its bytes
+ * @out: the MR, set whenever a registration was tried (release it with
+ *	 lite_mr_release() also if the batch fails)
+ * @rkey: the chunk's key, valid once lite_mr_batch_wait() returned 0
+ *
+ * Posts IB_WR_REG_MR; sleeps for a free slot on the connection. After a
+ * failure the rest of the batch is not posted.
+ *
+ * Return: 0, or the error the batch failed with.
+ */
+int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
+		      struct lite_mr **out, u32 *rkey)
+{
+	struct lite_node *node = b->op.conn->node;
+	struct scatterlist sg;
+	struct ib_reg_wr wr;
+	unsigned int page_size;
+	struct lite_mr *m;
+	int n;
+
+	if (b->ret)
+		return b->ret;
+	b->ret = lite_mr_page_size(node, dma, len, &page_size);
+	if (b->ret)
+		return b->ret;
+	m = lite_mr_get(node);
+	if (IS_ERR(m)) {
+		b->ret = PTR_ERR(m);
+		return b->ret;
+	}
+	*out = m;
+	sg_init_table(&sg, 1);
+	sg_dma_address(&sg) = dma;
+	sg_dma_len(&sg) = len;
+	n = ib_map_mr_sg(m->mr, &sg, 1, NULL, page_size);
+	if (n != 1) {
+		b->ret = n < 0 ? n : -EINVAL;
+		return b->ret;
+	}
+	memset(&wr, 0, sizeof(wr));
+	wr.wr.opcode = IB_WR_REG_MR;
+	wr.mr = m->mr;
+	wr.key = m->mr->rkey;
+	wr.access = b->access;
+	*rkey = m->mr->rkey;
+	b->ret = lite_rdma_post_wr(&b->op, &wr.wr);
+	return b->ret;
+}
+
+/**
+ * lite_mr_batch_wait - wait until a batch's registrations are done
+ * @b: the batch
+ *
+ * Return: 0 once every chunk added is registered; else an error, and
+ * the MRs the batch gave out must be released (lite_mr_release()).
+ */
+int lite_mr_batch_wait(struct lite_mr_batch *b)
+{
+	return lite_rdma_op_wait(&b->op, b->ret);
+}
+
+/* Invalidate @n MRs with LOCAL_INV on the loopback connection. */
+static int lite_mr_invalidate(struct lite_node *node, struct lite_mr **mrs,
+			      u32 n)
+{
+	struct lite_rdma_op op;
+	struct ib_send_wr wr;
+	struct lite_conn *conn;
+	int ret = 0;
+	u32 i;
+
+	conn = lite_node_conn(node, READ_ONCE(node->self_id));
+	if (!conn)
+		return -ENOTCONN;
+	lite_rdma_op_init(&op, conn, NULL);
+	for (i = 0; !ret && i < n; i++) {
+		if (!mrs[i])
+			continue;
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = IB_WR_LOCAL_INV;
+		wr.ex.invalidate_rkey = mrs[i]->mr->rkey;
+		ret = lite_rdma_post_wr(&op, &wr);
+	}
+	ret = lite_rdma_op_wait(&op, ret);
+	lite_conn_put(conn);
+	return ret;
+}
+
+/**
+ * lite_mr_release - end the registrations of chunks about to be freed
+ * @node: the node that registered them
+ * @mrs: their MRs (NULL entries are skipped); all NULL afterwards
+ * @n: how many
+ * @recycle: invalidate on the loopback connection and keep the MRs for
+ *	     reuse; false (or if that fails) deregisters them. Only where
+ *	     waiting for a completion is safe (not on a completion path).
+ *
+ * When this returns, no peer can reach the chunks through those keys.
+ * Sleeps.
+ */
+void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
+		     bool recycle)
+{
+	u32 i;
+
+	if (recycle)
+		recycle = !lite_mr_invalidate(node, mrs, n);
+	for (i = 0; i < n; i++) {
+		if (!mrs[i])
+			continue;
+		if (recycle)
+			lite_mr_idle(node, mrs[i]);
+		else
+			lite_mr_free(node, mrs[i]);
+		mrs[i] = NULL;
+	}
+}

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// Isolation (lite_kmod/mr.c), proved the way an attacker would try it: a
+// member kernel posting raw RDMA (the raw_rdma debugfs file, module
+// parameter raw_rdma=1) at addresses and keys of its choosing, in both
+// modes. global: the key a node was given for its own LMR reads another
+// node's LMR, the bytes past its LMR's end and freed memory. lmr: each
+// chunk has its own key, and all of that fails with a remote access error;
+// the target node stays a member, its LMRs intact; a freed LMR's key no
+// longer works.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <lite/session.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "util.hpp"
+
+using namespace lite_guest;
+using namespace std::chrono_literals;
+
+namespace
+{
+
+constexpr uint16_t kPort = 19500;
+constexpr uint64_t kSize = (2ULL << 20) + 8192; // above the lease classes: one chunk
+
+std::string debugfs(uint32_t instance, const char* file)
+{
+    return "/sys/kernel/debug/lite/lite" + std::to_string(instance) + "/" + file;
+}
+
+// One line of a node's "exports" file: a chunk it holds for a peer.
+struct ExportChunk {
+    uint64_t id = 0;
+    uint32_t owner = 0;
+    uint64_t size = 0;
+    uint32_t index = 0;
+    uint64_t addr = 0;
+    uint32_t len = 0;
+    uint32_t rkey = 0;
+};
+
+std::vector<ExportChunk> exports(uint32_t instance)
+{
+    std::ifstream in(debugfs(instance, "exports"));
+    std::vector<ExportChunk> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        ExportChunk c;
+        unsigned int flags = 0;
+        if (std::sscanf(line.c_str(), "%" SCNx64 " %u %" SCNu64 " %x %u %" SCNx64 " %u %x", &c.id, &c.owner, &c.size,
+                        &flags, &c.index, &c.addr, &c.len, &c.rkey) == 8)
+            out.push_back(c);
+    }
+    return out;
+}
+
+// The only chunk of the LMR of @size that node @owner holds on @instance.
+std::optional<ExportChunk> find_export(uint32_t instance, uint32_t owner, uint64_t size)
+{
+    std::optional<ExportChunk> found;
+    for (const auto& c : exports(instance)) {
+        if (c.owner == owner && c.size == size) {
+            if (found)
+                return std::nullopt; // ambiguous
+            found = c;
+        }
+    }
+    return found;
+}
+
+struct RawResult {
+    int status = 1; // 0, a negative errno, or 1 if the file said nothing
+    std::vector<uint8_t> data;
+};
+
+// One raw RDMA op from @instance to member @node; retries while the
+// connection is closing or being made again (after an earlier op broke
+// it), so that the op reaches the NIC.
+RawResult raw(uint32_t instance, const std::string& cmd)
+{
+    RawResult r;
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    for (;;) {
+        int fd = ::open(debugfs(instance, "raw_rdma").c_str(), O_RDWR);
+        if (fd < 0) {
+            r.status = -errno;
+            return r;
+        }
+        if (::write(fd, cmd.data(), cmd.size()) != static_cast<ssize_t>(cmd.size())) {
+            r.status = -errno;
+            ::close(fd);
+            return r;
+        }
+        char buf[512] = {};
+        ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+        ::close(fd);
+        if (n <= 0)
+            return r;
+        std::istringstream in(buf);
+        std::string word, hex;
+        in >> word >> r.status >> word >> hex;
+        r.data.clear();
+        for (size_t i = 0; i + 1 < hex.size(); i += 2)
+            r.data.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+        if ((r.status != -ENOTCONN && r.status != -ECONNRESET) || std::chrono::steady_clock::now() > deadline)
+            return r;
+        std::this_thread::sleep_for(50ms);
+    }
+}
+
+std::string read_cmd(uint32_t node, uint64_t addr, uint32_t rkey, uint32_t len)
+{
+    char cmd[96];
+    std::snprintf(cmd, sizeof(cmd), "read %u %" PRIx64 " %x %u", node, addr, rkey, len);
+    return cmd;
+}
+
+std::string write_cmd(uint32_t node, uint64_t addr, uint32_t rkey, uint32_t len, uint8_t byte)
+{
+    char cmd[96];
+    std::snprintf(cmd, sizeof(cmd), "write %u %" PRIx64 " %x %u %x", node, addr, rkey, len, byte);
+    return cmd;
+}
+
+std::vector<uint8_t> bytes_of(uint64_t v)
+{
+    std::vector<uint8_t> b(8);
+    std::memcpy(b.data(), &v, 8);
+    return b;
+}
+
+class Isolation : public ::testing::TestWithParam<uint32_t>
+{
+protected:
+    void SetUp() override
+    {
+        dev_ = std::make_unique<lite::Device>(lite::Device::open());
+        down_all(*dev_);
+        inst_ = {up(*dev_, kPort, 0, secret(), GetParam()).instance,
+                 up(*dev_, kPort + 1, kPort, secret(), GetParam()).instance,
+                 up(*dev_, kPort + 2, kPort, secret(), GetParam()).instance};
+    }
+    void TearDown() override { down_all(*dev_); }
+
+    [[nodiscard]] bool lmr_mode() const { return GetParam() == LITE_ISOLATION_LMR; }
+
+    std::unique_ptr<lite::Device> dev_;
+    std::vector<uint32_t> inst_;
+};
+
+TEST_P(Isolation, WhatARawAccessReaches)
+{
+    for (auto i : inst_)
+        ASSERT_EQ(dev_->status(i).isolation, GetParam());
+    const uint64_t pa = 0xa11ce5a11ce5a11cULL, pb = 0xb0bb0bb0bb0bb0b1ULL;
+    auto s1 = lite::Session::open(inst_[0]);
+    auto s3 = lite::Session::open(inst_[2]);
+    std::optional<lite::Lmr> a = s1.alloc(kSize, 2); // node 1's LMR on node 2
+    auto b = s3.alloc(kSize, 2);                     // node 3's LMR on node 2
+    a->write(0, std::span<const uint8_t>(bytes_of(pa)));
+    b.write(0, std::span<const uint8_t>(bytes_of(pb)));
+
+    auto ca = find_export(inst_[1], 1, kSize);
+    auto cb = find_export(inst_[1], 3, kSize);
+    ASSERT_TRUE(ca && cb) << "node 2 lists both LMRs in its exports";
+    ASSERT_EQ(ca->len, kSize);
+    if (lmr_mode())
+        EXPECT_NE(ca->rkey, cb->rkey) << "lmr: each chunk has its own key";
+    else
+        EXPECT_EQ(ca->rkey, cb->rkey) << "global: one key for all";
+
+    // The control: A's own address and key read A's bytes, in both modes.
+    auto r = raw(inst_[0], read_cmd(2, ca->addr, ca->rkey, 8));
+    ASSERT_EQ(r.status, 0);
+    EXPECT_EQ(r.data, bytes_of(pa)) << "raw read of the LMR it was given";
+
+    // Node 1 reads node 3's LMR with the key it was given for its own.
+    r = raw(inst_[0], read_cmd(2, cb->addr, ca->rkey, 8));
+    if (lmr_mode()) {
+        EXPECT_EQ(r.status, -EIO) << "lmr: A's key does not reach B (remote access error)";
+        EXPECT_TRUE(r.data.empty());
+    } else {
+        EXPECT_EQ(r.status, 0) << "global: the key reaches another node's LMR";
+        EXPECT_EQ(r.data, bytes_of(pb));
+    }
+
+    // The bytes past A's end (the rest of its 4 MiB block).
+    r = raw(inst_[0], read_cmd(2, ca->addr + ca->len, ca->rkey, 8));
+    if (lmr_mode())
+        EXPECT_EQ(r.status, -EIO) << "lmr: nothing past the chunk";
+    else
+        EXPECT_EQ(r.status, 0) << "global: memory outside any LMR";
+
+    // A write past A's end, in lmr mode only (in global mode it would
+    // scribble on the target's kernel: that is the threat).
+    if (lmr_mode()) {
+        r = raw(inst_[0], write_cmd(2, ca->addr + ca->len, ca->rkey, 8, 0x5a));
+        EXPECT_EQ(r.status, -EIO) << "lmr: no write past the chunk";
+    }
+
+    // The target is unharmed: still a member of everyone, both LMRs intact
+    // through the ordinary path (which waits for healed connections).
+    std::vector<uint8_t> got(8);
+    a->read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pa));
+    b.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pb));
+    for (auto i : inst_)
+        EXPECT_EQ(member_ids(*dev_, i), (std::vector<uint32_t>{1, 2, 3}));
+
+    // A freed LMR's key: A goes back to node 2, which invalidates its key.
+    const ExportChunk old = *ca;
+    a.reset();
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (find_export(inst_[1], 1, kSize) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_FALSE(find_export(inst_[1], 1, kSize)) << "A freed on node 2";
+    r = raw(inst_[0], read_cmd(2, old.addr, old.rkey, 8));
+    if (lmr_mode()) {
+        EXPECT_EQ(r.status, -EIO) << "lmr: the freed LMR's key is dead";
+        r = raw(inst_[0], write_cmd(2, old.addr, old.rkey, 8, 0x5a));
+        EXPECT_EQ(r.status, -EIO) << "lmr: no write through it either";
+    } else {
+        EXPECT_EQ(r.status, 0) << "global: freed memory stays readable";
+    }
+    b.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pb)) << "B intact after all of it";
+}
+
+// The file is there only with the module parameter.
+TEST(IsolationKnob, RawRdmaNeedsTheModuleParameter)
+{
+    auto dev = lite::Device::open();
+    down_all(dev);
+    auto n = up(dev, kPort + 10, 0);
+    std::ifstream param("/sys/module/lite/parameters/raw_rdma");
+    char on = 'N';
+    ASSERT_TRUE(param >> on);
+    auto r = raw(n.instance, read_cmd(1, 0x1000, 1, 8));
+    if (on == 'Y')
+        EXPECT_NE(r.status, -EPERM);
+    else
+        EXPECT_EQ(r.status, -EPERM) << "raw_rdma is refused without raw_rdma=1";
+    EXPECT_EQ(raw(n.instance, "read 1 1000 1 65").status, on == 'Y' ? -EINVAL : -EPERM) << "more than 64 bytes";
+    EXPECT_EQ(raw(n.instance, "jump 1 1000 1 8").status, on == 'Y' ? -EINVAL : -EPERM) << "unknown op";
+    down_all(dev);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Isolation, ::testing::Values(LITE_ISOLATION_GLOBAL, LITE_ISOLATION_LMR),
+                         [](const ::testing::TestParamInfo<uint32_t>& info) {
+                             return std::string(lite::isolation_name(info.param));
+                         });
+
+} // namespace
