@@ -44,6 +44,14 @@
 #   async        throughput with 1..64 operations in flight (async-tput):
 #                lite::Ring over io_uring and one blocking ioctl per thread
 #                against native verbs with that many WRs outstanding
+#   isolation    the cost of isolation (docs/security.md): the nodes brought
+#                up in global mode, then in lmr mode (litectl up
+#                --isolation MODE), each running lite-lat (write, read),
+#                async-tput (lite ring, 4 KiB, queue depth 1 and 32),
+#                lite-rpc (8 B and 4 KiB calls) and reg-cost (LITE_alloc +
+#                LITE_free by size); report.py isolation makes the table
+#                (lmr over global) and the iso_* summary keys; the nodes
+#                come back up in the default mode
 #   dsm          with a third node: DSM fault latency, kernel and user
 #                level, against one raw 4 KiB LITE_read (dsm-lat); the
 #                three DSM programs (dsm-apps) on the kernel DSM, the
@@ -125,7 +133,7 @@ say() { echo "bench: $*" >&2; }
 # The sections (each a table, NAME.txt and NAME.csv); want NAME: whether
 # BENCH_ONLY asks for it. The sections' code below is not indented under
 # its "if want NAME" guard.
-sections="latency rpc rpc_tput cq_modes rpc_breakdown ops first_op reg mr_scale async sendfile dsm mapreduce"
+sections="latency rpc rpc_tput cq_modes rpc_breakdown ops first_op reg mr_scale async sendfile isolation dsm mapreduce"
 only=${BENCH_ONLY:-$sections}
 for s in $only; do
 	[[ " $sections " == *" $s "* ]] || { say "BENCH_ONLY: no section '$s' (there are: $sections)"; exit 2; }
@@ -949,6 +957,56 @@ py=python3
 "$py" "$(dirname "$0")/report.py" "$out" sendfile >/dev/null || { say "FAILED: report.py sendfile"; rc=1; }
 cat "$out/sendfile.txt"
 fi # sendfile
+
+if want isolation; then
+# The same lite programs with the nodes in each isolation mode; the modes'
+# rows go to iso-MODE-*.csv, report.py isolation joins them.
+iso_sizes=${BENCH_ISO_SIZES:-8,64,512,4096,32768}
+iso_reg_sizes=${BENCH_ISO_REG_SIZES:-4K,64K,1M,16M}
+iso_qds=${BENCH_ISO_QDS:-1,32}
+for mode in global lmr; do
+	for f in lat rpc tput-write tput-read reg; do : >"$out/iso-$mode-$f.csv"; done
+	say "isolation $mode: restarting the nodes with --isolation $mode"
+	if ! nodes_down || ! nodes_up --isolation "$mode"; then
+		say "FAILED: could not bring the nodes up with --isolation $mode: no numbers for it"
+		failed+=("litectl up --isolation $mode")
+		rc=1
+		continue
+	fi
+	inst_ok=1
+	for i in "$client_inst" "$server_inst"; do
+		if ! "$litectl" status -i "$i" | grep -q "isolation: $mode\$"; then
+			say "FAILED: instance $i does not report isolation $mode"
+			inst_ok=0
+		fi
+	done
+	if [ "$inst_ok" -eq 0 ]; then
+		failed+=("isolation $mode not in effect")
+		rc=1
+		continue
+	fi
+	run_to "$out/iso-$mode-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
+		--iters "$iters" --warmup "$warmup" --sizes "$iso_sizes" || true
+	run_to "$out/iso-$mode-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
+		--mode lat --iters "$iters" --warmup "$warmup" --sizes 8,4096 || true
+	for op in write read; do
+		run_to "$out/iso-$mode-tput-$op.csv" "$async_tput" --mode lite-ring --op "$op" --instance "$client_inst" \
+			--node "$server_node" --qd "$iso_qds" --len 4096 --seconds "${BENCH_ASYNC_SECONDS:-1}" || true
+	done
+	run_to "$out/iso-$mode-reg.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" --node "$server_node" \
+		--sizes "$iso_reg_sizes" || true
+done
+say "leaving the nodes in the default isolation mode"
+if ! nodes_down || ! nodes_up; then
+	say "FAILED: could not bring the nodes up again in the default mode"
+	failed+=("litectl up (default isolation)")
+	rc=1
+fi
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" "$(dirname "$0")/report.py" "$out" isolation >/dev/null || { say "FAILED: report.py isolation"; rc=1; }
+cat "$out/isolation.txt"
+fi # isolation
 
 if want dsm; then
 # The DSM, on three nodes (the two above and a third that joins for this

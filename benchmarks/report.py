@@ -47,6 +47,18 @@ plot.py):
         its native baseline in "native_mode". rpc_tput_ring_1, _2, _4:
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
+  isolation
+        from DIR/iso-MODE-{lat,rpc,tput-write,tput-read,reg}.csv (lite-lat,
+        lite-rpc, async-tput, reg-cost with the nodes in isolation MODE,
+        global and lmr): isolation.txt and isolation.csv (each figure in
+        both modes, lmr over global); summary keys iso_write_lat_8,
+        iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
+        iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
+        ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
+        iso_alloc_4096, iso_alloc_16m (LITE_alloc + LITE_free back to
+        back), iso_alloc_4096_paced (the same paced, from the lease):
+        "lite" is lmr mode, "native" global mode (native_mode says so).
+
   breakdown
         from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
         bench.sh rpc_breakdown) and DIR/bd-MODE-rpc.csv: rpc_breakdown.txt
@@ -767,8 +779,80 @@ def plot_sendfile(d, sizes, mbs):
            os.path.join(d, "sendfile.png"))
 
 
+# ---- isolation -------------------------------------------------------------
+
+ISO_MODES = ("global", "lmr")
+
+
+def iso_figures(d, mode):
+    """{(metric, size): value} of one mode's runs; metrics whose file is missing are left out."""
+    figs = {}
+    for name, pick in (
+            ("lat", lambda r: [((r["op"] + "_lat", int(r["size"])), num(r, "median_us"))]
+             if r["op"] in ("write", "read") else []),
+            ("rpc", lambda r: [(("rpc_lat", int(r["size"])), num(r, "median_us"))]),
+            ("tput-write", lambda r: [(("write_tput_qd", int(r["qd"])), num(r, "ops_per_s"))]),
+            ("tput-read", lambda r: [(("read_tput_qd", int(r["qd"])), num(r, "ops_per_s"))]),
+            ("reg", lambda r: [(("alloc", int(r["size"])), sum_or_none(num(r, "lite_alloc_us"),
+                                                                      num(r, "lite_free_us"))),
+                               (("alloc_paced", int(r["size"])), sum_or_none(num(r, "lite_alloc_paced_us"),
+                                                                             num(r, "lite_free_paced_us")))])):
+        try:
+            rows = rows_of(os.path.join(d, f"iso-{mode}-{name}.csv"))
+        except Missing as e:
+            note(f"isolation: {e}")
+            continue
+        for r in rows:
+            for k, v in pick(r):
+                if v is not None:
+                    figs[k] = v
+    return figs
+
+
+def sum_or_none(a, b):
+    return None if a is None or b is None else a + b
+
+
+ISO_UNITS = {"write_lat": "us", "read_lat": "us", "rpc_lat": "us", "write_tput_qd": "ops/s",
+             "read_tput_qd": "ops/s", "alloc": "us", "alloc_paced": "us"}
+ISO_KEYS = {"iso_write_lat_8": ("write_lat", 8), "iso_read_lat_8": ("read_lat", 8),
+            "iso_write_lat_4096": ("write_lat", 4096), "iso_read_lat_4096": ("read_lat", 4096),
+            "iso_write_tput_qd32": ("write_tput_qd", 32), "iso_read_tput_qd32": ("read_tput_qd", 32),
+            "iso_rpc_lat_8": ("rpc_lat", 8), "iso_rpc_lat_4096": ("rpc_lat", 4096),
+            "iso_alloc_4096": ("alloc", 4096), "iso_alloc_16m": ("alloc", 16 << 20),
+            "iso_alloc_4096_paced": ("alloc_paced", 4096)}
+
+
+def section_isolation(d, summary):
+    figs = {m: iso_figures(d, m) for m in ISO_MODES}
+    keys = sorted(set(figs["global"]) | set(figs["lmr"]), key=lambda k: (list(ISO_UNITS).index(k[0]), k[1]))
+    lines = [f"the cost of isolation, {WHERE}: lite with both nodes in global mode (one key for all",
+             "memory) and in lmr mode (a key per chunk, fast registration); latencies are medians (us),",
+             "throughput 4 KiB operations per second on a lite ring, alloc = LITE_alloc + LITE_free back",
+             "to back (paced: 10 ms apart, from the lease)",
+             f"{'figure':<16} {'size/qd':>8} {'global':>11} {'lmr':>11} {'lmr/global':>10}"]
+    out = [["metric", "size_or_qd", "global", "lmr", "lmr_over_global", "unit"]]
+    for k in keys:
+        g, lm = figs["global"].get(k), figs["lmr"].get(k)
+        r = ratio(lm, g)
+        label = human(k[1]) if not k[0].endswith("_qd") else str(k[1])
+        lines.append(f"{k[0]:<16} {label:>8} {fmt(g):>11} {fmt(lm):>11} {fmt(r, 2):>10}")
+        out.append([k[0], k[1], fmt(g, 3), fmt(lm, 3), fmt(r, 3), ISO_UNITS[k[0]]])
+    lines.append("lmr/global above 1 is slower in lmr mode for times, faster for throughput")
+    with open(os.path.join(d, "isolation.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(out)
+    for key, k in ISO_KEYS.items():
+        summary[key] = named(pair(figs["lmr"].get(k), figs["global"].get(k), ISO_UNITS[k[0]]),
+                             "lite, global isolation")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, "isolation.txt"), "w") as f:
+        f.write(text)
+    print(text, end="")
+    return all(summary[k] is not None for k in ISO_KEYS)
+
+
 SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce, "core": section_core,
-            "breakdown": section_breakdown, "sendfile": section_sendfile}
+            "breakdown": section_breakdown, "sendfile": section_sendfile, "isolation": section_isolation}
 
 
 def main(argv):

@@ -23,22 +23,23 @@
 
 #define LITE_KBUF_ORDER_MAX	(MAX_ORDER - 1)
 
-/**
- * lite_kbuf_free - unmap and free a kernel buffer
- * @b: the buffer; all zero afterwards
- *
- * Frees whatever chunks @b has (also those of a half-built buffer) and
- * its arrays. The peer must no longer be able to write into it through
- * its connection; in lmr mode the chunks' keys are deregistered first
- * (no work request: this may run where no completion can be waited for).
- * Process context.
+/* lmr mode: a buffer's release, taken to process context. */
+struct lite_kbuf_rel {
+	struct work_struct work;	/* on system_unbound_wq */
+	struct lite_kbuf b;		/* what is released */
+};
+
+/*
+ * Free what @b holds: its chunks' keys first (in lmr mode; @recycle: see
+ * lite_mr_release()), then its chunks (also those of a half-built buffer)
+ * and arrays. Sleeps if @b has keys.
  */
-void lite_kbuf_free(struct lite_kbuf *b)
+static void lite_kbuf_release(struct lite_kbuf *b, bool recycle)
 {
 	u32 i;
 
 	if (b->mrs) {
-		lite_mr_release(b->node, b->mrs, b->n_chunks, false);
+		lite_mr_release(b->node, b->mrs, b->n_chunks, recycle);
 		kfree(b->mrs);
 	}
 	for (i = 0; i < b->n_chunks; i++) {
@@ -50,6 +51,48 @@ void lite_kbuf_free(struct lite_kbuf *b)
 	kfree(b->pages);
 	kfree(b->orders);
 	kfree(b->chunks);
+	kfree(b->rel);
+	memset(b, 0, sizeof(*b));
+}
+
+static void lite_kbuf_rel_work(struct work_struct *work)
+{
+	struct lite_kbuf_rel *rel = container_of(work, struct lite_kbuf_rel,
+						 work);
+	struct lite_node *node = rel->b.node;
+
+	lite_kbuf_release(&rel->b, true);
+	kfree(rel);
+	if (atomic_dec_and_test(&node->kbufs_dying))
+		wake_up(&node->conns_wq);
+	lite_node_put(node);
+}
+
+/**
+ * lite_kbuf_free - unmap and free a kernel buffer
+ * @b: the buffer; all zero afterwards
+ *
+ * Frees whatever chunks @b has (also those of a half-built buffer) and
+ * its arrays. The peer must no longer be able to write into it through
+ * its connection. In lmr mode the chunks' keys must be invalidated first,
+ * which sleeps: that and the rest of the release move to a work item (the
+ * node waits for it before it goes, lite_node_destroy()). Any context but
+ * hard irq.
+ */
+void lite_kbuf_free(struct lite_kbuf *b)
+{
+	struct lite_kbuf_rel *rel = b->rel;
+
+	if (!b->mrs) {
+		lite_kbuf_release(b, false);	/* nothing that sleeps */
+		return;
+	}
+	rel->b = *b;
+	rel->b.rel = NULL;
+	lite_node_get(b->node);
+	atomic_inc(&b->node->kbufs_dying);
+	INIT_WORK(&rel->work, lite_kbuf_rel_work);
+	queue_work(system_unbound_wq, &rel->work);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -97,9 +140,13 @@ static int lite_kbuf_reg(struct lite_kbuf *b, struct lite_conn *conn)
 	u32 i;
 	int ret;
 
+	b->rel = kzalloc(sizeof(*b->rel), GFP_KERNEL);
 	b->mrs = kcalloc(b->n_chunks, sizeof(*b->mrs), GFP_KERNEL);
-	if (!b->mrs)
-		return -ENOMEM;
+	if (!b->rel || !b->mrs) {
+		kfree(b->mrs);
+		b->mrs = NULL;
+		return -ENOMEM;	/* lite_kbuf_free() frees @b->rel */
+	}
 	lite_mr_batch_init(&batch, conn, IB_ACCESS_REMOTE_WRITE);
 	for (i = 0; i < b->n_chunks; i++)
 		if (lite_mr_batch_add(&batch, b->chunks[i].addr,

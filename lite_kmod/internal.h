@@ -288,6 +288,9 @@ struct lite_node {
 	spinlock_t mr_lock;		/* protects the two below */
 	struct list_head mr_pool;	/* idle struct lite_mr, fresh keys */
 	u32 mr_idle;			/* entries on @mr_pool */
+	atomic_t kbufs_dying;		/* lmr mode: kbuf releases queued;
+					 * lite_node_destroy() waits on
+					 * @conns_wq for none */
 	struct lite_conn *self_conn;	/* node lock and peers_lock: loopback,
 					 * active end */
 	spinlock_t peers_lock;		/* writers of @peers and @self_conn hold
@@ -398,6 +401,8 @@ struct lite_node {
 };
 
 /* Kernel memory a peer writes into: pages in DMA-mapped chunks. */
+struct lite_kbuf_rel;
+
 struct lite_kbuf {
 	struct lite_node *node;		/* whose keys the chunks carry */
 	struct ib_device *dev;
@@ -407,6 +412,7 @@ struct lite_kbuf {
 	u8 *orders;
 	struct lite_chunk *chunks;	/* DMA addresses, as a layout */
 	struct lite_mr **mrs;		/* lmr mode: one per chunk */
+	struct lite_kbuf_rel *rel;	/* lmr mode: for the release work */
 	struct lite_layout layout;
 };
 
@@ -1001,7 +1007,6 @@ void lite_dsm_handle_done(struct lite_conn *conn, const struct lite_msg *msg);
 
 /* fault.c: fault injection through debugfs */
 void lite_fault_node_init(struct lite_node *node);
-int lite_exports_show(struct seq_file *m, struct lite_node *node);
 void lite_fault_node_exit(struct lite_node *node);
 void lite_fault_init(void);
 void lite_fault_exit(void);
@@ -1134,6 +1139,7 @@ void lite_export_atomic(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_exports_drop_owner(struct lite_node *node, u16 owner);
 void lite_exports_free_all(struct lite_node *node);
 void lite_exports_reap(struct work_struct *work);
+int lite_exports_show(struct seq_file *m, struct lite_node *node);
 atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 			     int *err);
 void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);

@@ -543,8 +543,7 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 	if (!lmr)
 		return -ENOMEM;
 	lmr->held = size;
-	if (le64_to_cpu(rep->size) != size ||
-	    le32_to_cpu(rep->flags) != flags || rep->reserved)
+	if (le64_to_cpu(rep->size) != size || le32_to_cpu(rep->flags) != flags)
 		ret = -EPROTO;
 	else
 		ret = lite_lmr_size_chunks(lmr, &rep->first);

@@ -21,10 +21,15 @@
  * pages, so one page entry of the chunk's size describes it where the
  * device takes that page size. Freed LMR memory is invalidated with
  * IB_WR_LOCAL_INV on the loopback connection before its pages go back, the
- * MR gets a fresh key (ib_update_fast_reg_key()) and waits in the node's
- * pool for the next registration. Where no work request can be waited for
- * (the loopback connection is down, or the caller may be on a completion
- * path), the MR is deregistered instead: that invalidates it too.
+ * MR gets a fresh key (ib_update_fast_reg_key()) and waits at the end of
+ * the node's pool for a later registration; buffers freed on a completion
+ * path do that from a work item (buf.c). Where no work request can be
+ * waited for (the loopback connection is down) or a registration failed,
+ * the MR is deregistered instead: that invalidates it too.
+ *
+ * A key is valid on every QP of the node's PD: the NIC keeps a member to
+ * the chunks that exist and were registered, not to the chunks it was
+ * given (docs/security.md).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -162,6 +167,8 @@ void lite_mr_exit(struct lite_node *node)
 	spin_unlock(&node->mr_lock);
 	list_for_each_entry_safe(m, tmp, &idle, entry)
 		lite_mr_free(node, m);
+	/* Every chunk was freed before: an MR left is a leak. */
+	WARN_ON_ONCE(atomic64_read(&node->stats.mrs));
 	if (node->global_mr) {
 		int ret = ib_dereg_mr(node->global_mr);
 
@@ -208,7 +215,9 @@ static void lite_mr_idle(struct lite_node *node, struct lite_mr *m)
 	ib_update_fast_reg_key(m->mr, ib_inc_rkey(m->mr->rkey));
 	spin_lock(&node->mr_lock);
 	if (node->mr_idle < LITE_MR_POOL_MAX) {
-		list_add(&m->entry, &node->mr_pool);
+		/* Last in line: a key comes back after 256 uses of the
+		 * whole pool, not of one MR. */
+		list_add_tail(&m->entry, &node->mr_pool);
 		node->mr_idle++;
 		kept = true;
 	}

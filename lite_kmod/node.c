@@ -438,6 +438,8 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	destroy_workqueue(node->close_wq);
 	lite_exports_free_all(node);
 	lite_shares_free_all(node);
+	/* Buffers of lmr mode release their keys in process context. */
+	wait_event(node->conns_wq, !atomic_read(&node->kbufs_dying));
 	lite_mr_exit(node);
 	ib_dealloc_pd(node->pd);
 	list_del_init(&node->dev_entry);

@@ -396,6 +396,8 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
  */
 int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
 {
+	if (WARN_ON_ONCE(op->done_fn || op->inline_data))
+		return -EINVAL;
 	return lite_rdma_post(op, wr);
 }
 

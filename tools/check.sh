@@ -5,6 +5,9 @@
 # (tools/fuzz-host.sh short: every target FUZZ_SECONDS, default 7), the
 # guest tests and, in the one-guest boot, a short campaign of the ioctl and
 # io_uring fuzzer (tools/vm/guest-fuzz.sh: FUZZ_GUEST_SECONDS, default 60),
+# then the one-guest tests again with every node in lmr isolation (module
+# parameter isolation=2; the kernel DSM's tests excepted: lmr mode refuses
+# regions, which Isolation.DsmRegionsOnlyInGlobalMode checks),
 # and print how many ran, passed, failed and were skipped. Exit 0 only if
 # every step passed, nothing was skipped, the fuzzers found nothing, and no
 # guest kernel log showed trouble.
@@ -124,7 +127,8 @@ guest_tests() {
 	rm -rf "$out/guest1" "$out/guest2" "$out/guest3"
 	mkdir -p "$out/guest1" "$out/guest2" "$out/guest3"
 	local rc=0 trc frc slack=${DETECT_SLACK_S:-0}
-	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest1" -- \
+	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} \
+		--module-args raw_rdma=1 --out "$out/guest1" -- \
 		env BUILD="$build" LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" LITE_DETECT_SLACK_S="$slack" \
 		tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
@@ -138,6 +142,18 @@ guest_tests() {
 	fi
 	record "guest tests (1 guest)" "$trc" "$out/guest1/guest.json"
 	guest_fuzz_line "$out/guest1" "$frc"
+
+	step "guest tests again, every node in lmr isolation (one guest, isolation=2)"
+	rm -rf "$out/guest1-lmr"
+	mkdir -p "$out/guest1-lmr"
+	rc=0
+	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} \
+		--module-args raw_rdma=1,isolation=2 --out "$out/guest1-lmr" -- \
+		env LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" LITE_DETECT_SLACK_S="$slack" \
+		"$build/tests/lite-guest-tests" --gtest_color=no \
+		--gtest_filter='-MultiGuest*:Dsm.*:Programs/DsmApps.KernelDsm*' \
+		--gtest_output=json:/run/lite-out/guest.json || rc=$?
+	record "guest tests (1 guest, lmr isolation)" "$rc" "$out/guest1-lmr/guest.json"
 
 	local n=${MULTI_GUESTS:-3}
 	step "guest tests: $n guests on a virtual network, one node each; 5% loss on one link for 30 s"
@@ -171,9 +187,9 @@ fault_figures() {
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 figs = {}
-for f in sorted(out.glob("guest*/faults/*")):
+for f in sorted(out.glob("guest[0-9]/faults/*")):
     figs[f.name] = json.loads(f.read_text())
-for f in sorted(out.glob("guest*/fatal_signal.json")):
+for f in sorted(out.glob("guest[0-9]/fatal_signal.json")):
     figs.update(json.loads(f.read_text()))
 (out / "faults.json").write_text(json.dumps(figs, indent=2, sort_keys=True) + "\n")
 print("fault figures (" + str(out / "faults.json") + "): " + json.dumps(figs, sort_keys=True))

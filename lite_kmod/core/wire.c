@@ -347,7 +347,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 	switch (m->type) {
 	case LITE_MSG_LMR_ALLOC:
 		if (m->reply)
-			return m->len >= sizeof(*lmr) &&
+			return m->len >= sizeof(*lmr) && !lmr->reserved &&
 			       !(le32_to_cpu(lmr->flags) &
 				 ~LITE_WIRE_LMR_FLAGS) &&
 			       le64_to_cpu(lmr->size) ?

@@ -238,6 +238,25 @@ TEST_P(Isolation, WhatARawAccessReaches)
     EXPECT_EQ(got, bytes_of(pb)) << "B intact after all of it";
 }
 
+// lmr mode refuses DSM regions (their frames have no keys of their own
+// yet), with its own errno; global mode serves them.
+TEST_P(Isolation, DsmRegionsOnlyInGlobalMode)
+{
+    auto s = lite::Session::open(inst_[1]);
+    int fd = -1;
+    uint64_t size = 0;
+    int ret = LITE_dsm_open(s.get(), "iso-dsm", 65536, LITE_DSM_OPEN_CREATE, &fd, &size, nullptr);
+    if (lmr_mode()) {
+        EXPECT_EQ(ret, -EOPNOTSUPP);
+        EXPECT_EQ(fd, -1);
+        return;
+    }
+    ASSERT_EQ(ret, 0);
+    EXPECT_EQ(size, 65536u);
+    EXPECT_EQ(LITE_dsm_destroy(fd), 0);
+    ::close(fd);
+}
+
 // The file is there only with the module parameter.
 TEST(IsolationKnob, RawRdmaNeedsTheModuleParameter)
 {

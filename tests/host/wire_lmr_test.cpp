@@ -139,6 +139,10 @@ TEST(WireLmr, AllocReplyCarriesFirstChunks)
     EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), -EBADMSG)
         << "unknown flag";
     l->flags = 0;
+    l->reserved = htole32(1);
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), -EBADMSG)
+        << "reserved (the LMR's key before version 7)";
+    l->reserved = 0;
     l->size = 0;
     EXPECT_EQ(parse(message(LITE_MSG_LMR_ALLOC, true, 1, 0, p.data(), static_cast<uint32_t>(p.size()))), -EBADMSG);
 }
