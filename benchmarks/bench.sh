@@ -49,7 +49,9 @@
 #                --isolation MODE), each running lite-lat (write, read),
 #                async-tput (lite ring, 4 KiB, queue depth 1 and 32),
 #                lite-rpc (8 B and 4 KiB calls) and reg-cost (LITE_alloc +
-#                LITE_free by size); report.py isolation makes the table
+#                LITE_free by size, with leases and with leases off:
+#                every allocation a request to the memory node, the
+#                registration on its path); report.py isolation makes the table
 #                (lmr over global) and the iso_* summary keys; the nodes
 #                come back up in the default mode
 #   dsm          with a third node: DSM fault latency, kernel and user
@@ -965,7 +967,7 @@ iso_sizes=${BENCH_ISO_SIZES:-8,64,512,4096,32768}
 iso_reg_sizes=${BENCH_ISO_REG_SIZES:-4K,64K,1M,16M}
 iso_qds=${BENCH_ISO_QDS:-1,32}
 for mode in global lmr; do
-	for f in lat rpc tput-write tput-read reg; do : >"$out/iso-$mode-$f.csv"; done
+	for f in lat rpc tput-write tput-read reg reg-nolease; do : >"$out/iso-$mode-$f.csv"; done
 	say "isolation $mode: restarting the nodes with --isolation $mode"
 	if ! nodes_down || ! nodes_up --isolation "$mode"; then
 		say "FAILED: could not bring the nodes up with --isolation $mode: no numbers for it"
@@ -995,6 +997,14 @@ for mode in global lmr; do
 	done
 	run_to "$out/iso-$mode-reg.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" --node "$server_node" \
 		--sizes "$iso_reg_sizes" || true
+	# Every allocation a request to the memory node (registration on the
+	# path in lmr mode): leases off for this run.
+	lease_param=/sys/module/lite/parameters/lease_kb
+	lease_kb=$(cat "$lease_param")
+	echo 0 >"$lease_param"
+	run_to "$out/iso-$mode-reg-nolease.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" \
+		--node "$server_node" --sizes 4K,64K,1M --iters "${BENCH_ISO_ALLOC_ITERS:-100}" || true
+	echo "$lease_kb" >"$lease_param"
 done
 say "leaving the nodes in the default isolation mode"
 if ! nodes_down || ! nodes_up; then
@@ -1125,10 +1135,10 @@ py=python3
 plot=$(dirname "$0")/plot.py
 plotted=0
 for t in $only; do
-	case $t in dsm | mapreduce | sendfile) ;; *) plotted=1 ;; esac
+	case $t in dsm | mapreduce | sendfile | isolation) ;; *) plotted=1 ;; esac
 done
 if [ "$plotted" -eq 0 ]; then
-	: # report.py made these sections' figures; plot.py has none of their CSVs
+	: # report.py made these sections' tables and figures; plot.py has none of their CSVs
 else
 say "plotting: $py $plot $out"
 if pngs=$("$py" "$plot" "$out"); then

@@ -48,15 +48,17 @@ plot.py):
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
   isolation
-        from DIR/iso-MODE-{lat,rpc,tput-write,tput-read,reg}.csv (lite-lat,
+        from DIR/iso-MODE-{lat,rpc,tput-write,tput-read,reg,reg-nolease}.csv (lite-lat,
         lite-rpc, async-tput, reg-cost with the nodes in isolation MODE,
         global and lmr): isolation.txt and isolation.csv (each figure in
         both modes, lmr over global); summary keys iso_write_lat_8,
         iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
         iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
         ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
-        iso_alloc_4096, iso_alloc_16m (LITE_alloc + LITE_free back to
-        back), iso_alloc_4096_paced (the same paced, from the lease):
+        iso_alloc_4096, iso_alloc_1m (LITE_alloc + LITE_free back to back
+        with leases off: each a request to the memory node),
+        iso_alloc_4096_lease, iso_alloc_16m (back to back with leases on;
+        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease):
         "lite" is lmr mode, "native" global mode (native_mode says so).
 
   breakdown
@@ -793,8 +795,10 @@ def iso_figures(d, mode):
             ("rpc", lambda r: [(("rpc_lat", int(r["size"])), num(r, "median_us"))]),
             ("tput-write", lambda r: [(("write_tput_qd", int(r["qd"])), num(r, "ops_per_s"))]),
             ("tput-read", lambda r: [(("read_tput_qd", int(r["qd"])), num(r, "ops_per_s"))]),
-            ("reg", lambda r: [(("alloc", int(r["size"])), sum_or_none(num(r, "lite_alloc_us"),
-                                                                      num(r, "lite_free_us"))),
+            ("reg-nolease", lambda r: [(("alloc", int(r["size"])), sum_or_none(num(r, "lite_alloc_us"),
+                                                                              num(r, "lite_free_us")))]),
+            ("reg", lambda r: [(("alloc_lease", int(r["size"])), sum_or_none(num(r, "lite_alloc_us"),
+                                                                            num(r, "lite_free_us"))),
                                (("alloc_paced", int(r["size"])), sum_or_none(num(r, "lite_alloc_paced_us"),
                                                                              num(r, "lite_free_paced_us")))])):
         try:
@@ -814,12 +818,13 @@ def sum_or_none(a, b):
 
 
 ISO_UNITS = {"write_lat": "us", "read_lat": "us", "rpc_lat": "us", "write_tput_qd": "ops/s",
-             "read_tput_qd": "ops/s", "alloc": "us", "alloc_paced": "us"}
+             "read_tput_qd": "ops/s", "alloc": "us", "alloc_lease": "us", "alloc_paced": "us"}
 ISO_KEYS = {"iso_write_lat_8": ("write_lat", 8), "iso_read_lat_8": ("read_lat", 8),
             "iso_write_lat_4096": ("write_lat", 4096), "iso_read_lat_4096": ("read_lat", 4096),
             "iso_write_tput_qd32": ("write_tput_qd", 32), "iso_read_tput_qd32": ("read_tput_qd", 32),
             "iso_rpc_lat_8": ("rpc_lat", 8), "iso_rpc_lat_4096": ("rpc_lat", 4096),
-            "iso_alloc_4096": ("alloc", 4096), "iso_alloc_16m": ("alloc", 16 << 20),
+            "iso_alloc_4096": ("alloc", 4096), "iso_alloc_1m": ("alloc", 1 << 20),
+            "iso_alloc_16m": ("alloc_lease", 16 << 20), "iso_alloc_4096_lease": ("alloc_lease", 4096),
             "iso_alloc_4096_paced": ("alloc_paced", 4096)}
 
 
@@ -828,8 +833,10 @@ def section_isolation(d, summary):
     keys = sorted(set(figs["global"]) | set(figs["lmr"]), key=lambda k: (list(ISO_UNITS).index(k[0]), k[1]))
     lines = [f"the cost of isolation, {WHERE}: lite with both nodes in global mode (one key for all",
              "memory) and in lmr mode (a key per chunk, fast registration); latencies are medians (us),",
-             "throughput 4 KiB operations per second on a lite ring, alloc = LITE_alloc + LITE_free back",
-             "to back (paced: 10 ms apart, from the lease)",
+             "throughput 4 KiB operations per second on a lite ring; alloc = LITE_alloc + LITE_free back",
+             "to back with leases off (each a request to the memory node, which registers in lmr mode),",
+             "alloc_lease the same with leases on (16M is above the lease sizes), alloc_paced 10 ms apart",
+             "(from the lease)",
              f"{'figure':<16} {'size/qd':>8} {'global':>11} {'lmr':>11} {'lmr/global':>10}"]
     out = [["metric", "size_or_qd", "global", "lmr", "lmr_over_global", "unit"]]
     for k in keys:

@@ -12,8 +12,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <lite/session.hpp>
@@ -56,11 +54,18 @@ std::vector<ExportChunk> exports(uint32_t instance)
     std::vector<ExportChunk> out;
     std::string line;
     while (std::getline(in, line)) {
+        // "ID OWNER SIZE FLAGS INDEX ADDR LEN KEY", numbers in hex where
+        // they start with 0x
+        std::istringstream f(line);
         ExportChunk c;
-        unsigned int flags = 0;
-        if (std::sscanf(line.c_str(), "%" SCNx64 " %u %" SCNu64 " %x %u %" SCNx64 " %u %x", &c.id, &c.owner, &c.size,
-                        &flags, &c.index, &c.addr, &c.len, &c.rkey) == 8)
-            out.push_back(c);
+        std::string id, flags, addr, key;
+        f >> id >> std::dec >> c.owner >> c.size >> flags >> c.index >> addr >> c.len >> key;
+        if (!f || id.empty() || addr.empty() || key.empty())
+            continue;
+        c.id = std::stoull(id, nullptr, 16);
+        c.addr = std::stoull(addr, nullptr, 16);
+        c.rkey = static_cast<uint32_t>(std::stoul(key, nullptr, 16));
+        out.push_back(c);
     }
     return out;
 }
@@ -121,16 +126,17 @@ RawResult raw(uint32_t instance, const std::string& cmd)
 
 std::string read_cmd(uint32_t node, uint64_t addr, uint32_t rkey, uint32_t len)
 {
-    char cmd[96];
-    std::snprintf(cmd, sizeof(cmd), "read %u %" PRIx64 " %x %u", node, addr, rkey, len);
-    return cmd;
+    std::ostringstream cmd;
+    cmd << "read " << node << std::hex << ' ' << addr << ' ' << rkey << std::dec << ' ' << len;
+    return cmd.str();
 }
 
 std::string write_cmd(uint32_t node, uint64_t addr, uint32_t rkey, uint32_t len, uint8_t byte)
 {
-    char cmd[96];
-    std::snprintf(cmd, sizeof(cmd), "write %u %" PRIx64 " %x %u %x", node, addr, rkey, len, byte);
-    return cmd;
+    std::ostringstream cmd;
+    cmd << "write " << node << std::hex << ' ' << addr << ' ' << rkey << std::dec << ' ' << len << std::hex << ' '
+        << unsigned{byte};
+    return cmd.str();
 }
 
 std::vector<uint8_t> bytes_of(uint64_t v)
@@ -175,10 +181,11 @@ TEST_P(Isolation, WhatARawAccessReaches)
     auto cb = find_export(inst_[1], 3, kSize);
     ASSERT_TRUE(ca && cb) << "node 2 lists both LMRs in its exports";
     ASSERT_EQ(ca->len, kSize);
-    if (lmr_mode())
+    if (lmr_mode()) {
         EXPECT_NE(ca->rkey, cb->rkey) << "lmr: each chunk has its own key";
-    else
+    } else {
         EXPECT_EQ(ca->rkey, cb->rkey) << "global: one key for all";
+    }
 
     // The control: A's own address and key read A's bytes, in both modes.
     auto r = raw(inst_[0], read_cmd(2, ca->addr, ca->rkey, 8));
@@ -197,10 +204,11 @@ TEST_P(Isolation, WhatARawAccessReaches)
 
     // The bytes past A's end (the rest of its 4 MiB block).
     r = raw(inst_[0], read_cmd(2, ca->addr + ca->len, ca->rkey, 8));
-    if (lmr_mode())
+    if (lmr_mode()) {
         EXPECT_EQ(r.status, -EIO) << "lmr: nothing past the chunk";
-    else
+    } else {
         EXPECT_EQ(r.status, 0) << "global: memory outside any LMR";
+    }
 
     // A write past A's end, in lmr mode only (in global mode it would
     // scribble on the target's kernel: that is the threat).
@@ -267,10 +275,11 @@ TEST(IsolationKnob, RawRdmaNeedsTheModuleParameter)
     char on = 'N';
     ASSERT_TRUE(param >> on);
     auto r = raw(n.instance, read_cmd(1, 0x1000, 1, 8));
-    if (on == 'Y')
+    if (on == 'Y') {
         EXPECT_NE(r.status, -EPERM);
-    else
+    } else {
         EXPECT_EQ(r.status, -EPERM) << "raw_rdma is refused without raw_rdma=1";
+    }
     EXPECT_EQ(raw(n.instance, "read 1 1000 1 65").status, on == 'Y' ? -EINVAL : -EPERM) << "more than 64 bytes";
     EXPECT_EQ(raw(n.instance, "jump 1 1000 1 8").status, on == 'Y' ? -EINVAL : -EPERM) << "unknown op";
     down_all(dev);
