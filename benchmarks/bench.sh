@@ -208,6 +208,15 @@ run_to() {
 	return 1
 }
 
+# report NAME: benchmarks/report.py's section NAME (tables, CSVs, figures,
+# summary.json keys from the raw CSVs in $out); Debian's python3 first,
+# which has matplotlib. A failure counts as a failed run.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+report() {
+	"$py" "$(dirname "$0")/report.py" "$out" "$1" >/dev/null || { say "FAILED: report.py $1"; rc=1; }
+}
+
 # awk functions for the joins below, which read native busy numbers into
 # arrays b*, native event numbers into e*, lite's into l*:
 #   v(a, k)       a[k], or "-" if there is none
@@ -595,9 +604,7 @@ if [ -n "$bd_modes" ] && ! { nodes_down && nodes_up; }; then
 	failed+=("litectl up (default mode)")
 	rc=1
 fi
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-"$py" "$(dirname "$0")/report.py" "$out" breakdown >/dev/null || { say "FAILED: report.py breakdown"; rc=1; }
+report breakdown
 cat "$out/rpc_breakdown.txt"
 fi # rpc_breakdown
 
@@ -954,9 +961,7 @@ if [ ${#nfs_opt[@]} -gt 0 ]; then
 		{ say "FAILED: nfs_rdma.sh down"; rc=1; }
 fi
 rm -rf "$sf_dir"
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-"$py" "$(dirname "$0")/report.py" "$out" sendfile >/dev/null || { say "FAILED: report.py sendfile"; rc=1; }
+report sendfile
 cat "$out/sendfile.txt"
 fi # sendfile
 
@@ -1012,9 +1017,7 @@ if ! nodes_down || ! nodes_up; then
 	failed+=("litectl up (default isolation)")
 	rc=1
 fi
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-"$py" "$(dirname "$0")/report.py" "$out" isolation >/dev/null || { say "FAILED: report.py isolation"; rc=1; }
+report isolation
 cat "$out/isolation.txt"
 fi # isolation
 
@@ -1041,9 +1044,7 @@ say "DSM programs on Global Arrays (mpirun -np 3, btl tcp,self): $dsm_apps_ga"
 run_to "$out/dsm-apps-ga.csv" mpirun --allow-run-as-root --oversubscribe -np 3 --mca btl tcp,self \
 	"$dsm_apps_ga" --app all --runs "$dsm_app_runs" || true
 third_down
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-"$py" "$(dirname "$0")/report.py" "$out" dsm >/dev/null || { say "FAILED: report.py dsm"; rc=1; }
+report dsm
 cat "$out/dsm.txt"
 fi # dsm
 
@@ -1099,9 +1100,7 @@ mr_job wordcount gcide.txt gcide 3 serial
 mr_job histogram bytes-256m.bin 256m 3 serial
 mr_job invindex docs-32m docs-32m 3 serial
 third_down
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-"$py" "$(dirname "$0")/report.py" "$out" mapreduce >/dev/null || { say "FAILED: report.py mapreduce"; rc=1; }
+report mapreduce
 cat "$out/mapreduce.txt"
 fi # mapreduce
 
@@ -1109,9 +1108,7 @@ fi # mapreduce
 # summary.json: benchmarks/report.py core.
 case " $only " in
 *" rpc "* | *" rpc_tput "* | *" latency "* | *" ops "* | *" async "* | *" first_op "* | *" reg "*)
-	py=python3
-	[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-	"$py" "$(dirname "$0")/report.py" "$out" core >/dev/null || { say "FAILED: report.py core"; rc=1; }
+	report core
 	;;
 esac
 
@@ -1129,9 +1126,7 @@ done
 say "CSV in $csvs"
 
 # Figures: a PNG next to each CSV (benchmarks/plot.py, python3-matplotlib),
-# made after every measurement; Debian's python3 first, which has matplotlib.
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+# made after every measurement, with report's python3 ($py).
 plot=$(dirname "$0")/plot.py
 plotted=0
 for t in $only; do

@@ -153,9 +153,8 @@ static int lite_kbuf_reg(struct lite_kbuf *b, struct lite_conn *conn)
 				      b->chunks[i].len, &b->mrs[i],
 				      &b->chunks[i].rkey))
 			break;
-	ret = lite_mr_batch_wait(&batch);
-	if (ret) {	/* whether each took effect is unknown: deregister */
-		lite_mr_release(b->node, b->mrs, b->n_chunks, false);
+	ret = lite_mr_batch_wait(&batch, b->mrs, b->n_chunks);
+	if (ret) {
 		kfree(b->mrs);
 		b->mrs = NULL;
 	}

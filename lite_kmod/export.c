@@ -119,8 +119,7 @@ static bool lite_alloc_job_stopped(const struct lite_alloc_job *job)
  * requester's connection: reads and writes, and atomics if the LMR was
  * asked for with NIC atomics.
  */
-static int lite_export_reg(struct lite_node *node, struct lite_export *ex,
-			   struct lite_conn *conn)
+static int lite_export_reg(struct lite_export *ex, struct lite_conn *conn)
 {
 	int access = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
 	struct lite_mr_batch batch;
@@ -138,9 +137,8 @@ static int lite_export_reg(struct lite_node *node, struct lite_export *ex,
 				      ex->chunks[i].len, &ex->mrs[i],
 				      &ex->chunks[i].rkey))
 			break;
-	ret = lite_mr_batch_wait(&batch);
-	if (ret) {	/* whether each took effect is unknown: deregister */
-		lite_mr_release(node, ex->mrs, ex->n_chunks, false);
+	ret = lite_mr_batch_wait(&batch, ex->mrs, ex->n_chunks);
+	if (ret) {
 		kvfree(ex->mrs);
 		ex->mrs = NULL;
 	}
@@ -191,7 +189,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		cond_resched();
 	}
 	if (lite_isolated(node)) {
-		ret = lite_export_reg(node, ex, job->conn);
+		ret = lite_export_reg(ex, job->conn);
 		if (ret)
 			goto err;
 	}

@@ -905,7 +905,7 @@ void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
 			int access);
 int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 		      struct lite_mr **out, u32 *rkey);
-int lite_mr_batch_wait(struct lite_mr_batch *b);
+int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n);
 void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
 		     bool recycle);
 

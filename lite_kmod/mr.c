@@ -322,13 +322,20 @@ int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 /**
  * lite_mr_batch_wait - wait until a batch's registrations are done
  * @b: the batch
+ * @mrs: the MRs lite_mr_batch_add() gave out for it
+ * @n: entries at @mrs (NULL ones are skipped)
  *
- * Return: 0 once every chunk added is registered; else an error, and
- * the MRs the batch gave out must be released (lite_mr_release()).
+ * Return: 0 once every chunk added is registered; else an error, and the
+ * MRs are deregistered (whether each registration took effect is unknown)
+ * and @mrs all NULL.
  */
-int lite_mr_batch_wait(struct lite_mr_batch *b)
+int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
 {
-	return lite_rdma_op_wait(&b->op, b->ret);
+	int ret = lite_rdma_op_wait(&b->op, b->ret);
+
+	if (ret)
+		lite_mr_release(b->op.conn->node, mrs, n, false);
+	return ret;
 }
 
 /* Invalidate @n MRs with LOCAL_INV on the loopback connection. */
