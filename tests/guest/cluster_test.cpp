@@ -262,6 +262,24 @@ TEST_F(Cluster, LitectlStatusAndPing)
     EXPECT_NE(r.output.find("not a member"), std::string::npos) << r.output;
 }
 
+TEST_F(Cluster, LitectlIsolation)
+{
+    const std::string listen = " --listen " + addr() + ":" + std::to_string(kPort) + " --secret-file " + secret_file();
+    auto r = run(litectl() + " up --dev rxe0" + listen + " --isolation strict");
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("unknown isolation 'strict'"), std::string::npos) << r.output;
+    EXPECT_TRUE(dev_->instances().empty());
+
+    r = run(litectl() + " up --dev rxe0" + listen + " --isolation lmr");
+    ASSERT_EQ(r.status, 0) << r.output;
+    ASSERT_EQ(dev_->instances().size(), 1u);
+    EXPECT_EQ(dev_->status(dev_->instances()[0]).isolation, static_cast<uint32_t>(LITE_ISOLATION_LMR));
+    r = run(litectl() + " status");
+    EXPECT_NE(r.output.find("isolation: lmr"), std::string::npos) << r.output;
+    r = run(litectl() + " status --json");
+    EXPECT_NE(r.output.find("\"isolation\": \"lmr\""), std::string::npos) << r.output;
+}
+
 TEST_F(Cluster, UnprivilegedCannotControl)
 {
     // A user of lite (group lite) without CAP_NET_ADMIN.
