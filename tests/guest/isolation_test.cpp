@@ -3,7 +3,7 @@
 // member kernel posting raw RDMA (the raw_rdma debugfs file, module
 // parameter raw_rdma=1) at addresses and keys of its choosing, in both
 // modes. global: the key a node was given for its own LMR reads another
-// node's LMR, the bytes past its LMR's end and freed memory. lmr: each
+// node's LMR and the bytes past its LMR's end. lmr: each
 // chunk has its own key, and all of that fails with a remote access error;
 // the target node stays a member, its LMRs intact; a freed LMR's key no
 // longer works.
@@ -234,13 +234,14 @@ TEST_P(Isolation, WhatARawAccessReaches)
     while (find_export(inst_[1], 1, kSize) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(20ms);
     ASSERT_FALSE(find_export(inst_[1], 1, kSize)) << "A freed on node 2";
-    r = raw(inst_[0], read_cmd(2, old.addr, old.rkey, 8));
+    // In global mode the key still reaches the freed pages: a read there
+    // is a use-after-free of the target's kernel (KASAN reports it in the
+    // debug kernel), so only lmr mode tries.
     if (lmr_mode()) {
+        r = raw(inst_[0], read_cmd(2, old.addr, old.rkey, 8));
         EXPECT_EQ(r.status, -EIO) << "lmr: the freed LMR's key is dead";
         r = raw(inst_[0], write_cmd(2, old.addr, old.rkey, 8, 0x5a));
         EXPECT_EQ(r.status, -EIO) << "lmr: no write through it either";
-    } else {
-        EXPECT_EQ(r.status, 0) << "global: freed memory stays readable";
     }
     b.read(0, std::span<uint8_t>(got));
     EXPECT_EQ(got, bytes_of(pb)) << "B intact after all of it";
