@@ -181,6 +181,33 @@ nodes_up() {
 	up+=("$server_inst")
 }
 
+# nodes_in OPTION MODE LINE: bring the nodes up again with "OPTION MODE"
+# (--cq, --isolation) and check that both report "LINE: MODE" in litectl
+# status; on failure say so, count it (failed, rc) and return 1.
+nodes_in() {
+	local opt=$1 mode=$2 line=$3 i ok=1 status
+	say "$line $mode: restarting the nodes with $opt $mode"
+	if ! nodes_down || ! nodes_up "$opt" "$mode"; then
+		say "FAILED: could not bring the nodes up with $opt $mode: no numbers for it"
+		failed+=("litectl up $opt $mode")
+		rc=1
+		return 1
+	fi
+	for i in "$client_inst" "$server_inst"; do
+		status=$("$litectl" status -i "$i") || status=''
+		echo "$status" >&2
+		if ! grep -q "$line: $mode\$" <<<"$status"; then
+			say "FAILED: instance $i does not report $line $mode"
+			ok=0
+		fi
+	done
+	if [ "$ok" -eq 0 ]; then
+		failed+=("$line $mode not in effect")
+		rc=1
+		return 1
+	fi
+}
+
 # nodes_down: takes the nodes this script brought up down, newest first.
 nodes_down() {
 	while [ ${#up[@]} -gt 0 ]; do
@@ -479,27 +506,7 @@ cq_rows() {
 for mode in $cq_modes; do
 	: >"$out/cq-$mode-rpc.csv"
 	: >"$out/cq-$mode-lat.csv"
-	say "completion mode $mode: restarting the nodes with --cq $mode"
-	if ! nodes_down || ! nodes_up --cq "$mode"; then
-		say "FAILED: could not bring the nodes up with --cq $mode: no numbers for it"
-		failed+=("litectl up --cq $mode")
-		rc=1
-		continue
-	fi
-	inst_ok=1
-	for i in "$client_inst" "$server_inst"; do
-		status=$("$litectl" status -i "$i") || status=''
-		echo "$status" >&2
-		if ! grep -q "completion mode: $mode\$" <<<"$status"; then
-			say "FAILED: instance $i does not report completion mode $mode"
-			inst_ok=0
-		fi
-	done
-	if [ "$inst_ok" -eq 0 ]; then
-		failed+=("cq mode $mode not in effect")
-		rc=1
-		continue
-	fi
+	nodes_in --cq "$mode" "completion mode" || continue
 	run_to "$out/cq-$mode-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
 		--mode lat "${cq_opts[@]}" --sizes "$cq_sizes" || true
 	run_to "$out/cq-$mode-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
@@ -973,25 +980,7 @@ iso_reg_sizes=${BENCH_ISO_REG_SIZES:-4K,64K,1M,16M}
 iso_qds=${BENCH_ISO_QDS:-1,32}
 for mode in global lmr; do
 	for f in lat rpc tput-write tput-read reg reg-nolease; do : >"$out/iso-$mode-$f.csv"; done
-	say "isolation $mode: restarting the nodes with --isolation $mode"
-	if ! nodes_down || ! nodes_up --isolation "$mode"; then
-		say "FAILED: could not bring the nodes up with --isolation $mode: no numbers for it"
-		failed+=("litectl up --isolation $mode")
-		rc=1
-		continue
-	fi
-	inst_ok=1
-	for i in "$client_inst" "$server_inst"; do
-		if ! "$litectl" status -i "$i" | grep -q "isolation: $mode\$"; then
-			say "FAILED: instance $i does not report isolation $mode"
-			inst_ok=0
-		fi
-	done
-	if [ "$inst_ok" -eq 0 ]; then
-		failed+=("isolation $mode not in effect")
-		rc=1
-		continue
-	fi
+	nodes_in --isolation "$mode" isolation || continue
 	run_to "$out/iso-$mode-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
 		--iters "$iters" --warmup "$warmup" --sizes "$iso_sizes" || true
 	run_to "$out/iso-$mode-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
