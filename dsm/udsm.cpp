@@ -175,8 +175,9 @@ struct Region::Impl {
                 answers.push_back(ask(node, what, page));
             g.lock();
             for (size_t i = 0; i < q.size(); i++) {
+                // Frames are reached through each node's LMR, not by key.
                 (void)lite_dsm_answer(&dir[page], &t, q[i].second, q[i].first, answers[i].status,
-                                      answers[i].has_frame != 0, page * kPage);
+                                      answers[i].has_frame != 0, page * kPage, 0);
             }
             lite_dsm_grant gr{};
             err = lite_dsm_decide(&dir[page], &t, &gr);
@@ -202,7 +203,7 @@ struct Region::Impl {
         if (page >= pages || it == running.end() || it->second.requester != requester || it->second.id != txn)
             return -ESTALE;
         if (status == 0) {
-            lite_dsm_commit(&dir[page], &it->second, page * kPage);
+            lite_dsm_commit(&dir[page], &it->second, page * kPage, 0);
         } else {
             lite_dsm_abort(&dir[page], &it->second, false);
         }

@@ -34,6 +34,7 @@
 #include <linux/uaccess.h>
 #include <linux/ktime.h>
 #include <linux/cpumask.h>
+#include <linux/seq_file.h>
 
 #include "internal.h"
 
@@ -154,6 +155,7 @@ struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id)
 static void lite_dsm_free_frames(struct lite_dsm_region *r)
 {
 	struct lite_dsm_frame *batch[64];
+	struct lite_mr *mrs[64];
 	struct lite_dsm_frame *frame;
 	struct ib_device *dev;
 	unsigned long index;
@@ -179,6 +181,14 @@ static void lite_dsm_free_frames(struct lite_dsm_region *r)
 				break;
 		}
 		spin_unlock_bh(&r->lock);
+		/*
+		 * Keys first: no peer reads the pages once they are free. The
+		 * last reference may go on a path that must not wait for a
+		 * completion, so the MRs are deregistered, not recycled.
+		 */
+		for (i = 0; i < n; i++)
+			mrs[i] = batch[i]->mr;
+		lite_mr_release(r->node, mrs, n, false);
 		for (i = 0; i < n; i++) {
 			ib_dma_unmap_page(dev, batch[i]->dma, PAGE_SIZE,
 					  DMA_BIDIRECTIONAL);
@@ -291,11 +301,30 @@ void lite_dsm_forget(struct lite_dsm_region *r)
 
 /* --- Frames ----------------------------------------------------------- */
 
+/*
+ * The key peers read @frame with (a copy's source is read with one RDMA
+ * read): the node's one key in global isolation; in lmr isolation the
+ * frame is registered by itself, read-only, so a key given out for a DSM
+ * page reaches that page and nothing else.
+ */
+static int lite_dsm_frame_key(struct lite_node *node,
+			      struct lite_dsm_frame *frame)
+{
+	if (!lite_isolated(node)) {
+		frame->rkey = node->rkey;
+		return 0;
+	}
+	return lite_mr_register(node, frame->dma, PAGE_SIZE,
+				IB_ACCESS_REMOTE_READ, &frame->mr,
+				&frame->rkey);
+}
+
 static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 					     u64 index)
 {
 	struct ib_device *dev = r->node->ibdev->dev;
 	struct lite_dsm_frame *frame, *old;
+	int err = -ENOMEM;
 
 	frame = xa_load(&r->frames, (unsigned long)index);
 	if (frame)
@@ -310,12 +339,16 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 				     DMA_BIDIRECTIONAL);
 	if (ib_dma_mapping_error(dev, frame->dma))
 		goto free_page;
+	err = lite_dsm_frame_key(r->node, frame);
+	if (err)
+		goto unmap_page;
 	spin_lock_bh(&r->lock);
 	old = r->no_frames ? ERR_PTR(-ENXIO) :
 	      xa_cmpxchg_bh(&r->frames, (unsigned long)index, NULL, frame,
 			 GFP_ATOMIC);
 	spin_unlock_bh(&r->lock);
 	if (IS_ERR(old) || xa_is_err(old) || old) {
+		lite_mr_release(r->node, &frame->mr, 1, true);
 		ib_dma_unmap_page(dev, frame->dma, PAGE_SIZE,
 				  DMA_BIDIRECTIONAL);
 		__free_page(frame->page);
@@ -327,11 +360,13 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 	atomic64_inc(&r->node->dsm_stats.pages);
 	return frame;
 
+unmap_page:
+	ib_dma_unmap_page(dev, frame->dma, PAGE_SIZE, DMA_BIDIRECTIONAL);
 free_page:
 	__free_page(frame->page);
 free_frame:
 	kfree(frame);
-	return ERR_PTR(-ENOMEM);
+	return ERR_PTR(err);
 }
 
 /* Whether @frame's copy serves an access of @kind. Region lock held. */
@@ -686,7 +721,7 @@ static int lite_dsm_want(struct lite_dsm_region *r,
 	f->req.region = cpu_to_le64(r->id);
 	f->req.page = cpu_to_le64(index);
 	f->req.addr = cpu_to_le64(frame->dma);
-	f->req.rkey = cpu_to_le32(r->node->rkey);
+	f->req.rkey = cpu_to_le32(frame->rkey);
 	f->req.kind = kind;
 	/* The first request goes from the faulting thread: no wake-up. */
 	f->stage = LITE_DSM_ST_REQ;
@@ -906,6 +941,7 @@ static int lite_dsm_mmap(struct file *file, struct vm_area_struct *vma)
  * @what: enum lite_dsm_inval_kind
  * @has_frame: set if our frame holds the bytes of its last grant
  * @addr: set to the frame's address
+ * @rkey: set to its key
  *
  * INVALIDATE unmaps the page everywhere on this node; DOWNGRADE unmaps a
  * writable copy, which stays a read copy (the next load maps it read-only
@@ -913,13 +949,14 @@ static int lite_dsm_mmap(struct file *file, struct vm_area_struct *vma)
  * Process context.
  */
 void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
-			  bool *has_frame, u64 *addr)
+			  bool *has_frame, u64 *addr, u32 *rkey)
 {
 	struct lite_dsm_frame *frame;
 	bool zap = false;
 
 	*has_frame = false;
 	*addr = 0;
+	*rkey = 0;
 	down_write(&r->zap_sem);
 	spin_lock_bh(&r->lock);
 	frame = xa_load(&r->frames, (unsigned long)index);
@@ -930,6 +967,7 @@ void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
 	}
 	*has_frame = frame->intact;
 	*addr = frame->dma;
+	*rkey = frame->rkey;
 	if (what == LITE_DSM_INVALIDATE) {
 		zap = frame->state != LITE_DSM_L_INVALID;
 		frame->state = LITE_DSM_L_INVALID;
@@ -963,6 +1001,7 @@ void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg)
 	struct lite_dsm_region *r;
 	bool has = false;
 	u64 addr = 0;
+	u32 rkey = 0;
 
 	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
 	if (r && r->home != conn->peer_id) {
@@ -972,11 +1011,11 @@ void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg)
 	}
 	if (r && le64_to_cpu(req->page) < r->n_pages)
 		lite_dsm_inval_local(r, le64_to_cpu(req->page), req->what,
-				     &has, &addr);
+				     &has, &addr, &rkey);
 	if (r)
 		lite_dsm_put(r);
 	rep.addr = cpu_to_le64(addr);
-	rep.rkey = cpu_to_le32(conn->node->rkey);
+	rep.rkey = cpu_to_le32(rkey);
 	rep.has_frame = has;
 	lite_reply(conn, msg, 0, &rep, sizeof(rep));
 }
@@ -1353,6 +1392,37 @@ static struct lite_dsm_region *lite_dsm_next(struct lite_node *node,
 	return r;
 }
 
+/**
+ * lite_dsm_frames_show - list the frames of the node's regions (debugfs
+ * "dsm_frames")
+ * @m: the file
+ * @node: the node
+ *
+ * One line per frame: the region's id, the page, the frame's address and
+ * key, its local state (enum lite_dsm_local) and whether it holds the
+ * bytes of its last grant.
+ *
+ * Return: 0.
+ */
+int lite_dsm_frames_show(struct seq_file *m, struct lite_node *node)
+{
+	struct lite_dsm_frame *frame;
+	struct lite_dsm_region *r;
+	unsigned long id = 0;
+	unsigned long index;
+
+	while ((r = lite_dsm_next(node, &id))) {
+		spin_lock_bh(&r->lock);
+		xa_for_each(&r->frames, index, frame)
+			seq_printf(m, "%#llx %lu %#llx %#x %u %u\n", r->id,
+				   index, frame->dma, frame->rkey,
+				   frame->state, frame->intact);
+		spin_unlock_bh(&r->lock);
+		lite_dsm_put(r);
+	}
+	return 0;
+}
+
 /* Every half second: the homes' deadlines (lite_dsm_home_tick()). */
 static void lite_dsm_timer(struct work_struct *work)
 {
@@ -1553,9 +1623,7 @@ void lite_dsm_node_free(struct lite_node *node)
  * there is no such region and no CREATE; -EEXIST if it exists and EXCL
  * was asked, or CREATE names an LMR's name; -EMEDIUMTYPE if the name
  * stands for an LMR; -EHOSTUNREACH without the manager or the home;
- * -EOPNOTSUPP on a node in lmr isolation (its frames would need a key
- * each, which the home's directory does not carry); -ENOMEM, -EMFILE, or
- * the error of a request.
+ * -ENOMEM, -EMFILE, or the error of a request.
  */
 int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
 		  struct file **file)
@@ -1572,10 +1640,6 @@ int lite_dsm_open(struct lite_file *lf, struct lite_dsm_open *o,
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
-	if (lite_isolated(node)) {
-		lite_node_put(node);
-		return -EOPNOTSUPP;
-	}
 	mutex_lock(&node->dsm_lock);
 	if (node->dsm_down) {
 		err = -ENODEV;		/* the node is going down */

@@ -32,7 +32,6 @@ struct lite_dsm_home {
 	u32 next_txn;
 	bool users[LITE_MAX_NODES + 1];	/* other nodes that opened it */
 	u32 opens[LITE_MAX_NODES + 1];	/* each node's OPENs, counted */
-	u32 rkeys[LITE_MAX_NODES + 1];	/* each node's key for its frames */
 	bool dying;			/* removed: no new transaction; read
 					 * without the lock by
 					 * lite_dsm_removed() */
@@ -45,6 +44,7 @@ struct lite_dsm_htxn {
 	u64 index;
 	u8 kind;
 	u32 rseq;			/* the requester's number for it */
+	u32 rkey;			/* the key of the requester's frame */
 	struct lite_dsm_txn t;		/* home lock */
 	struct lite_conn *conn;		/* remote requester: a reference */
 	u32 req_id;			/* its request to reply to */
@@ -139,7 +139,7 @@ static bool lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 	if (!a) {
 		/* As if it failed: the transaction fails, the fault retries. */
 		lite_dsm_answer(&h->dir[x->index], &x->t, what, node, -ENOMEM,
-				false, 0);
+				false, 0, 0);
 		return false;
 	}
 	kref_init(&a->ref);
@@ -235,8 +235,7 @@ static void lite_dsm_decide_now(struct lite_dsm_home *h,
 	x->grant.kind = g.kind;
 	x->grant.from = cpu_to_le16(g.from);
 	x->grant.from_addr = cpu_to_le64(g.from_addr);
-	if (g.kind == LITE_DSM_DATA)
-		x->grant.from_rkey = cpu_to_le32(h->rkeys[g.from]);
+	x->grant.from_rkey = cpu_to_le32(g.from_rkey);
 	x->grant.txn = cpu_to_le32(x->t.id);
 	x->granted = true;
 	x->since = jiffies;
@@ -333,7 +332,7 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 
 /* An answer to @a (status -EHOSTDOWN: its node is gone). */
 static void lite_dsm_ask_answer(struct lite_dsm_ask *a, int status,
-				bool has_frame, u64 addr)
+				bool has_frame, u64 addr, u32 rkey)
 {
 	struct lite_dsm_htxn *x = a->x;
 	struct lite_dsm_region *r = x->region;
@@ -344,11 +343,9 @@ static void lite_dsm_ask_answer(struct lite_dsm_ask *a, int status,
 	spin_lock_bh(&h->lock);
 	list_del_init(&a->entry);
 	a->in_call = false;
-	if (!status && has_frame && a->node != READ_ONCE(r->node->self_id))
-		h->rkeys[a->node] = le32_to_cpu(a->held.rkey);
 	if (!a->answered && !x->ended) {
 		lite_dsm_answer(&h->dir[x->index], &x->t, a->what, a->node,
-				status, has_frame, addr);
+				status, has_frame, addr, rkey);
 		if (lite_dsm_answered(&x->t) && !x->granted)
 			lite_dsm_decide_now(h, x, &td);
 	}
@@ -378,7 +375,8 @@ static void lite_dsm_ask_reply(struct lite_call *call)
 		return;
 	}
 	lite_dsm_ask_answer(a, 0, a->held.has_frame,
-			    le64_to_cpu(a->held.addr));
+			    le64_to_cpu(a->held.addr),
+			    le32_to_cpu(a->held.rkey));
 }
 
 static void lite_dsm_ask_work(struct work_struct *work)
@@ -388,18 +386,20 @@ static void lite_dsm_ask_work(struct work_struct *work)
 	struct lite_node *node = r->node;
 	bool has = false;
 	u64 addr = 0;
+	u32 rkey = 0;
 	int err;
 
 	if (a->node == READ_ONCE(node->self_id)) {
-		lite_dsm_inval_local(r, a->x->index, a->what, &has, &addr);
-		lite_dsm_ask_answer(a, 0, has, addr);
+		lite_dsm_inval_local(r, a->x->index, a->what, &has, &addr,
+				     &rkey);
+		lite_dsm_ask_answer(a, 0, has, addr, rkey);
 		return;
 	}
 	if (a->replied) {
 		a->replied = false;
 		/* A broken connection may have eaten it: ask again, twice. */
 		if (a->reply_status != -ECONNRESET || a->tries++ >= 2) {
-			lite_dsm_ask_answer(a, a->reply_status, false, 0);
+			lite_dsm_ask_answer(a, a->reply_status, false, 0, 0);
 			return;
 		}
 	}
@@ -413,7 +413,7 @@ static void lite_dsm_ask_work(struct work_struct *work)
 		err = lite_mbr_present(&node->mb, a->node) ? -EHOSTUNREACH :
 		      -EHOSTDOWN;
 		mutex_unlock(&node->lock);
-		lite_dsm_ask_answer(a, err, false, 0);
+		lite_dsm_ask_answer(a, err, false, 0, 0);
 		return;
 	}
 	spin_lock_bh(&r->dir->lock);
@@ -424,7 +424,7 @@ static void lite_dsm_ask_work(struct work_struct *work)
 				    LITE_MSG_DSM_INVAL, &a->req, sizeof(a->req),
 				    &a->held, sizeof(a->held));
 	if (err)
-		lite_dsm_ask_answer(a, err, false, 0);
+		lite_dsm_ask_answer(a, err, false, 0, 0);
 }
 
 /**
@@ -504,7 +504,6 @@ int lite_dsm_home_create(struct lite_dsm_region *r)
 	spin_lock_init(&h->lock);
 	INIT_LIST_HEAD(&h->running);
 	INIT_LIST_HEAD(&h->queued);
-	h->rkeys[READ_ONCE(r->node->self_id)] = r->node->rkey;
 	r->dir = h;
 	return 0;
 }
@@ -580,6 +579,7 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 	x->index = index;
 	x->kind = req->kind;
 	x->rseq = rseq;
+	x->rkey = le32_to_cpu(req->rkey);
 	x->t.requester = requester;
 	x->req_id = req_id;
 	x->local = local;
@@ -603,8 +603,6 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 		lite_dsm_htxn_put(x);
 		goto fail;
 	}
-	if (conn)
-		h->rkeys[requester] = le32_to_cpu(req->rkey);
 	if (old && conn) {
 		/* Sent again: answer on the new connection. */
 		stale = old->conn;
@@ -668,7 +666,7 @@ int lite_dsm_home_done(struct lite_dsm_region *r, u16 requester,
 	if (found) {
 		if (!done->status)
 			lite_dsm_commit(&h->dir[index], &found->t,
-					le64_to_cpu(done->addr));
+					le64_to_cpu(done->addr), found->rkey);
 		else
 			lite_dsm_abort(&h->dir[index], &found->t, false);
 		lite_dsm_end(h, found, &td);
@@ -712,7 +710,7 @@ void lite_dsm_home_member_gone(struct lite_dsm_region *r, u16 id)
 				continue;
 			a->answered = true;
 			lite_dsm_answer(&h->dir[x->index], &x->t, a->what, id,
-					-EHOSTDOWN, false, 0);
+					-EHOSTDOWN, false, 0, 0);
 		}
 		if (x->t.requester == id) {
 			lite_dsm_abort(&h->dir[x->index], &x->t, x->granted);

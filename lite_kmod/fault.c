@@ -17,6 +17,9 @@
  *   exports           (read-only) the LMR chunks this node holds for
  *                     others: wire id, owner, size, flags, chunk index,
  *                     address, length and key
+ *   dsm_frames        (read-only) the DSM page frames of this node's
+ *                     regions: region id, page, address, key, local state
+ *                     and whether it holds its last grant's bytes
  *   raw_rdma          only with the module parameter raw_rdma=1 (tests):
  *                     write "read NODE ADDR KEY LEN" or "write NODE ADDR
  *                     KEY LEN BYTE" to post one RDMA READ or WRITE of LEN
@@ -121,6 +124,24 @@ static int lite_exports_open(struct inode *inode, struct file *file)
 static const struct file_operations lite_exports_fops = {
 	.owner = THIS_MODULE,
 	.open = lite_exports_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+static int lite_dsm_frames_seq(struct seq_file *m, void *unused)
+{
+	return lite_dsm_frames_show(m, m->private);
+}
+
+static int lite_dsm_frames_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, lite_dsm_frames_seq, inode->i_private);
+}
+
+static const struct file_operations lite_dsm_frames_fops = {
+	.owner = THIS_MODULE,
+	.open = lite_dsm_frames_open,
 	.read = seq_read,
 	.llseek = seq_lseek,
 	.release = single_release,
@@ -244,6 +265,8 @@ void lite_fault_node_init(struct lite_node *node)
 	debugfs_create_file_unsafe("break_conn", 0200, d, node,
 				   &lite_fault_break_fops);
 	debugfs_create_file("exports", 0400, d, node, &lite_exports_fops);
+	debugfs_create_file("dsm_frames", 0400, d, node,
+			    &lite_dsm_frames_fops);
 	debugfs_create_file("raw_rdma", 0600, d, node, &lite_raw_fops);
 }
 

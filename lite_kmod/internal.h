@@ -826,6 +826,9 @@ struct lite_dsm_fetch;
 struct lite_dsm_frame {
 	struct page *page;		/* immutable */
 	u64 dma;			/* immutable: its DMA address */
+	u32 rkey;			/* immutable: the key peers read it
+					 * with (its own in lmr isolation) */
+	struct lite_mr *mr;		/* immutable: lmr isolation's MR */
 	/* region->lock: */
 	u8 state;			/* enum lite_dsm_local */
 	bool intact;			/* holds the bytes of its last grant */
@@ -906,6 +909,8 @@ void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
 int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 		      struct lite_mr **out, u32 *rkey);
 int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n);
+int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
+		     struct lite_mr **out, u32 *rkey);
 void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
 		     bool recycle);
 
@@ -977,8 +982,9 @@ void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_dsm_handle_gone(struct lite_conn *conn, const struct lite_msg *msg);
 struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id);
 void lite_dsm_put(struct lite_dsm_region *r);
+int lite_dsm_frames_show(struct seq_file *m, struct lite_node *node);
 void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
-			  bool *has_frame, u64 *addr);
+			  bool *has_frame, u64 *addr, u32 *rkey);
 void lite_dsm_granted(struct lite_dsm_fetch *f, int status,
 		      const struct lite_wire_dsm_grant *g);
 void lite_dsm_kill(struct lite_dsm_region *r);

@@ -9,10 +9,11 @@
  *           peer is given carries that MR's key, and the key reaches every
  *           byte of this kernel. Nothing is registered per allocation.
  *   lmr     no such MR. Each chunk a peer may reach - an LMR's chunk on its
- *           memory node, a chunk of an RPC ring or of a reply buffer - is
- *           registered by itself with fast registration (IB_WR_REG_MR) and
- *           carries its own key; the NIC refuses every access outside the
- *           chunks a peer was given, and keys die with the memory.
+ *           memory node, a chunk of an RPC ring or of a reply buffer, a
+ *           DSM frame (read only) - is registered by itself with fast
+ *           registration (IB_WR_REG_MR) and carries its own key; the NIC
+ *           refuses every access outside the chunks a peer was given, and
+ *           keys die with the memory.
  *
  * Fast registration needs a work request: REG_MR goes on the connection of
  * the peer the memory is for (any QP of the node's PD would do: the key is
@@ -335,6 +336,40 @@ int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
 
 	if (ret)
 		lite_mr_release(b->op.conn->node, mrs, n, false);
+	return ret;
+}
+
+/**
+ * lite_mr_register - register one chunk that is for no peer in particular
+ * @node: the node (lmr mode)
+ * @dma: the chunk's DMA address, aligned as lite_mr_batch_add() says
+ * @len: its bytes
+ * @access: IB_ACCESS_* the peers get
+ * @out: set to the MR (release it with lite_mr_release()), or NULL on
+ *	 failure
+ * @rkey: set to its key
+ *
+ * Posts IB_WR_REG_MR on the loopback connection and waits for it: the key
+ * is valid on every QP of the node's PD. Sleeps; not on a completion path.
+ *
+ * Return: 0; -ENOTCONN without a loopback connection (the node is going
+ * down), or the error of the registration.
+ */
+int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
+		     struct lite_mr **out, u32 *rkey)
+{
+	struct lite_mr_batch b;
+	struct lite_conn *conn;
+	int ret;
+
+	*out = NULL;
+	conn = lite_node_conn(node, READ_ONCE(node->self_id));
+	if (!conn)
+		return -ENOTCONN;
+	lite_mr_batch_init(&b, conn, access);
+	lite_mr_batch_add(&b, dma, len, out, rkey);
+	ret = lite_mr_batch_wait(&b, out, 1);
+	lite_conn_put(conn);
 	return ret;
 }
 

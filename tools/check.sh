@@ -6,9 +6,9 @@
 # guest tests and, in the one-guest boot, a short campaign of the ioctl and
 # io_uring fuzzer (tools/vm/guest-fuzz.sh: FUZZ_GUEST_SECONDS, default 60),
 # then the one-guest tests again with every node in lmr isolation (module
-# parameter isolation=2; the kernel DSM's tests excepted: lmr mode refuses
-# regions, which Isolation.DsmRegionsOnlyInGlobalMode checks),
-# and print how many ran, passed, failed and were skipped. Exit 0 only if
+# parameter isolation=2; the DSM litmus tests with DSM_ROUNDS_LMR rounds,
+# default 2000, instead of DSM_ROUNDS, default 10000), the several-guest
+# tests in both modes, and print how many ran, passed, failed and were skipped. Exit 0 only if
 # every step passed, nothing was skipped, the fuzzers found nothing, and no
 # guest kernel log showed trouble.
 #   tools/check.sh [all|host|fuzz|guest]
@@ -149,32 +149,42 @@ guest_tests() {
 	rc=0
 	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} \
 		--module-args raw_rdma=1,isolation=2 --out "$out/guest1-lmr" -- \
-		env LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" LITE_DETECT_SLACK_S="$slack" \
+		env LITE_DSM_ROUNDS="${DSM_ROUNDS_LMR:-2000}" LITE_DETECT_SLACK_S="$slack" \
 		"$build/tests/lite-guest-tests" --gtest_color=no \
-		--gtest_filter='-MultiGuest*:Dsm.*:Programs/DsmApps.KernelDsm*' \
+		--gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
 	record "guest tests (1 guest, lmr isolation)" "$rc" "$out/guest1-lmr/guest.json"
 
-	local n=${MULTI_GUESTS:-3}
-	step "guest tests: $n guests on a virtual network, one node each; 5% loss on one link for 30 s"
-	rc=0
-	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
-	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest2" -- \
-		env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*:MultiGuestLoss.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
-		"$build/tests/lite-guest-tests" || rc=$?
-	record "guest tests ($n guests)" "$rc" "$out"/guest2/multi-*.json
+	local n=${MULTI_GUESTS:-3} iso sfx g
+	local iso_args=()
+	# Both isolation modes on the wire: global, then every node in lmr.
+	for iso in global lmr; do
+		iso_args=() sfx=""
+		if [ "$iso" = lmr ]; then
+			iso_args=(--module-args isolation=2) sfx="-lmr"
+		fi
+		step "guest tests: $n guests on a virtual network, one node each, $iso isolation; 5% loss on one link for 30 s"
+		rc=0
+		# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
+		tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} \
+			${iso_args[@]+"${iso_args[@]}"} --out "$out/guest2$sfx" -- \
+			env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*:MultiGuestLoss.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
+			"$build/tests/lite-guest-tests" || rc=$?
+		record "guest tests ($n guests, $iso isolation)" "$rc" "$out/guest2$sfx"/multi-*.json
 
-	# The last guest resets itself mid-test: it writes no report, the
-	# survivors' reports count.
-	step "guest tests: $n guests, the last one reset mid-traffic"
-	rc=0
-	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
-	tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} --out "$out/guest3" -- \
-		env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuestReset.*" --gtest_output=json:/run/lite-out/reset-$LITE_GUEST_INDEX.json' \
-		"$build/tests/lite-guest-tests" || rc=$?
-	local reports=()
-	for ((g = 0; g < n - 1; g++)); do reports+=("$out/guest3/reset-$g.json"); done
-	record "guest tests ($n guests, one reset)" "$rc" "${reports[@]}"
+		# The last guest resets itself mid-test: it writes no report, the
+		# survivors' reports count.
+		step "guest tests: $n guests, $iso isolation, the last one reset mid-traffic"
+		rc=0
+		# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
+		tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} \
+			${iso_args[@]+"${iso_args[@]}"} --out "$out/guest3$sfx" -- \
+			env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuestReset.*" --gtest_output=json:/run/lite-out/reset-$LITE_GUEST_INDEX.json' \
+			"$build/tests/lite-guest-tests" || rc=$?
+		local reports=()
+		for ((g = 0; g < n - 1; g++)); do reports+=("$out/guest3$sfx/reset-$g.json"); done
+		record "guest tests ($n guests, $iso isolation, one reset)" "$rc" "${reports[@]}"
+	done
 	fault_figures
 }
 

@@ -94,6 +94,7 @@ static int lite_dsm_lose(struct lite_dsm_dir *d)
 	d->state = LITE_DSM_LOST;
 	d->src = 0;
 	d->src_addr = 0;
+	d->src_rkey = 0;
 	memset(&d->sharers, 0, sizeof(d->sharers));
 	memset(&d->holders, 0, sizeof(d->holders));
 	return -EHOSTDOWN;
@@ -203,7 +204,7 @@ static void lite_dsm_fail(struct lite_dsm_txn *t, int status)
 
 static void lite_dsm_invalidated(struct lite_dsm_dir *d,
 				 struct lite_dsm_txn *t, u16 node,
-				 bool has_frame, u64 addr)
+				 bool has_frame, u64 addr, u32 rkey)
 {
 	lite_dsm_nodes_clear(&d->sharers, node);
 	if (d->state == LITE_DSM_ZERO)
@@ -225,12 +226,13 @@ static void lite_dsm_invalidated(struct lite_dsm_dir *d,
 	if (!d->src || d->src == node) {
 		d->src = node;
 		d->src_addr = addr;
+		d->src_rkey = rkey;
 	}
 }
 
 static void lite_dsm_downgraded(struct lite_dsm_dir *d,
 				struct lite_dsm_txn *t, u16 node,
-				bool has_frame, u64 addr)
+				bool has_frame, u64 addr, u32 rkey)
 {
 	if (!has_frame) {
 		lite_dsm_fail(t, -EPROTO);
@@ -240,10 +242,11 @@ static void lite_dsm_downgraded(struct lite_dsm_dir *d,
 	lite_dsm_only(d, node, true);
 	d->src = node;
 	d->src_addr = addr;
+	d->src_rkey = rkey;
 }
 
 static void lite_dsm_probed(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
-			    u16 node, bool has_frame, u64 addr)
+			    u16 node, bool has_frame, u64 addr, u32 rkey)
 {
 	if (!has_frame) {
 		/* It lost its copy without telling us: not a holder. */
@@ -254,6 +257,7 @@ static void lite_dsm_probed(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 	}
 	d->src = node;
 	d->src_addr = addr;
+	d->src_rkey = rkey;
 }
 
 /**
@@ -266,6 +270,7 @@ static void lite_dsm_probed(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
  *	negative errno if the request failed (the transaction fails)
  * @has_frame: @node's frame holds the bytes it had (its copy was current)
  * @addr: that frame's address
+ * @rkey: the key that reaches it
  *
  * A PROBE of a node that turns out to have no copy moves on to the next
  * sharer (@t->probe changes): send it another PROBE.
@@ -273,7 +278,8 @@ static void lite_dsm_probed(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
  * (ignored).
  */
 int lite_dsm_answer(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
-		    u8 what, u16 node, int status, bool has_frame, u64 addr)
+		    u8 what, u16 node, int status, bool has_frame, u64 addr,
+		    u32 rkey)
 {
 	switch (what) {
 	case LITE_DSM_INVALIDATE:
@@ -285,7 +291,8 @@ int lite_dsm_answer(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		else if (status)
 			lite_dsm_fail(t, status);
 		else
-			lite_dsm_invalidated(d, t, node, has_frame, addr);
+			lite_dsm_invalidated(d, t, node, has_frame, addr,
+					     rkey);
 		return 0;
 	case LITE_DSM_DOWNGRADE:
 		if (!node || node != t->downgrade)
@@ -297,7 +304,7 @@ int lite_dsm_answer(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		} else if (status) {
 			lite_dsm_fail(t, status);
 		} else {
-			lite_dsm_downgraded(d, t, node, has_frame, addr);
+			lite_dsm_downgraded(d, t, node, has_frame, addr, rkey);
 		}
 		return 0;
 	case LITE_DSM_PROBE:
@@ -309,7 +316,7 @@ int lite_dsm_answer(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		} else if (status) {
 			lite_dsm_fail(t, status);
 		} else {
-			lite_dsm_probed(d, t, node, has_frame, addr);
+			lite_dsm_probed(d, t, node, has_frame, addr, rkey);
 		}
 		return 0;
 	}
@@ -359,6 +366,7 @@ int lite_dsm_decide(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		g->kind = LITE_DSM_DATA;
 		g->from = d->src;
 		g->from_addr = d->src_addr;
+		g->from_rkey = d->src_rkey;
 	}
 	t->granted = true;
 	return 0;
@@ -370,9 +378,10 @@ int lite_dsm_decide(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
  * @d: the page's record
  * @t: its transaction, granted
  * @addr: the requester's frame address
+ * @rkey: the key that reaches it
  */
 void lite_dsm_commit(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
-		     u64 addr)
+		     u64 addr, u32 rkey)
 {
 	u16 r = t->requester;
 
@@ -381,6 +390,7 @@ void lite_dsm_commit(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		lite_dsm_only(d, r, false);
 		d->src = r;
 		d->src_addr = addr;
+		d->src_rkey = rkey;
 	} else if (d->state != LITE_DSM_EXCL) {
 		/* (EXCL here: a KEEP of the writer's own page, no change.) */
 		lite_dsm_nodes_set(&d->sharers, r);
@@ -389,6 +399,7 @@ void lite_dsm_commit(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 			if (!d->src) {
 				d->src = r;
 				d->src_addr = addr;
+				d->src_rkey = rkey;
 			}
 		}
 	}
@@ -439,6 +450,7 @@ void lite_dsm_node_gone(struct lite_dsm_dir *d, u16 node)
 	if (d->src == node) {
 		d->src = 0;
 		d->src_addr = 0;
+		d->src_rkey = 0;
 	}
 	if (lite_dsm_nodes_empty(&d->holders))
 		lite_dsm_lose(d);

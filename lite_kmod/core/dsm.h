@@ -21,7 +21,9 @@
  * (a reader of a page whose source is not known). Each answer goes to
  * lite_dsm_answer(); when none is outstanding lite_dsm_decide() says what r
  * gets: nothing to fetch (KEEP: r's frame is current), zeros (ZERO), or the
- * bytes to read with one RDMA read (DATA: node and frame address). r
+ * bytes to read with one RDMA read (DATA: node, frame address and the key
+ * that reaches that frame: the node's one key in global isolation, the
+ * frame's own in lmr isolation, so it travels with every address). r
  * reports the fetch with a DONE, and lite_dsm_commit() records r's new copy.
  * A transaction that fails ends with lite_dsm_abort(); the answers already
  * applied keep the record true. An answer with status -EHOSTDOWN means the
@@ -71,7 +73,7 @@ struct lite_dsm_nodes {
 	u64 w[LITE_DSM_NODE_WORDS];
 };
 
-/* One page's record at its home. 48 bytes: a 1 GiB region takes 12 MiB. */
+/* One page's record at its home. 56 bytes: a 1 GiB region takes 14 MiB. */
 struct lite_dsm_dir {
 	u8 state;		/* enum lite_dsm_state */
 	u8 busy;		/* a transaction runs */
@@ -79,6 +81,8 @@ struct lite_dsm_dir {
 				 * is known (@src_addr); 0 if none is */
 	u32 txn;		/* busy: the running transaction's id */
 	u64 src_addr;		/* frame address of @src's copy */
+	u32 src_rkey;		/* the key that reaches that frame */
+	u32 reserved;
 	struct lite_dsm_nodes sharers;	/* read copies mapped */
 	struct lite_dsm_nodes holders;	/* SHARED, EXCL: frames that hold the
 					 * current bytes, mapped or not (a
@@ -103,6 +107,7 @@ struct lite_dsm_grant {
 	u8 kind;		/* enum lite_dsm_grant_kind */
 	u16 from;		/* DATA: node to read from */
 	u64 from_addr;		/* DATA: its frame address */
+	u32 from_rkey;		/* DATA: that frame's key */
 };
 
 bool lite_dsm_nodes_test(const struct lite_dsm_nodes *s, u16 id);
@@ -114,12 +119,13 @@ u16 lite_dsm_nodes_next(const struct lite_dsm_nodes *s, u16 after);
 int lite_dsm_begin(struct lite_dsm_dir *d, struct lite_dsm_txn *t, u8 kind,
 		   u16 requester, u32 id);
 int lite_dsm_answer(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
-		    u8 what, u16 node, int status, bool has_frame, u64 addr);
+		    u8 what, u16 node, int status, bool has_frame, u64 addr,
+		    u32 rkey);
 bool lite_dsm_answered(const struct lite_dsm_txn *t);
 int lite_dsm_decide(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		   struct lite_dsm_grant *g);
 void lite_dsm_commit(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
-		     u64 addr);
+		     u64 addr, u32 rkey);
 void lite_dsm_abort(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 		    bool requester_gone);
 void lite_dsm_node_gone(struct lite_dsm_dir *d, u16 node);

@@ -13,9 +13,10 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	7	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
+#define LITE_WIRE_VERSION	8	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
 				 * 5: LMR flags, 6: leases,
-				 * 7: a key per chunk */
+				 * 7: a key per chunk,
+				 * 8: a key per DSM frame */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -425,7 +426,7 @@ struct lite_wire_dsm_req {
 	__le64 page;
 	__le64 addr;
 	__le32 seq;
-	__le32 rkey;		/* the requester's key for its frames */
+	__le32 rkey;		/* the key of the requester's frame */
 	__u8 kind;		/* enum lite_dsm_kind */
 	__u8 reserved0[7];
 };
@@ -433,7 +434,7 @@ struct lite_wire_dsm_req {
 /* DSM_REQ reply: the grant. */
 struct lite_wire_dsm_grant {
 	__le64 from_addr;	/* DATA: the frame to read */
-	__le32 from_rkey;	/* DATA: its node's key */
+	__le32 from_rkey;	/* DATA: that frame's key */
 	__le32 txn;		/* the DONE names it */
 	__le16 from;		/* DATA: the node to read from */
 	__u8 kind;		/* enum lite_dsm_grant_kind */
@@ -460,7 +461,7 @@ struct lite_wire_dsm_inval {
 /* DSM_INVAL reply: where the frame is and whether it holds its bytes. */
 struct lite_wire_dsm_held {
 	__le64 addr;
-	__le32 rkey;		/* the answering node's key for its frames */
+	__le32 rkey;		/* that frame's key */
 	__u8 has_frame;		/* 0 or 1 */
 	__u8 reserved0[3];
 };

@@ -6,7 +6,7 @@
 // node's LMR and the bytes past its LMR's end. lmr: each
 // chunk has its own key, and all of that fails with a remote access error;
 // the target node stays a member, its LMRs intact; a freed LMR's key no
-// longer works.
+// longer works. DSM page frames likewise, with read-only keys.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <lite/dsm.hpp>
 #include <lite/session.hpp>
 #include <optional>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "dsm_util.hpp"
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -247,23 +249,103 @@ TEST_P(Isolation, WhatARawAccessReaches)
     EXPECT_EQ(got, bytes_of(pb)) << "B intact after all of it";
 }
 
-// lmr mode refuses DSM regions (their frames have no keys of their own
-// yet), with its own errno; global mode serves them.
-TEST_P(Isolation, DsmRegionsOnlyInGlobalMode)
+// One line of a node's "dsm_frames" file: a page frame of a DSM region.
+struct DsmFrame {
+    uint64_t region = 0;
+    uint64_t index = 0;
+    uint64_t addr = 0;
+    uint32_t rkey = 0;
+};
+
+std::vector<DsmFrame> dsm_frames(uint32_t instance)
 {
-    auto s = lite::Session::open(inst_[1]);
-    int fd = -1;
-    uint64_t size = 0;
-    int ret = LITE_dsm_open(s.get(), "iso-dsm", 65536, LITE_DSM_OPEN_CREATE, &fd, &size, nullptr);
-    if (lmr_mode()) {
-        EXPECT_EQ(ret, -EOPNOTSUPP);
-        EXPECT_EQ(fd, -1);
-        return;
+    std::ifstream in(debugfs(instance, "dsm_frames"));
+    std::vector<DsmFrame> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        // "REGION PAGE ADDR KEY STATE INTACT"
+        std::istringstream f(line);
+        DsmFrame d;
+        std::string region, addr, key;
+        f >> region >> std::dec >> d.index >> addr >> key;
+        if (!f)
+            continue;
+        d.region = std::stoull(region, nullptr, 16);
+        d.addr = std::stoull(addr, nullptr, 16);
+        d.rkey = static_cast<uint32_t>(std::stoul(key, nullptr, 16));
+        out.push_back(d);
     }
-    ASSERT_EQ(ret, 0);
-    EXPECT_EQ(size, 65536u);
-    EXPECT_EQ(LITE_dsm_destroy(fd), 0);
-    ::close(fd);
+    return out;
+}
+
+std::optional<DsmFrame> find_frame(uint32_t instance, uint64_t index)
+{
+    for (const auto& d : dsm_frames(instance)) {
+        if (d.index == index)
+            return d;
+    }
+    return std::nullopt;
+}
+
+// DSM pages move by one-sided RDMA reads from the frame of the node that
+// holds the current copy. In lmr mode each frame has a read-only key of
+// its own: a frame's key reads that page and nothing else, writes nothing,
+// and dies with the region. The region works the same in both modes.
+TEST_P(Isolation, DsmFramesHaveKeysOfTheirOwn)
+{
+    constexpr uint64_t kPage = 4096;
+    const uint64_t p0 = 0x0dd5ba11d0d0cafeULL, p1 = 0x5ca1ab1ec0ffee11ULL;
+    auto s1 = lite::Session::open(inst_[0]);
+    auto s2 = lite::Session::open(inst_[1]);
+    std::optional<lite::Dsm> mine = lite::Dsm::create(s2, "iso-dsm", 16 * kPage);
+    store(mine->data(), p0);
+    store(mine->data() + kPage, p1);
+    {
+        // Node 1 reads both pages: RDMA reads from node 2's frames.
+        auto other = lite::Dsm::open(s1, "iso-dsm");
+        EXPECT_EQ(load(other.data()), p0);
+        EXPECT_EQ(load(other.data() + kPage), p1);
+    }
+    auto f0 = find_frame(inst_[1], 0);
+    auto f1 = find_frame(inst_[1], 1);
+    ASSERT_TRUE(f0 && f1) << "node 2 lists the frames of pages 0 and 1";
+    if (lmr_mode()) {
+        EXPECT_NE(f0->rkey, f1->rkey) << "lmr: a key per frame";
+    } else {
+        EXPECT_EQ(f0->rkey, f1->rkey) << "global: one key for all";
+    }
+
+    // The control: page 0's address and key read page 0, in both modes.
+    auto r = raw(inst_[0], read_cmd(2, f0->addr, f0->rkey, 8));
+    ASSERT_EQ(r.status, 0);
+    EXPECT_EQ(r.data, bytes_of(p0));
+    // Page 1 with page 0's key.
+    r = raw(inst_[0], read_cmd(2, f1->addr, f0->rkey, 8));
+    if (lmr_mode()) {
+        EXPECT_EQ(r.status, -EIO) << "lmr: page 0's key does not reach page 1";
+        // Peers only read frames: no write through the frame's own key.
+        r = raw(inst_[0], write_cmd(2, f0->addr, f0->rkey, 8, 0x5a));
+        EXPECT_EQ(r.status, -EIO) << "lmr: frame keys are read-only";
+    } else {
+        EXPECT_EQ(r.status, 0) << "global: the key reaches every frame";
+        EXPECT_EQ(r.data, bytes_of(p1));
+    }
+    EXPECT_EQ(load(mine->data()), p0) << "page 0 intact";
+    EXPECT_EQ(load(mine->data() + kPage), p1) << "page 1 intact";
+    for (auto i : inst_)
+        EXPECT_EQ(member_ids(*dev_, i), (std::vector<uint32_t>{1, 2, 3}));
+
+    // The region goes: its frames and, in lmr mode, their keys with it.
+    mine->destroy();
+    mine.reset();
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!dsm_frames(inst_[1]).empty() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(dsm_frames(inst_[1]).empty()) << "no frame left on node 2";
+    if (lmr_mode()) {
+        r = raw(inst_[0], read_cmd(2, f0->addr, f0->rkey, 8));
+        EXPECT_EQ(r.status, -EIO) << "lmr: a freed frame's key is dead";
+    }
 }
 
 // The file is there only with the module parameter.

@@ -36,6 +36,13 @@ bool same(const lite_dsm_nodes& a, const lite_dsm_nodes& b)
     return a.w[0] == b.w[0] && a.w[1] == b.w[1];
 }
 
+// The key that reaches the frame at @addr: a different one per frame, as
+// in lmr isolation (global isolation is the case of one key for all).
+uint32_t key(uint64_t addr)
+{
+    return addr ? static_cast<uint32_t>(addr >> 12) * 0x101u + 7 : 0;
+}
+
 } // namespace
 
 TEST(DsmNodes, SetTestClearAndIterateOverBothWords)
@@ -72,7 +79,7 @@ TEST(DsmDir, ReadOfANeverWrittenPageIsAZeroFillWithoutMessages)
     lite_dsm_grant g{};
     ASSERT_EQ(lite_dsm_decide(&d, &t, &g), 0);
     EXPECT_EQ(g.kind, LITE_DSM_FILL);
-    lite_dsm_commit(&d, &t, 0x1000);
+    lite_dsm_commit(&d, &t, 0x1000, key(0x1000));
     EXPECT_EQ(d.state, LITE_DSM_ZERO);
     EXPECT_TRUE(same(d.sharers, nodes({2})));
     EXPECT_EQ(d.busy, 0);
@@ -84,6 +91,7 @@ TEST(DsmDir, WriteInvalidatesEveryOtherReaderThenReadsFromTheSource)
     d.state = LITE_DSM_SHARED;
     d.src = 1;
     d.src_addr = 0xa000;
+    d.src_rkey = key(0xa000);
     d.sharers = nodes({1, 2, 3});
     d.holders = d.sharers;
     lite_dsm_txn t{};
@@ -91,21 +99,23 @@ TEST(DsmDir, WriteInvalidatesEveryOtherReaderThenReadsFromTheSource)
     EXPECT_TRUE(same(t.inval, nodes({1, 2, 3})));
     EXPECT_TRUE(t.need_data);
     EXPECT_FALSE(lite_dsm_answered(&t));
-    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_DOWNGRADE, 1, 0, true, 0xa000), -EPROTO) << "not asked";
-    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 3, 0, true, 0xc000), 0);
-    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 3, 0, true, 0xc000), -EPROTO) << "twice";
-    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 1, 0, true, 0xa000), 0);
-    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 2, 0, true, 0xb000), 0);
+    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_DOWNGRADE, 1, 0, true, 0xa000, key(0xa000)), -EPROTO) << "not asked";
+    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 3, 0, true, 0xc000, key(0xc000)), 0);
+    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 3, 0, true, 0xc000, key(0xc000)), -EPROTO) << "twice";
+    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 1, 0, true, 0xa000, key(0xa000)), 0);
+    EXPECT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 2, 0, true, 0xb000, key(0xb000)), 0);
     ASSERT_TRUE(lite_dsm_answered(&t));
     lite_dsm_grant g{};
     ASSERT_EQ(lite_dsm_decide(&d, &t, &g), 0);
     EXPECT_EQ(g.kind, LITE_DSM_DATA);
     EXPECT_EQ(g.from, 1) << "the source's frame keeps its bytes after it was invalidated";
     EXPECT_EQ(g.from_addr, 0xa000u);
-    lite_dsm_commit(&d, &t, 0xd000);
+    EXPECT_EQ(g.from_rkey, key(0xa000)) << "the key travels with the address";
+    lite_dsm_commit(&d, &t, 0xd000, key(0xd000));
     EXPECT_EQ(d.state, LITE_DSM_EXCL);
     EXPECT_EQ(d.src, 4);
     EXPECT_EQ(d.src_addr, 0xd000u);
+    EXPECT_EQ(d.src_rkey, key(0xd000));
     EXPECT_TRUE(lite_dsm_nodes_empty(&d.sharers));
 }
 
@@ -115,13 +125,14 @@ TEST(DsmDir, UpgradeOfAReaderNeedsNoData)
     d.state = LITE_DSM_SHARED;
     d.src = 1;
     d.src_addr = 0xa000;
+    d.src_rkey = key(0xa000);
     d.sharers = nodes({1, 2});
     d.holders = d.sharers;
     lite_dsm_txn t{};
     ASSERT_EQ(lite_dsm_begin(&d, &t, LITE_DSM_WR, 2, 1), 0);
     EXPECT_TRUE(same(t.inval, nodes({1})));
     EXPECT_FALSE(t.need_data);
-    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 1, 0, true, 0xa000), 0);
+    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 1, 0, true, 0xa000, key(0xa000)), 0);
     lite_dsm_grant g{};
     ASSERT_EQ(lite_dsm_decide(&d, &t, &g), 0);
     EXPECT_EQ(g.kind, LITE_DSM_KEEP);
@@ -133,16 +144,17 @@ TEST(DsmDir, ReadOfAWrittenPageDowngradesTheWriter)
     d.state = LITE_DSM_EXCL;
     d.src = 3;
     d.src_addr = 0x3000;
+    d.src_rkey = key(0x3000);
     d.holders = nodes({3});
     lite_dsm_txn t{};
     ASSERT_EQ(lite_dsm_begin(&d, &t, LITE_DSM_RD, 2, 1), 0);
     EXPECT_EQ(t.downgrade, 3);
-    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_DOWNGRADE, 3, 0, true, 0x3000), 0);
+    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_DOWNGRADE, 3, 0, true, 0x3000, key(0x3000)), 0);
     lite_dsm_grant g{};
     ASSERT_EQ(lite_dsm_decide(&d, &t, &g), 0);
     EXPECT_EQ(g.kind, LITE_DSM_DATA);
     EXPECT_EQ(g.from, 3);
-    lite_dsm_commit(&d, &t, 0x2000);
+    lite_dsm_commit(&d, &t, 0x2000, key(0x2000));
     EXPECT_EQ(d.state, LITE_DSM_SHARED);
     EXPECT_TRUE(same(d.sharers, nodes({2, 3})));
 }
@@ -166,6 +178,7 @@ TEST(DsmDir, ASourceThatDiesIsReplacedByAProbedReader)
     d.state = LITE_DSM_SHARED;
     d.src = 1;
     d.src_addr = 0x1000;
+    d.src_rkey = key(0x1000);
     d.sharers = nodes({1, 2, 3});
     d.holders = d.sharers;
     lite_dsm_node_gone(&d, 1);
@@ -176,14 +189,15 @@ TEST(DsmDir, ASourceThatDiesIsReplacedByAProbedReader)
     EXPECT_EQ(t.probe, 2);
     // Node 2 is gone too before it answers: the probe moves on to 3.
     lite_dsm_node_gone(&d, 2);
-    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_PROBE, 2, -EHOSTDOWN, false, 0), 0);
+    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_PROBE, 2, -EHOSTDOWN, false, 0, key(0)), 0);
     EXPECT_EQ(t.probe, 3);
-    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_PROBE, 3, 0, true, 0x3000), 0);
+    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_PROBE, 3, 0, true, 0x3000, key(0x3000)), 0);
     lite_dsm_grant g{};
     ASSERT_EQ(lite_dsm_decide(&d, &t, &g), 0);
     EXPECT_EQ(g.kind, LITE_DSM_DATA);
     EXPECT_EQ(g.from, 3);
     EXPECT_EQ(g.from_addr, 0x3000u);
+    EXPECT_EQ(g.from_rkey, key(0x3000)) << "the key travels with the address";
 }
 
 TEST(DsmDir, AFailedAnswerFailsTheTransactionAndKeepsTheReader)
@@ -195,8 +209,8 @@ TEST(DsmDir, AFailedAnswerFailsTheTransactionAndKeepsTheReader)
     d.holders = d.sharers;
     lite_dsm_txn t{};
     ASSERT_EQ(lite_dsm_begin(&d, &t, LITE_DSM_WR, 3, 1), 0);
-    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 1, 0, true, 0x1000), 0);
-    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 2, -ETIMEDOUT, false, 0), 0);
+    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 1, 0, true, 0x1000, key(0x1000)), 0);
+    ASSERT_EQ(lite_dsm_answer(&d, &t, LITE_DSM_INVALIDATE, 2, -ETIMEDOUT, false, 0, key(0)), 0);
     lite_dsm_grant g{};
     EXPECT_EQ(lite_dsm_decide(&d, &t, &g), -ETIMEDOUT);
     lite_dsm_abort(&d, &t, false);
@@ -375,13 +389,13 @@ struct Model {
                         requester_gone = true;
                     uint16_t gone = victim;
                     if (lite_dsm_nodes_test(&t.inval, gone)) {
-                        ASSERT_EQ(lite_dsm_answer(&dir, &t, LITE_DSM_INVALIDATE, gone, -EHOSTDOWN, false, 0), 0);
+                        ASSERT_EQ(lite_dsm_answer(&dir, &t, LITE_DSM_INVALIDATE, gone, -EHOSTDOWN, false, 0, 0), 0);
                     }
                     if (t.downgrade == gone) {
-                        ASSERT_EQ(lite_dsm_answer(&dir, &t, LITE_DSM_DOWNGRADE, gone, -EHOSTDOWN, false, 0), 0);
+                        ASSERT_EQ(lite_dsm_answer(&dir, &t, LITE_DSM_DOWNGRADE, gone, -EHOSTDOWN, false, 0, 0), 0);
                     }
                     if (t.probe == gone) {
-                        ASSERT_EQ(lite_dsm_answer(&dir, &t, LITE_DSM_PROBE, gone, -EHOSTDOWN, false, 0), 0);
+                        ASSERT_EQ(lite_dsm_answer(&dir, &t, LITE_DSM_PROBE, gone, -EHOSTDOWN, false, 0, 0), 0);
                     }
                     check("after a death");
                     continue;
@@ -407,7 +421,7 @@ struct Model {
                 // A timed-out invalidation may or may not have happened:
                 // the node undid nothing, so assume it did not.
             }
-            ASSERT_EQ(lite_dsm_answer(&dir, &t, what, who, status, has, a), 0);
+            ASSERT_EQ(lite_dsm_answer(&dir, &t, what, who, status, has, a, key(a)), 0);
             check("after an answer");
         }
         if (requester_gone) { // nobody to send the grant to
@@ -443,6 +457,7 @@ struct Model {
             data_grants++;
             ASSERT_NE(g.from, r) << trace;
             ASSERT_EQ(g.from_addr, addr(g.from)) << trace;
+            ASSERT_EQ(g.from_rkey, key(addr(g.from))) << "the key of another frame\n" << trace;
             ASSERT_NE(node[g.from].state, Local::Dead) << "read from a dead node\n" << trace;
             ASSERT_TRUE(node[g.from].has_frame) << trace;
             ASSERT_EQ(node[g.from].frame, latest) << "the source is stale\n" << trace;
@@ -454,7 +469,7 @@ struct Model {
         n.has_frame = true;
         n.state = kind == LITE_DSM_WR ? Local::Excl : (n.state == Local::Excl ? Local::Excl : Local::Shared);
         check("after a grant");
-        lite_dsm_commit(&dir, &t, addr(r));
+        lite_dsm_commit(&dir, &t, addr(r), key(addr(r)));
         check("after a commit");
     }
 };
