@@ -51,7 +51,10 @@
 #                lite-rpc (8 B and 4 KiB calls) and reg-cost (LITE_alloc +
 #                LITE_free by size, with leases and with leases off:
 #                every allocation a request to the memory node, the
-#                registration on its path); report.py isolation makes the table
+#                registration on its path), and with a third node in the
+#                same mode dsm-lat (the kernel DSM's fault latency: a page
+#                frame's registration is on the first fault's path in lmr
+#                mode); report.py isolation makes the table
 #                (lmr over global) and the iso_* summary keys; the nodes
 #                come back up in the default mode
 #   dsm          with a third node: DSM fault latency, kernel and user
@@ -284,7 +287,7 @@ rc=0
 # node 3, its instance in third_inst; third_down takes it down again.
 third_up() {
 	local re='^instance ([0-9]+): node ([0-9]+)' line
-	line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515")
+	line=$("$litectl" up --dev "$dev" --listen "$addr:18517" --secret-file "$work/secret" --join "$addr:18515" "$@")
 	echo "$line" >&2
 	[[ $line =~ $re ]] || { say "cannot read the instance from litectl up: $line"; exit 1; }
 	third_inst=${BASH_REMATCH[1]}
@@ -979,7 +982,7 @@ iso_sizes=${BENCH_ISO_SIZES:-8,64,512,4096,32768}
 iso_reg_sizes=${BENCH_ISO_REG_SIZES:-4K,64K,1M,16M}
 iso_qds=${BENCH_ISO_QDS:-1,32}
 for mode in global lmr; do
-	for f in lat rpc tput-write tput-read reg reg-nolease; do : >"$out/iso-$mode-$f.csv"; done
+	for f in lat rpc tput-write tput-read reg reg-nolease dsm; do : >"$out/iso-$mode-$f.csv"; done
 	nodes_in --isolation "$mode" isolation || continue
 	run_to "$out/iso-$mode-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
 		--iters "$iters" --warmup "$warmup" --sizes "$iso_sizes" || true
@@ -999,6 +1002,10 @@ for mode in global lmr; do
 	run_to "$out/iso-$mode-reg-nolease.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" \
 		--node "$server_node" --sizes 4K,64K,1M --iters "${BENCH_ISO_ALLOC_ITERS:-100}" || true
 	echo "$lease_kb" >"$lease_param"
+	third_up --isolation "$mode"
+	run_to "$out/iso-$mode-dsm.csv" "$dsm_lat" --instances "$client_inst,$server_inst,$third_inst" \
+		--runs "${BENCH_ISO_DSM_RUNS:-100}" || true
+	third_down
 done
 say "leaving the nodes in the default isolation mode"
 if ! nodes_down || ! nodes_up; then

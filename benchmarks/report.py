@@ -48,8 +48,8 @@ plot.py):
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
   isolation
-        from DIR/iso-MODE-{lat,rpc,tput-write,tput-read,reg,reg-nolease}.csv (lite-lat,
-        lite-rpc, async-tput, reg-cost with the nodes in isolation MODE,
+        from DIR/iso-MODE-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv (lite-lat,
+        lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in isolation MODE,
         global and lmr): isolation.txt and isolation.csv (each figure in
         both modes, lmr over global); summary keys iso_write_lat_8,
         iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
@@ -58,7 +58,9 @@ plot.py):
         iso_alloc_4096, iso_alloc_1m (LITE_alloc + LITE_free back to back
         with leases off: each a request to the memory node),
         iso_alloc_4096_lease, iso_alloc_16m (back to back with leases on;
-        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease):
+        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease),
+        iso_dsm_read_fault, iso_dsm_write_fault (the kernel DSM's read fault
+        of a SHARED page and write fault of a page the home holds, median us):
         "lite" is lmr mode, "native" global mode (native_mode says so).
 
   breakdown
@@ -800,7 +802,9 @@ def iso_figures(d, mode):
             ("reg", lambda r: [(("alloc_lease", int(r["size"])), sum_or_none(num(r, "lite_alloc_us"),
                                                                             num(r, "lite_free_us"))),
                                (("alloc_paced", int(r["size"])), sum_or_none(num(r, "lite_alloc_paced_us"),
-                                                                             num(r, "lite_free_paced_us")))])):
+                                                                             num(r, "lite_free_paced_us")))]),
+            ("dsm", lambda r: [((DSM_ISO_ROWS[r["name"]], 4096), num(r, "median_us"))]
+             if r["name"] in DSM_ISO_ROWS else [])):
         try:
             rows = rows_of(os.path.join(d, f"iso-{mode}-{name}.csv"))
         except Missing as e:
@@ -813,19 +817,26 @@ def iso_figures(d, mode):
     return figs
 
 
+# dsm-lat's rows in the isolation table: one RDMA read of a frame, and a
+# write fault that invalidates the home's copy and reads it.
+DSM_ISO_ROWS = {"read_fault": "dsm_read_fault", "write_fault_1": "dsm_write_fault"}
+
+
 def sum_or_none(a, b):
     return None if a is None or b is None else a + b
 
 
 ISO_UNITS = {"write_lat": "us", "read_lat": "us", "rpc_lat": "us", "write_tput_qd": "ops/s",
-             "read_tput_qd": "ops/s", "alloc": "us", "alloc_lease": "us", "alloc_paced": "us"}
+             "read_tput_qd": "ops/s", "alloc": "us", "alloc_lease": "us", "alloc_paced": "us",
+             "dsm_read_fault": "us", "dsm_write_fault": "us"}
 ISO_KEYS = {"iso_write_lat_8": ("write_lat", 8), "iso_read_lat_8": ("read_lat", 8),
             "iso_write_lat_4096": ("write_lat", 4096), "iso_read_lat_4096": ("read_lat", 4096),
             "iso_write_tput_qd32": ("write_tput_qd", 32), "iso_read_tput_qd32": ("read_tput_qd", 32),
             "iso_rpc_lat_8": ("rpc_lat", 8), "iso_rpc_lat_4096": ("rpc_lat", 4096),
             "iso_alloc_4096": ("alloc", 4096), "iso_alloc_1m": ("alloc", 1 << 20),
             "iso_alloc_16m": ("alloc_lease", 16 << 20), "iso_alloc_4096_lease": ("alloc_lease", 4096),
-            "iso_alloc_4096_paced": ("alloc_paced", 4096)}
+            "iso_alloc_4096_paced": ("alloc_paced", 4096),
+            "iso_dsm_read_fault": ("dsm_read_fault", 4096), "iso_dsm_write_fault": ("dsm_write_fault", 4096)}
 
 
 def section_isolation(d, summary):
@@ -836,7 +847,8 @@ def section_isolation(d, summary):
              "throughput 4 KiB operations per second on a lite ring; alloc = LITE_alloc + LITE_free back",
              "to back with leases off (each a request to the memory node, which registers in lmr mode),",
              "alloc_lease the same with leases on (16M is above the lease sizes), alloc_paced 10 ms apart",
-             "(from the lease)",
+             "(from the lease), dsm_* the kernel DSM's read fault (one RDMA read of a frame) and write",
+             "fault (the home's copy invalidated, then read), median us",
              f"{'figure':<16} {'size/qd':>8} {'global':>11} {'lmr':>11} {'lmr/global':>10}"]
     out = [["metric", "size_or_qd", "global", "lmr", "lmr_over_global", "unit"]]
     for k in keys:

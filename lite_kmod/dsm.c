@@ -39,6 +39,7 @@
 #include "internal.h"
 
 #define LITE_DSM_FS_MAGIC	0x4c44534dU	/* "LDSM" */
+#define LITE_DSM_FREE_BATCH	64	/* frames freed per round */
 
 static_assert(PAGE_SIZE == LITE_DSM_PAGE_SIZE);
 
@@ -149,13 +150,35 @@ struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id)
 }
 
 /*
+ * Count a frame about to be allocated, unless the node goes down
+ * (lite_dsm_node_free() waits for the count to drop to zero).
+ */
+static bool lite_dsm_frames_get(struct lite_node *node)
+{
+	atomic_inc(&node->dsm_frames);
+	smp_mb__after_atomic();	/* pairs with lite_dsm_node_free() */
+	if (!READ_ONCE(node->dsm_frames_off))
+		return true;
+	if (atomic_dec_and_test(&node->dsm_frames))
+		wake_up_all(&node->conns_wq);
+	return false;
+}
+
+/* @n frames are freed: their pages, DMA mappings and keys. */
+static void lite_dsm_frames_put(struct lite_node *node, int n)
+{
+	if (n && atomic_sub_and_test(n, &node->dsm_frames))
+		wake_up_all(&node->conns_wq);
+}
+
+/*
  * Free every frame of @r. Nothing maps them: the region is dead (no fault
  * installs one) and was unmapped, or no file is left. Fetches are over.
  */
 static void lite_dsm_free_frames(struct lite_dsm_region *r)
 {
-	struct lite_dsm_frame *batch[64];
-	struct lite_mr *mrs[64];
+	struct lite_dsm_frame *batch[LITE_DSM_FREE_BATCH];
+	struct lite_mr *mrs[LITE_DSM_FREE_BATCH];
 	struct lite_dsm_frame *frame;
 	struct ib_device *dev;
 	unsigned long index;
@@ -182,9 +205,10 @@ static void lite_dsm_free_frames(struct lite_dsm_region *r)
 		}
 		spin_unlock_bh(&r->lock);
 		/*
-		 * Keys first: no peer reads the pages once they are free. The
-		 * last reference may go on a path that must not wait for a
-		 * completion, so the MRs are deregistered, not recycled.
+		 * Keys first: no peer reads the pages once they are free.
+		 * Deregistered, not invalidated with a work request: that
+		 * would need the loopback connection, which is gone when
+		 * lite_dsm_node_free() gets here.
 		 */
 		for (i = 0; i < n; i++)
 			mrs[i] = batch[i]->mr;
@@ -196,6 +220,7 @@ static void lite_dsm_free_frames(struct lite_dsm_region *r)
 			kfree(batch[i]);
 		}
 		atomic64_sub(n, &r->node->dsm_stats.pages);
+		lite_dsm_frames_put(r->node, n);
 		cond_resched();
 	} while (n);
 	up_write(&r->zap_sem);
@@ -301,22 +326,52 @@ void lite_dsm_forget(struct lite_dsm_region *r)
 
 /* --- Frames ----------------------------------------------------------- */
 
+/* Whether a failed request is worth another one before the deadline. */
+static bool lite_dsm_transient(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNRESET || err == -EAGAIN ||
+	       err == -EHOSTUNREACH || err == -EBUSY || err == -ENOTCONN;
+}
+
 /*
  * The key peers read @frame with (a copy's source is read with one RDMA
  * read): the node's one key in global isolation; in lmr isolation the
  * frame is registered by itself, read-only, so a key given out for a DSM
- * page reaches that page and nothing else.
+ * page reaches that page and nothing else. A loopback connection made
+ * again meanwhile is waited for; the device out of MRs is -ENOSPC (the
+ * fault's SIGBUS), not an out-of-memory fault retried forever.
  */
 static int lite_dsm_frame_key(struct lite_node *node,
 			      struct lite_dsm_frame *frame)
 {
+	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
+	int err;
+
 	if (!lite_isolated(node)) {
 		frame->rkey = node->rkey;
 		return 0;
 	}
-	return lite_mr_register(node, frame->dma, PAGE_SIZE,
-				IB_ACCESS_REMOTE_READ, &frame->mr,
-				&frame->rkey);
+	do {
+		err = lite_mr_register(node, frame->dma, PAGE_SIZE,
+				       IB_ACCESS_REMOTE_READ, &frame->mr,
+				       &frame->rkey);
+	} while (lite_dsm_transient(err) && err != -ENOTCONN &&
+		 time_before(jiffies, deadline) &&
+		 !fatal_signal_pending(current));
+	return err == -ENOMEM ? -ENOSPC : err;
+}
+
+/* Free a frame no one else ever saw, its key first. */
+static void lite_dsm_frame_drop(struct lite_node *node,
+				struct lite_dsm_frame *frame)
+{
+	if (frame->mr)
+		lite_mr_release(node, &frame->mr, 1, true);
+	ib_dma_unmap_page(node->ibdev->dev, frame->dma, PAGE_SIZE,
+			  DMA_BIDIRECTIONAL);
+	__free_page(frame->page);
+	kfree(frame);
+	lite_dsm_frames_put(node, 1);
 }
 
 static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
@@ -329,9 +384,11 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 	frame = xa_load(&r->frames, (unsigned long)index);
 	if (frame)
 		return frame;
+	if (READ_ONCE(r->no_frames) || !lite_dsm_frames_get(r->node))
+		return ERR_PTR(-ENXIO);
 	frame = kzalloc(sizeof(*frame), GFP_KERNEL_ACCOUNT);
 	if (!frame)
-		return ERR_PTR(-ENOMEM);
+		goto uncount;
 	frame->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!frame->page)
 		goto free_frame;
@@ -348,11 +405,7 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 			 GFP_ATOMIC);
 	spin_unlock_bh(&r->lock);
 	if (IS_ERR(old) || xa_is_err(old) || old) {
-		lite_mr_release(r->node, &frame->mr, 1, true);
-		ib_dma_unmap_page(dev, frame->dma, PAGE_SIZE,
-				  DMA_BIDIRECTIONAL);
-		__free_page(frame->page);
-		kfree(frame);
+		lite_dsm_frame_drop(r->node, frame);
 		if (IS_ERR(old))
 			return old;
 		return xa_is_err(old) ? ERR_PTR(xa_err(old)) : old;
@@ -366,6 +419,8 @@ free_page:
 	__free_page(frame->page);
 free_frame:
 	kfree(frame);
+uncount:
+	lite_dsm_frames_put(r->node, 1);
 	return ERR_PTR(err);
 }
 
@@ -738,13 +793,6 @@ static bool lite_dsm_moved(struct lite_dsm_region *r,
 	moved = r->dead || frame->gen != gen;
 	spin_unlock_bh(&r->lock);
 	return moved;
-}
-
-/* Whether a failed request is worth another one before the deadline. */
-static bool lite_dsm_transient(int err)
-{
-	return err == -ETIMEDOUT || err == -ECONNRESET || err == -EAGAIN ||
-	       err == -EHOSTUNREACH || err == -EBUSY || err == -ENOTCONN;
 }
 
 /* Faulting threads polling now, on all nodes (lite_dsm_poll()). */
@@ -1398,26 +1446,38 @@ static struct lite_dsm_region *lite_dsm_next(struct lite_node *node,
  * @m: the file
  * @node: the node
  *
- * One line per frame: the region's id, the page, the frame's address and
- * key, its local state (enum lite_dsm_local) and whether it holds the
- * bytes of its last grant.
+ * One line per frame of the regions open on the node (node->dsm): the
+ * region's id, the page, the frame's address and key, its local state
+ * (enum lite_dsm_local) and whether it holds the bytes of its last grant.
  *
  * Return: 0.
  */
 int lite_dsm_frames_show(struct seq_file *m, struct lite_node *node)
 {
+	unsigned long index, start;
 	struct lite_dsm_frame *frame;
 	struct lite_dsm_region *r;
 	unsigned long id = 0;
-	unsigned long index;
+	int n;
 
 	while ((r = lite_dsm_next(node, &id))) {
-		spin_lock_bh(&r->lock);
-		xa_for_each(&r->frames, index, frame)
-			seq_printf(m, "%#llx %lu %#llx %#x %u %u\n", r->id,
-				   index, frame->dma, frame->rkey,
-				   frame->state, frame->intact);
-		spin_unlock_bh(&r->lock);
+		/* In rounds: bottom halves stay off for a few frames only. */
+		start = 0;
+		do {
+			n = 0;
+			spin_lock_bh(&r->lock);
+			xa_for_each_start(&r->frames, index, frame, start) {
+				seq_printf(m, "%#llx %lu %#llx %#x %u %u\n",
+					   r->id, index, frame->dma,
+					   frame->rkey, frame->state,
+					   frame->intact);
+				if (++n == LITE_DSM_FREE_BATCH)
+					break;
+			}
+			spin_unlock_bh(&r->lock);
+			start = index + 1;
+			cond_resched();
+		} while (n == LITE_DSM_FREE_BATCH);
 		lite_dsm_put(r);
 	}
 	return 0;
@@ -1579,8 +1639,8 @@ lite_dsm_pick(struct lite_node *node, bool (*want)(struct lite_dsm_region *r))
  * lite_dsm_node_free - free every frame once the connections are gone
  * @node: the node; its QPs are drained, so no fetch writes a frame
  *
- * Finishes the DSM work queue first. The frames' DMA mappings go before
- * the device may. Sleeps.
+ * Finishes the DSM work queue first. The frames' keys and DMA mappings go
+ * before the node's PD (lite_mr_exit()) and the device may. Sleeps.
  */
 void lite_dsm_node_free(struct lite_node *node)
 {
@@ -1588,6 +1648,8 @@ void lite_dsm_node_free(struct lite_node *node)
 	struct lite_dsm_region *r;
 	long left;
 
+	WRITE_ONCE(node->dsm_frames_off, true);	/* no new frame */
+	smp_mb();	/* pairs with lite_dsm_frames_get() */
 	/*
 	 * A fault may have started a request just before the node went down
 	 * (its first step runs in the faulting thread): with no connection
@@ -1608,6 +1670,16 @@ void lite_dsm_node_free(struct lite_node *node)
 		lite_dsm_free_frames(r);
 		lite_dsm_put(r);
 	}
+	/*
+	 * A region whose last file closes meanwhile frees its frames in that
+	 * thread, and a fault may still be making one: their keys and DMA
+	 * mappings must go before the node's PD and device may.
+	 */
+	if (!wait_event_timeout(node->conns_wq,
+				!atomic_read(&node->dsm_frames),
+				msecs_to_jiffies(LITE_DSM_FAULT_MS)))
+		pr_err("lite%u: %d DSM frames not freed\n", node->instance,
+		       atomic_read(&node->dsm_frames));
 }
 
 /**

@@ -44,7 +44,8 @@ struct lite_dsm_htxn {
 	u64 index;
 	u8 kind;
 	u32 rseq;			/* the requester's number for it */
-	u32 rkey;			/* the key of the requester's frame */
+	u64 addr;			/* the requester's frame, */
+	u32 rkey;			/* and the key that reaches it */
 	struct lite_dsm_txn t;		/* home lock */
 	struct lite_conn *conn;		/* remote requester: a reference */
 	u32 req_id;			/* its request to reply to */
@@ -579,6 +580,7 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 	x->index = index;
 	x->kind = req->kind;
 	x->rseq = rseq;
+	x->addr = le64_to_cpu(req->addr);
 	x->rkey = le32_to_cpu(req->rkey);
 	x->t.requester = requester;
 	x->req_id = req_id;
@@ -666,7 +668,7 @@ int lite_dsm_home_done(struct lite_dsm_region *r, u16 requester,
 	if (found) {
 		if (!done->status)
 			lite_dsm_commit(&h->dir[index], &found->t,
-					le64_to_cpu(done->addr), found->rkey);
+					found->addr, found->rkey);
 		else
 			lite_dsm_abort(&h->dir[index], &found->t, false);
 		lite_dsm_end(h, found, &td);

@@ -394,6 +394,10 @@ struct lite_node {
 	struct workqueue_struct *dsm_wq;	/* fetches, asks, the timer */
 	struct delayed_work dsm_timer;	/* on dsm_wq: the homes' deadlines */
 	struct lite_dsm_stats dsm_stats;	/* atomics */
+	atomic_t dsm_frames;		/* frames allocated and not yet freed
+					 * (their DMA mappings and keys) */
+	bool dsm_frames_off;		/* no new frame: the node goes down;
+					 * a full barrier against @dsm_frames */
 
 	/* Fault injection (fault.c). */
 	struct lite_faults faults;

@@ -349,11 +349,14 @@ int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
  *	 failure
  * @rkey: set to its key
  *
- * Posts IB_WR_REG_MR on the loopback connection and waits for it: the key
- * is valid on every QP of the node's PD. Sleeps; not on a completion path.
+ * Posts IB_WR_REG_MR on the loopback connection (waiting up to
+ * LITE_CONN_WAIT_MS for one while it is made again) and waits for the
+ * registration: the key is valid on every QP of the node's PD. Sleeps;
+ * not on a completion path.
  *
  * Return: 0; -ENOTCONN without a loopback connection (the node is going
- * down), or the error of the registration.
+ * down, or it was not made again in time), or the error of the
+ * registration (-ECONNRESET if the connection broke meanwhile).
  */
 int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 		     struct lite_mr **out, u32 *rkey)
@@ -363,7 +366,8 @@ int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 	int ret;
 
 	*out = NULL;
-	conn = lite_node_conn(node, READ_ONCE(node->self_id));
+	conn = lite_node_conn_wait(node, READ_ONCE(node->self_id),
+				   jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS));
 	if (!conn)
 		return -ENOTCONN;
 	lite_mr_batch_init(&b, conn, access);

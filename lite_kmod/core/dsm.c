@@ -88,13 +88,19 @@ static bool lite_dsm_has_copy(const struct lite_dsm_dir *d, u16 r)
 	return lite_dsm_nodes_test(&d->holders, r);
 }
 
+/* No holder's frame is known to read the page from. */
+static void lite_dsm_no_src(struct lite_dsm_dir *d)
+{
+	d->src = 0;
+	d->src_addr = 0;
+	d->src_rkey = 0;
+}
+
 /* No current copy left anywhere: the page is lost. */
 static int lite_dsm_lose(struct lite_dsm_dir *d)
 {
 	d->state = LITE_DSM_LOST;
-	d->src = 0;
-	d->src_addr = 0;
-	d->src_rkey = 0;
+	lite_dsm_no_src(d);
 	memset(&d->sharers, 0, sizeof(d->sharers));
 	memset(&d->holders, 0, sizeof(d->holders));
 	return -EHOSTDOWN;
@@ -213,7 +219,7 @@ static void lite_dsm_invalidated(struct lite_dsm_dir *d,
 		/* Its frame did not hold the bytes after all. */
 		lite_dsm_nodes_clear(&d->holders, node);
 		if (d->src == node)
-			d->src = 0;
+			lite_dsm_no_src(d);
 		if (lite_dsm_nodes_empty(&d->holders)) {
 			lite_dsm_lose(d);
 			lite_dsm_fail(t, -EHOSTDOWN);
@@ -428,7 +434,7 @@ void lite_dsm_abort(struct lite_dsm_dir *d, struct lite_dsm_txn *t,
 	    d->state != LITE_DSM_LOST) {
 		lite_dsm_nodes_clear(&d->holders, t->requester);
 		if (d->src == t->requester)
-			d->src = 0;
+			lite_dsm_no_src(d);
 	}
 }
 
@@ -447,11 +453,8 @@ void lite_dsm_node_gone(struct lite_dsm_dir *d, u16 node)
 	if (d->state == LITE_DSM_ZERO || d->state == LITE_DSM_LOST)
 		return;
 	lite_dsm_nodes_clear(&d->holders, node);
-	if (d->src == node) {
-		d->src = 0;
-		d->src_addr = 0;
-		d->src_rkey = 0;
-	}
+	if (d->src == node)
+		lite_dsm_no_src(d);
 	if (lite_dsm_nodes_empty(&d->holders))
 		lite_dsm_lose(d);
 }

@@ -445,7 +445,8 @@ struct lite_wire_dsm_grant {
 struct lite_wire_dsm_done {
 	__le64 region;
 	__le64 page;
-	__le64 addr;		/* the requester's frame */
+	__le64 addr;		/* the requester's frame (the home keeps the
+				 * one of the DSM_REQ) */
 	__le32 txn;
 	__le32 status;		/* 0 or a negative errno */
 };
