@@ -117,7 +117,8 @@ debug-kernel:
 debug-kmod: debug-kernel
 	rm -rf $(DEBUG_OUT)/src
 	mkdir -p $(DEBUG_OUT)/src
-	find Kbuild lite_kmod -name Kbuild -o -name '*.[ch]' ! -name '*.mod.c' | cpio -pdm --quiet $(DEBUG_OUT)/src
+	find Kbuild meson.build lite_kmod -name Kbuild -o -name meson.build -o -name '*.[ch]' ! -name '*.mod.c' | \
+		cpio -pdm --quiet $(DEBUG_OUT)/src
 	$(MAKE) -C $(DEBUG_KDIR) M=$(CURDIR)/$(DEBUG_OUT)/src modules
 	cp $(DEBUG_OUT)/src/lite_kmod/lite.ko $(DEBUG_OUT)/lite.ko
 

@@ -167,7 +167,7 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 
 	node = lite_node_create(ctx, ibdev, port, listen, secret,
 				up->secret_len,
-				up->cq_mode ?: LITE_CQ_MODE_BEST,
+				up->cq_mode ?: lite_tun(cq_mode),
 				lite_mr_isolation(up->isolation));
 	if (IS_ERR(node))
 		return PTR_ERR(node);
@@ -189,7 +189,7 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 			node->instance);
 	}
 	ret = lite_cluster_self(node, jiffies +
-				msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+				msecs_to_jiffies(lite_tun(call_timeout_ms)));
 	if (ret) {
 		lite_node_destroy(ctx, node);
 		return ret;
@@ -421,7 +421,7 @@ static long lite_ioc_ping(struct lite_ctx *ctx, void __user *argp)
 	if (!node)
 		return -ENOENT;
 	ret = lite_cluster_ping(node, ping.node_id, jiffies +
-		msecs_to_jiffies(ping.timeout_ms ?: LITE_CALL_TIMEOUT_MS),
+		msecs_to_jiffies(ping.timeout_ms ?: lite_tun(call_timeout_ms)),
 		&ping.rtt_ns);
 	lite_node_put(node);
 	if (ret)

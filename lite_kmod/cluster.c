@@ -25,7 +25,7 @@
 /* How long a joiner waits before asking a member that did not know it. */
 #define LITE_JOIN_RETRY	msecs_to_jiffies(20)
 
-#define LITE_ANNOUNCE_MS	LITE_CALL_TIMEOUT_MS
+#define LITE_ANNOUNCE_MS	lite_tun(call_timeout_ms)
 
 struct lite_handshake {
 	struct lite_call call;

@@ -1081,7 +1081,7 @@ static void lite_drain_done(struct ib_cq *cq, struct ib_wc *wc)
  * goes to the error state, and a send and a receive posted after every
  * other complete last. Like ib_drain_qp(), it waits as long as that
  * takes (a handler that never ran would leave a waiter and the
- * connection's references behind), saying so after LITE_DATA_TIMEOUT_MS.
+ * connection's references behind), saying so after lite_tun(data_timeout_ms).
  */
 static void lite_conn_drain(struct lite_conn *conn)
 {
@@ -1114,7 +1114,7 @@ static void lite_conn_drain(struct lite_conn *conn)
 		sd.done = true;
 	if (ib_post_recv(qp, &rwr, NULL))
 		rd.done = true;
-	deadline = jiffies + msecs_to_jiffies(LITE_DATA_TIMEOUT_MS);
+	deadline = jiffies + msecs_to_jiffies(lite_tun(data_timeout_ms));
 	while (!READ_ONCE(sd.done) || !READ_ONCE(rd.done)) {
 		local_bh_disable();	/* as for every handler */
 		ret = ib_process_cq_direct(conn->cq, -1);
@@ -1123,7 +1123,7 @@ static void lite_conn_drain(struct lite_conn *conn)
 			continue;
 		if (deadline && time_after(jiffies, deadline)) {
 			pr_warn("lite%u: a QP is still draining after %u ms\n",
-				conn->node->instance, LITE_DATA_TIMEOUT_MS);
+				conn->node->instance, lite_tun(data_timeout_ms));
 			deadline = 0;
 		}
 		usleep_range(50, 200);

@@ -344,7 +344,7 @@ static bool lite_dsm_transient(int err)
 static int lite_dsm_frame_key(struct lite_node *node,
 			      struct lite_dsm_frame *frame)
 {
-	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
+	unsigned long deadline = jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms));
 	int err;
 
 	if (!lite_isolated(node)) {
@@ -687,7 +687,7 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 		/* A broken connection may have eaten the grant: ask again. */
 		if (f->reply_status == -ECONNRESET && f->tries++ < 3) {
 			f->deadline = jiffies +
-				      msecs_to_jiffies(LITE_CONN_WAIT_MS);
+				      msecs_to_jiffies(lite_tun(conn_wait_ms));
 			lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
 			return;
 		}
@@ -709,7 +709,7 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 			lite_dsm_home_done(r, r->home, &f->done);
 			break;
 		}
-		f->deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
+		f->deadline = jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms));
 		if (!lite_dsm_fetch_send(f, true))
 			return;
 		fallthrough;
@@ -771,7 +771,7 @@ static int lite_dsm_want(struct lite_dsm_region *r,
 	f->frame = frame;
 	f->index = index;
 	f->kind = kind;
-	f->deadline = jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS);
+	f->deadline = jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms));
 	INIT_WORK(&f->work, lite_dsm_fetch_work);
 	f->req.region = cpu_to_le64(r->id);
 	f->req.page = cpu_to_le64(index);
@@ -1130,12 +1130,12 @@ static void lite_dsm_last_close(struct lite_dsm_region *r)
 		err = -EBUSY;	/* a fetch still runs: the home may grant it */
 	} else {
 		conn = lite_node_conn_wait(node, r->home, jiffies +
-					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+					   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 		err = conn ? lite_call(conn, LITE_MSG_DSM_CLOSE, &req,
 				       sizeof(req), NULL, 0, NULL, jiffies +
 				       msecs_to_jiffies(LITE_DSM_CLOSE_MS +
 							LITE_DSM_DONE_MS +
-							LITE_CALL_TIMEOUT_MS)) :
+							lite_tun(call_timeout_ms))) :
 			     -EHOSTUNREACH;
 		if (conn)
 			lite_conn_put(conn);
@@ -1339,12 +1339,12 @@ static void lite_dsm_attach_undo(struct lite_node *node, u16 home,
 	/* A connection that closes may lose the CLOSE: once more then. */
 	for (tries = 0; tries < 2; tries++) {
 		conn = lite_node_conn_wait(node, home, jiffies +
-					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+					   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 		if (!conn)
 			return;	/* the home forgets us when one of us goes */
 		err = lite_call(conn, LITE_MSG_DSM_CLOSE, req, sizeof(*req),
 				NULL, 0, NULL, jiffies +
-				msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+				msecs_to_jiffies(lite_tun(call_timeout_ms)));
 		lite_conn_put(conn);
 		if (err != -ECONNRESET && err != -ENOTCONN)
 			return;
@@ -1373,13 +1373,13 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 	if (home == READ_ONCE(node->self_id))
 		return ERR_PTR(-ENOENT);	/* destroyed meanwhile */
 	conn = lite_node_conn_wait(node, home, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return ERR_PTR(-EHOSTUNREACH);
 	req.region = cpu_to_le64(id);
 	err = lite_call(conn, LITE_MSG_DSM_OPEN, &req, sizeof(req), &info,
 			sizeof(info), NULL,
-			jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+			jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms)));
 	lite_conn_put(conn);
 	if (err) {
 		/* -ENOENT is the home's answer; the rest leave it unknown. */

@@ -407,7 +407,7 @@ static void lite_dsm_ask_work(struct work_struct *work)
 	if (a->conn)
 		lite_conn_put(a->conn);
 	a->conn = a->tries ? lite_node_conn_wait(node, a->node, jiffies +
-				msecs_to_jiffies(LITE_CONN_WAIT_MS)) :
+				msecs_to_jiffies(lite_tun(conn_wait_ms))) :
 		  lite_node_conn(node, a->node);
 	if (!a->conn) {
 		mutex_lock(&node->lock);
@@ -1001,7 +1001,7 @@ void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait)
 		if (!users[id])
 			continue;
 		conn = lite_node_conn_wait(node, id, jiffies +
-					   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+					   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 		if (!conn)
 			continue;	/* gone itself, or it hears at its next
 					 * request (ENOENT) */
@@ -1009,7 +1009,7 @@ void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait)
 		 * unreachable: then it hears at its next request).
 		 */
 		lite_call(conn, LITE_MSG_DSM_GONE, &gone, sizeof(gone), NULL, 0,
-			  NULL, jiffies + msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+			  NULL, jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms)));
 		lite_conn_put(conn);
 	}
 	lite_dsm_kill(r);

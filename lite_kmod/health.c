@@ -233,7 +233,7 @@ static void lite_health_reconnect(struct work_struct *work)
 		if (id < 0)
 			break;
 		ret = lite_cluster_reconnect(node, id, &addr, jiffies +
-				msecs_to_jiffies(LITE_CALL_TIMEOUT_MS));
+				msecs_to_jiffies(lite_tun(call_timeout_ms)));
 		mutex_lock(&node->lock);
 		if (!ret) {
 			atomic64_inc(&node->stats.reconnects);

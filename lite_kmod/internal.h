@@ -46,16 +46,11 @@
 #define LITE_FF_EVERY		8	/* unsignaled inline WRs: one in this
 					 * many is signaled (rdma.c) */
 #define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
-#define LITE_ZCOPY_MIN		(256 * 1024)	/* pin user pages from here on: */
-					/* measured, docs/benchmarks.md */
 #define LITE_PIN_PAGES		256		/* pinned per transfer step */
 #define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
 #define LITE_MAX_INLINE		256		/* inline bytes we ask a QP for:
 						 * small RPC entries and replies */
-#define LITE_DATA_TIMEOUT_MS	10000	/* one transfer step: longer than the
-					 * RC retry budget (LITE_ACK_TIMEOUT) */
 #define LITE_INVALIDATE_MS	3000	/* mappers must drop a share by then */
-#define LITE_CALL_TIMEOUT_MS	3000	/* default control request timeout */
 #define LITE_JOIN_TIMEOUT_MS	15000	/* default join timeout */
 #define LITE_CM_TIMEOUT_MS	3000	/* address and route resolution */
 #define LITE_MAX_TIMEOUT_MS	60000	/* longest timeout a caller may ask */
@@ -68,7 +63,7 @@
  * default, from the path record, retransmits only every 2.1 s). RNR NAKs
  * cannot happen while credits are honoured; 6 RNR retries bound a peer that
  * stopped reposting receives. Module parameter ack_timeout (12..18: up to
- * 1.07 s, 8.6 s for all retries, still inside LITE_DATA_TIMEOUT_MS).
+ * 1.07 s, 8.6 s for all retries, still inside lite_tun(data_timeout_ms)).
  */
 #define LITE_ACK_TIMEOUT	15
 #define LITE_RETRY_COUNT	7
@@ -78,8 +73,6 @@
 #define LITE_DEAD_MS		1500	/* silent this long: declared dead */
 #define LITE_RECONNECT_MIN_MS	1	/* backoff between reconnect attempts, */
 #define LITE_RECONNECT_MAX_MS	1000	/* doubling, with jitter */
-#define LITE_CONN_WAIT_MS	2000	/* a new operation waits this long for
-					 * a member that is reconnecting */
 #define LITE_LISTEN_BACKLOG	64
 #define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
@@ -99,6 +92,22 @@
 					 * on average poll the shortest) */
 #define LITE_CQ_MODE_BEST	LITE_CQ_POLL	/* measured: see
 					 * docs/benchmarks.md */
+
+/*
+ * Module parameters of general use (params.c), read with lite_tun(): a
+ * value may change at any time, each use reads it once.
+ */
+struct lite_tunables {
+	unsigned int call_timeout_ms;	/* a control request's reply */
+	unsigned int data_timeout_ms;	/* one transfer step: longer than the
+					 * RC retry budget (ack_timeout) */
+	unsigned int conn_wait_ms;	/* a new operation waits this long for
+					 * a member that is reconnecting */
+	unsigned int zcopy_min_kb;	/* pin user pages from here on */
+	unsigned int cq_mode;		/* of nodes brought up without one */
+};
+extern struct lite_tunables lite_tunables;
+#define lite_tun(name)	READ_ONCE(lite_tunables.name)
 /* io_uring reads/writes up to this run asynchronously, longer ones in
  * io_uring's workers
  */

@@ -346,7 +346,7 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
 		.mr_id = cpu_to_le64(mr_id),
 		.flags = cpu_to_le32(unmapped ? LITE_WIRE_FREE_UNMAPPED : 0),
 	};
-	unsigned long wait = msecs_to_jiffies(LITE_CALL_TIMEOUT_MS +
+	unsigned long wait = msecs_to_jiffies(lite_tun(call_timeout_ms) +
 					      LITE_INVALIDATE_MS);
 	struct lite_node *node = conn->node;
 	int ret;
@@ -356,7 +356,7 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
 	if (ret != -ECONNRESET && ret != -ETIMEDOUT)
 		return;
 	conn = lite_node_conn_wait(node, mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return;	/* declared dead, or gone: nothing to free */
 	lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0, NULL,
@@ -486,7 +486,7 @@ static void lite_alloc_cancel(struct lite_node *node, u16 mem_node,
 	struct lite_conn *conn;
 
 	conn = lite_node_conn_wait(node, mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return;
 	lite_conn_send(conn, LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c));
@@ -585,13 +585,13 @@ struct lite_alloc_req *lite_lmr_request_start(struct lite_node *node,
 {
 	/* Zeroing a GiB under emulation takes a while: allow for it. */
 	unsigned long deadline = jiffies + msecs_to_jiffies(
-		LITE_CALL_TIMEOUT_MS + (size >> 20) * 50);
+		lite_tun(call_timeout_ms) + (size >> 20) * 50);
 	struct lite_alloc_req *ar;
 	struct lite_conn *conn;
 	int ret;
 
 	conn = lite_node_conn_wait(node, mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn) {
 		lite_quota_uncharge(node, uid, charged);
 		return ERR_PTR(mem_node == READ_ONCE(node->self_id) ?
@@ -741,7 +741,7 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out)
 {
 	unsigned long deadline = jiffies +
-				 msecs_to_jiffies(LITE_CALL_TIMEOUT_MS * 2);
+				 msecs_to_jiffies(lite_tun(call_timeout_ms) * 2);
 	struct lite_lookup lk = {};
 	struct lite_wire_share sh;
 	struct lite_wire_name req;
@@ -772,7 +772,7 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 	if (!*perms)
 		*perms = lk.granted;
 	conn = lite_node_conn_wait(node, lk.lmr->mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn) {
 		ret = -EHOSTUNREACH;
 		goto fail;
@@ -797,7 +797,7 @@ static void lite_lmr_send_free(struct lite_lmr *lmr)
 	struct lite_conn *conn;
 
 	conn = lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (conn) {
 		lite_lmr_remote_free(conn, lmr->mem_node, lmr->mr_id,
 				     !READ_ONCE(lmr->published));

@@ -350,7 +350,7 @@ int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
  * @rkey: set to its key
  *
  * Posts IB_WR_REG_MR on the loopback connection (waiting up to
- * LITE_CONN_WAIT_MS for one while it is made again) and waits for the
+ * lite_tun(conn_wait_ms) for one while it is made again) and waits for the
  * registration: the key is valid on every QP of the node's PD. Sleeps;
  * not on a completion path.
  *
@@ -367,7 +367,7 @@ int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 
 	*out = NULL;
 	conn = lite_node_conn_wait(node, READ_ONCE(node->self_id),
-				   jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return -ENOTCONN;
 	lite_mr_batch_init(&b, conn, access);

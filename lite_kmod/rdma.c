@@ -376,7 +376,7 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 			return ret;
 		if (!wait_event_timeout(conn->tx_wq,
 					lite_rdma_slot(conn, credit),
-					msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
+					msecs_to_jiffies(lite_tun(data_timeout_ms))))
 			return -ETIMEDOUT;
 	}
 }
@@ -391,7 +391,7 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
  * End with lite_rdma_op_wait().
  *
  * Return: 0 once posted; -ETIMEDOUT if no slot came free in
- * LITE_DATA_TIMEOUT_MS, -ECONNRESET if the connection is closing, or the
+ * lite_tun(data_timeout_ms), -ECONNRESET if the connection is closing, or the
  * error of the post.
  */
 int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
@@ -406,7 +406,7 @@ int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
  * @op: an operation whose last WR completes @op->done (a synchronous one,
  *	or an asynchronous one whose done_fn does)
  *
- * Waits as the node's completion mode says, up to LITE_DATA_TIMEOUT_MS;
+ * Waits as the node's completion mode says, up to lite_tun(data_timeout_ms);
  * if the peer stopped answering, the connection is closed and the drain
  * flushes what is in flight before this returns. Sleeps.
  *
@@ -415,7 +415,7 @@ int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
 int lite_rdma_op_await(struct lite_rdma_op *op)
 {
 	if (lite_wait_done(op->conn->node, op->conn, &op->done,
-			   msecs_to_jiffies(LITE_DATA_TIMEOUT_MS), false))
+			   msecs_to_jiffies(lite_tun(data_timeout_ms)), false))
 		return 0;
 	/* The peer stopped answering: the drain flushes. */
 	lite_conn_close(op->conn);
@@ -428,7 +428,7 @@ int lite_rdma_op_await(struct lite_rdma_op *op)
  * @op: a synchronous operation (no done_fn)
  * @post_err: how posting ended: 0, or the error that stopped it
  *
- * Waits as the node's completion mode says, up to LITE_DATA_TIMEOUT_MS;
+ * Waits as the node's completion mode says, up to lite_tun(data_timeout_ms);
  * if the peer stopped answering, the connection is closed and the drain
  * flushes what is in flight before this returns. Sleeps.
  *
@@ -467,7 +467,7 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * slots as needed (sleeps). End with lite_rdma_op_wait().
  *
  * Return: 0 once all are posted; -ETIMEDOUT if no slot came free in
- * LITE_DATA_TIMEOUT_MS, -ECONNRESET if the connection is closing, or the
+ * lite_tun(data_timeout_ms), -ECONNRESET if the connection is closing, or the
  * error of a post.
  */
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
@@ -565,7 +565,7 @@ static int lite_rdma_killed(void)
 static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 {
 	return lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 }
 
 /*
@@ -800,7 +800,7 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 	if (!conn)
 		return -ENOTCONN;
 	zcopy = flags & LITE_RW_ZCOPY ||
-		(!(flags & LITE_RW_COPY) && len >= LITE_ZCOPY_MIN);
+		(!(flags & LITE_RW_COPY) && len >= (u64)lite_tun(zcopy_min_kb) * 1024);
 	if (zcopy)
 		ret = lite_rdma_rw_zcopy(conn, lmr, off, len, buf, write);
 	else if (write && len <= conn->max_inline)
@@ -902,7 +902,7 @@ static int lite_rdma_atomic_cpu(struct lite_conn *conn, struct lite_lmr *lmr,
 		return ret;
 	ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
 			sizeof(rep), NULL, jiffies +
-			msecs_to_jiffies(LITE_DATA_TIMEOUT_MS));
+			msecs_to_jiffies(lite_tun(data_timeout_ms)));
 	lite_lmr_end(lmr);
 	if (!ret)
 		*result = le64_to_cpu(rep.value);

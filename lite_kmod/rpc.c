@@ -832,7 +832,7 @@ static bool lite_ring_my_turn(void *arg)
  * reach the peer in ring order. The writers before it hold no user memory
  * (their data is in the kernel) and only post, each within its own bounds;
  * the wait polls briefly, then sleeps, and gives up only if no writer
- * before it posted for LITE_DATA_TIMEOUT_MS.
+ * before it posted for lite_tun(data_timeout_ms).
  * Return: 0 (post now, then lite_ring_posted()); -ECONNRESET; -ETIMEDOUT
  * (the ring is stuck: the caller closes the connection).
  */
@@ -847,11 +847,11 @@ static int lite_ring_turn(struct lite_conn *conn, u64 pos)
 			break;
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
 			return -ECONNRESET;
-		deadline = jiffies + msecs_to_jiffies(LITE_DATA_TIMEOUT_MS);
+		deadline = jiffies + msecs_to_jiffies(lite_tun(data_timeout_ms));
 		if (!lite_spin_any(conn->node, LITE_RING_TURN_NS,
 				   lite_ring_my_turn, &tn, deadline) &&
 		    !wait_event_timeout(conn->tx_wq, lite_ring_my_turn(&tn),
-					msecs_to_jiffies(LITE_DATA_TIMEOUT_MS)))
+					msecs_to_jiffies(lite_tun(data_timeout_ms))))
 			return -ETIMEDOUT;
 	}
 	return lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET : 0;
@@ -1910,7 +1910,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	int ret;
 
 	conn = lite_node_conn_wait(node, a->node_id ?: READ_ONCE(node->self_id),
-				   jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return -ENOTCONN;
 	ret = lite_rcall_start(node, conn, a->reply_cap, &call);
@@ -2252,7 +2252,7 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 	int ret;
 
 	conn = lite_node_conn_wait(node, m->node_id ?: READ_ONCE(node->self_id),
-				   jiffies + msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return -ENOTCONN;
 	lite_rpc_tx_init(&tx, conn, NULL);

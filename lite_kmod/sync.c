@@ -478,7 +478,7 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
 	if (op != LITE_SYNC_UNLOCK && READ_ONCE(lmr->revoked))
 		return -EKEYREVOKED;
 	conn = lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				   msecs_to_jiffies(LITE_CONN_WAIT_MS));
+				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
 	if (!conn)
 		return -ENOTCONN;
 	deadline = jiffies + msecs_to_jiffies(timeout_ms ?: LITE_RPC_TIMEOUT_MS);

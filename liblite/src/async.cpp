@@ -13,7 +13,8 @@
 namespace lite
 {
 
-struct Ring::Impl {
+// Not part of the ABI: hidden, whatever liblite.map says.
+struct __attribute__((visibility("hidden"))) Ring::Impl {
     static constexpr unsigned int kMaxWorkers = 16;
 
     io_uring ring{};

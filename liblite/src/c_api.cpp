@@ -326,7 +326,8 @@ int LITE_rpc_call(lite_t* l, uint32_t node, uint32_t port, const void* req, size
 namespace
 {
 
-lite_rpc_recv recv_args(uint32_t port, void* buf, size_t cap, uint32_t timeout_ms)
+// (static: extern "C" names keep external linkage in an unnamed namespace)
+static lite_rpc_recv recv_args(uint32_t port, void* buf, size_t cap, uint32_t timeout_ms)
 {
     lite_rpc_recv r{};
     r.port = port;
@@ -337,7 +338,7 @@ lite_rpc_recv recv_args(uint32_t port, void* buf, size_t cap, uint32_t timeout_m
 }
 
 // What LITE_IOC_RPC_RECV (alone or after a reply) returned, into @in.
-void recv_result(int ret, const lite_rpc_recv& r, lite_rpc_in_t* in)
+static void recv_result(int ret, const lite_rpc_recv& r, lite_rpc_in_t* in)
 {
     if (ret == 0) {
         in->token = r.token;

@@ -1072,7 +1072,7 @@ TEST_F(Async, SyncOperationsBesideAnAsyncFlood)
         stop = true;
         flood.join();
         EXPECT_EQ(flood_err, "");
-        // Starved, they failed after LITE_DATA_TIMEOUT_MS (10 s); here 1-2
+        // Starved, they failed after data_timeout_ms (10 s); here 1-2
         // ms, and up to 5 s under the debug kernel (KASAN, lockdep), where
         // each 64 KiB write ahead of them takes tens of ms.
         EXPECT_LT(slowest, 8s) << "cq mode " << mode;

@@ -264,9 +264,10 @@ struct lite_lmr_free {
 
 /*
  * LITE_IOC_READ, LITE_IOC_WRITE: between a user buffer and an LMR. Below
- * LITE_ZCOPY_MIN bytes the data is copied through a kernel buffer, above it
- * the user pages are pinned and the NIC moves them directly; the flags
- * force one path (for measurements).
+ * the module parameter zcopy_min_kb (256 KiB by default) the data is
+ * copied through a kernel buffer, from there on the user pages are pinned
+ * and the NIC moves them directly; the flags force one path (for
+ * measurements).
  */
 #define LITE_RW_COPY		(1U << 0)	/* always copy */
 #define LITE_RW_ZCOPY		(1U << 1)	/* always pin (zero copy) */
