@@ -349,7 +349,7 @@ say "CSV in $out/latency.csv"
 
 # Where zero copy starts to pay: the copy path (kernel buffer) against the
 # zero-copy path (pinned user pages) per size; the kernel switches at
-# LITE_ZCOPY_MIN (lite_kmod/internal.h), chosen from this table.
+# zcopy_min_kb (module parameter, lite_kmod/params.c), chosen from this table.
 if [ -x "$lite" ]; then
 	zsizes=${BENCH_ZSIZES:-4096,8192,16384,32768,65536,262144,1048576}
 	zopts=(--iters "${BENCH_ZITERS:-300}" --warmup 30 --sizes "$zsizes")

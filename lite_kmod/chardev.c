@@ -188,8 +188,7 @@ static int lite_node_start(struct lite_ctx *ctx, struct lite_node_up *up,
 		pr_info("lite%u: manager of a new cluster, node 1\n",
 			node->instance);
 	}
-	ret = lite_cluster_self(node, jiffies +
-				msecs_to_jiffies(lite_tun(call_timeout_ms)));
+	ret = lite_cluster_self(node, lite_tun_deadline(call_timeout_ms));
 	if (ret) {
 		lite_node_destroy(ctx, node);
 		return ret;

@@ -25,7 +25,12 @@
 /* How long a joiner waits before asking a member that did not know it. */
 #define LITE_JOIN_RETRY	msecs_to_jiffies(20)
 
-#define LITE_ANNOUNCE_MS	lite_tun(call_timeout_ms)
+/* How long the manager announces a new member: well inside its join. */
+static unsigned long lite_announce_jiffies(void)
+{
+	return msecs_to_jiffies(min_t(unsigned int, lite_tun(call_timeout_ms),
+				      LITE_JOIN_TIMEOUT_MS / 2));
+}
 
 struct lite_handshake {
 	struct lite_call call;
@@ -431,7 +436,7 @@ void lite_cluster_handle_hello(struct lite_conn *conn,
 static int lite_announce(struct lite_node *node, u16 id,
 			 const struct lite_naddr *addr)
 {
-	unsigned long deadline = jiffies + msecs_to_jiffies(LITE_ANNOUNCE_MS);
+	unsigned long deadline = jiffies + lite_announce_jiffies();
 	struct lite_wire_member m = {};
 	struct lite_conn **to;
 	struct lite_call *calls;
@@ -497,7 +502,7 @@ static int lite_admit(struct lite_conn *conn, void *buf, size_t cap,
 		 * its AUTH reply on), not while we announce it.
 		 */
 		WRITE_ONCE(node->last_heard[id],
-			   jiffies + msecs_to_jiffies(LITE_ANNOUNCE_MS));
+			   jiffies + lite_announce_jiffies());
 		node->backoff_ms[id] = 0;
 		node->retry_at[id] = jiffies;
 	}

@@ -1114,7 +1114,7 @@ static void lite_conn_drain(struct lite_conn *conn)
 		sd.done = true;
 	if (ib_post_recv(qp, &rwr, NULL))
 		rd.done = true;
-	deadline = jiffies + msecs_to_jiffies(lite_tun(data_timeout_ms));
+	deadline = lite_tun_deadline(data_timeout_ms);
 	while (!READ_ONCE(sd.done) || !READ_ONCE(rd.done)) {
 		local_bh_disable();	/* as for every handler */
 		ret = ib_process_cq_direct(conn->cq, -1);
@@ -1123,7 +1123,8 @@ static void lite_conn_drain(struct lite_conn *conn)
 			continue;
 		if (deadline && time_after(jiffies, deadline)) {
 			pr_warn("lite%u: a QP is still draining after %u ms\n",
-				conn->node->instance, lite_tun(data_timeout_ms));
+				conn->node->instance,
+				lite_tun(data_timeout_ms));
 			deadline = 0;
 		}
 		usleep_range(50, 200);

@@ -40,6 +40,7 @@
 
 #define LITE_DSM_FS_MAGIC	0x4c44534dU	/* "LDSM" */
 #define LITE_DSM_FREE_BATCH	64	/* frames freed per round */
+#define LITE_DSM_SHOW_BATCH	64	/* frames listed per region lock */
 
 static_assert(PAGE_SIZE == LITE_DSM_PAGE_SIZE);
 
@@ -344,20 +345,25 @@ static bool lite_dsm_transient(int err)
 static int lite_dsm_frame_key(struct lite_node *node,
 			      struct lite_dsm_frame *frame)
 {
-	unsigned long deadline = jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms));
+	unsigned long deadline = lite_tun_deadline(conn_wait_ms);
 	int err;
 
 	if (!lite_isolated(node)) {
 		frame->rkey = node->rkey;
 		return 0;
 	}
-	do {
+	for (;;) {
 		err = lite_mr_register(node, frame->dma, PAGE_SIZE,
 				       IB_ACCESS_REMOTE_READ, &frame->mr,
 				       &frame->rkey);
-	} while (lite_dsm_transient(err) && err != -ENOTCONN &&
-		 time_before(jiffies, deadline) &&
-		 !fatal_signal_pending(current));
+		if (!lite_dsm_transient(err) || err == -ENOTCONN ||
+		    time_after(jiffies, deadline))
+			break;
+		/* Not in a tight loop; a fatal signal ends it. */
+		if (schedule_timeout_killable(msecs_to_jiffies(5)) ||
+		    fatal_signal_pending(current))
+			break;
+	}
 	return err == -ENOMEM ? -ENOSPC : err;
 }
 
@@ -394,8 +400,10 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 		goto free_frame;
 	frame->dma = ib_dma_map_page(dev, frame->page, 0, PAGE_SIZE,
 				     DMA_BIDIRECTIONAL);
-	if (ib_dma_mapping_error(dev, frame->dma))
+	if (ib_dma_mapping_error(dev, frame->dma)) {
+		err = -EIO;	/* not memory: no out-of-memory fault */
 		goto free_page;
+	}
 	err = lite_dsm_frame_key(r->node, frame);
 	if (err)
 		goto unmap_page;
@@ -406,9 +414,10 @@ static struct lite_dsm_frame *lite_dsm_frame(struct lite_dsm_region *r,
 	spin_unlock_bh(&r->lock);
 	if (IS_ERR(old) || xa_is_err(old) || old) {
 		lite_dsm_frame_drop(r->node, frame);
-		if (IS_ERR(old))
-			return old;
-		return xa_is_err(old) ? ERR_PTR(xa_err(old)) : old;
+		/* (An xarray error entry passes IS_ERR() too: test it first.) */
+		if (xa_is_err(old))
+			return ERR_PTR(xa_err(old));
+		return old;
 	}
 	atomic64_inc(&r->node->dsm_stats.pages);
 	return frame;
@@ -686,8 +695,7 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 	case LITE_DSM_ST_REQ_FAILED:
 		/* A broken connection may have eaten the grant: ask again. */
 		if (f->reply_status == -ECONNRESET && f->tries++ < 3) {
-			f->deadline = jiffies +
-				      msecs_to_jiffies(lite_tun(conn_wait_ms));
+			f->deadline = lite_tun_deadline(conn_wait_ms);
 			lite_dsm_fetch_queue(f, LITE_DSM_ST_REQ);
 			return;
 		}
@@ -709,7 +717,7 @@ static void lite_dsm_fetch_work(struct work_struct *work)
 			lite_dsm_home_done(r, r->home, &f->done);
 			break;
 		}
-		f->deadline = jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms));
+		f->deadline = lite_tun_deadline(conn_wait_ms);
 		if (!lite_dsm_fetch_send(f, true))
 			return;
 		fallthrough;
@@ -771,7 +779,7 @@ static int lite_dsm_want(struct lite_dsm_region *r,
 	f->frame = frame;
 	f->index = index;
 	f->kind = kind;
-	f->deadline = jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms));
+	f->deadline = lite_tun_deadline(conn_wait_ms);
 	INIT_WORK(&f->work, lite_dsm_fetch_work);
 	f->req.region = cpu_to_le64(r->id);
 	f->req.page = cpu_to_le64(index);
@@ -1105,6 +1113,7 @@ static void lite_dsm_last_close(struct lite_dsm_region *r)
 	struct lite_wire_dsm_region req = {
 		.region = cpu_to_le64(r->id),
 	};
+	unsigned long close_by;
 	struct lite_conn *conn;
 	int err;
 
@@ -1129,13 +1138,14 @@ static void lite_dsm_last_close(struct lite_dsm_region *r)
 	} else if (atomic_read(&r->fetches)) {
 		err = -EBUSY;	/* a fetch still runs: the home may grant it */
 	} else {
-		conn = lite_node_conn_wait(node, r->home, jiffies +
-					   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+		conn = lite_node_conn_wait(node, r->home,
+					   lite_tun_deadline(conn_wait_ms));
+		/* The home hands back our pages before it replies. */
+		close_by = lite_tun_deadline(call_timeout_ms) +
+			   msecs_to_jiffies(LITE_DSM_CLOSE_MS +
+					    LITE_DSM_DONE_MS);
 		err = conn ? lite_call(conn, LITE_MSG_DSM_CLOSE, &req,
-				       sizeof(req), NULL, 0, NULL, jiffies +
-				       msecs_to_jiffies(LITE_DSM_CLOSE_MS +
-							LITE_DSM_DONE_MS +
-							lite_tun(call_timeout_ms))) :
+				       sizeof(req), NULL, 0, NULL, close_by) :
 			     -EHOSTUNREACH;
 		if (conn)
 			lite_conn_put(conn);
@@ -1338,13 +1348,13 @@ static void lite_dsm_attach_undo(struct lite_node *node, u16 home,
 
 	/* A connection that closes may lose the CLOSE: once more then. */
 	for (tries = 0; tries < 2; tries++) {
-		conn = lite_node_conn_wait(node, home, jiffies +
-					   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+		conn = lite_node_conn_wait(node, home,
+					   lite_tun_deadline(conn_wait_ms));
 		if (!conn)
 			return;	/* the home forgets us when one of us goes */
 		err = lite_call(conn, LITE_MSG_DSM_CLOSE, req, sizeof(*req),
-				NULL, 0, NULL, jiffies +
-				msecs_to_jiffies(lite_tun(call_timeout_ms)));
+				NULL, 0, NULL,
+				lite_tun_deadline(call_timeout_ms));
 		lite_conn_put(conn);
 		if (err != -ECONNRESET && err != -ENOTCONN)
 			return;
@@ -1372,14 +1382,13 @@ static struct lite_dsm_region *lite_dsm_attach(struct lite_node *node,
 		return r;
 	if (home == READ_ONCE(node->self_id))
 		return ERR_PTR(-ENOENT);	/* destroyed meanwhile */
-	conn = lite_node_conn_wait(node, home, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(node, home, lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return ERR_PTR(-EHOSTUNREACH);
 	req.region = cpu_to_le64(id);
 	err = lite_call(conn, LITE_MSG_DSM_OPEN, &req, sizeof(req), &info,
 			sizeof(info), NULL,
-			jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms)));
+			lite_tun_deadline(call_timeout_ms));
 	lite_conn_put(conn);
 	if (err) {
 		/* -ENOENT is the home's answer; the rest leave it unknown. */
@@ -1471,13 +1480,13 @@ int lite_dsm_frames_show(struct seq_file *m, struct lite_node *node)
 					   r->id, index, frame->dma,
 					   frame->rkey, frame->state,
 					   frame->intact);
-				if (++n == LITE_DSM_FREE_BATCH)
+				if (++n == LITE_DSM_SHOW_BATCH)
 					break;
 			}
 			spin_unlock_bh(&r->lock);
 			start = index + 1;
 			cond_resched();
-		} while (n == LITE_DSM_FREE_BATCH);
+		} while (n == LITE_DSM_SHOW_BATCH);
 		lite_dsm_put(r);
 	}
 	return 0;
@@ -1673,13 +1682,15 @@ void lite_dsm_node_free(struct lite_node *node)
 	/*
 	 * A region whose last file closes meanwhile frees its frames in that
 	 * thread, and a fault may still be making one: their keys and DMA
-	 * mappings must go before the node's PD and device may.
+	 * mappings must go before the node's PD and device may. Neither waits
+	 * for anything of the node's any more (no connection is left), so
+	 * this ends; it says so if it takes long.
 	 */
-	if (!wait_event_timeout(node->conns_wq,
-				!atomic_read(&node->dsm_frames),
-				msecs_to_jiffies(LITE_DSM_FAULT_MS)))
-		pr_err("lite%u: %d DSM frames not freed\n", node->instance,
-		       atomic_read(&node->dsm_frames));
+	while (!wait_event_timeout(node->conns_wq,
+				   !atomic_read(&node->dsm_frames),
+				   msecs_to_jiffies(LITE_DSM_FAULT_MS)))
+		pr_warn("lite%u: waiting for %d DSM frames to be freed\n",
+			node->instance, atomic_read(&node->dsm_frames));
 }
 
 /**

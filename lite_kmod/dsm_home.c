@@ -406,8 +406,8 @@ static void lite_dsm_ask_work(struct work_struct *work)
 	}
 	if (a->conn)
 		lite_conn_put(a->conn);
-	a->conn = a->tries ? lite_node_conn_wait(node, a->node, jiffies +
-				msecs_to_jiffies(lite_tun(conn_wait_ms))) :
+	a->conn = a->tries ? lite_node_conn_wait(node, a->node,
+					lite_tun_deadline(conn_wait_ms)) :
 		  lite_node_conn(node, a->node);
 	if (!a->conn) {
 		mutex_lock(&node->lock);
@@ -1000,8 +1000,8 @@ void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait)
 	for (id = 1; id <= LITE_MAX_NODES; id++) {
 		if (!users[id])
 			continue;
-		conn = lite_node_conn_wait(node, id, jiffies +
-					   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+		conn = lite_node_conn_wait(node, id,
+					   lite_tun_deadline(conn_wait_ms));
 		if (!conn)
 			continue;	/* gone itself, or it hears at its next
 					 * request (ENOENT) */
@@ -1009,7 +1009,7 @@ void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait)
 		 * unreachable: then it hears at its next request).
 		 */
 		lite_call(conn, LITE_MSG_DSM_GONE, &gone, sizeof(gone), NULL, 0,
-			  NULL, jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms)));
+			  NULL, lite_tun_deadline(call_timeout_ms));
 		lite_conn_put(conn);
 	}
 	lite_dsm_kill(r);

@@ -232,8 +232,8 @@ static void lite_health_reconnect(struct work_struct *work)
 		mutex_unlock(&node->lock);
 		if (id < 0)
 			break;
-		ret = lite_cluster_reconnect(node, id, &addr, jiffies +
-				msecs_to_jiffies(lite_tun(call_timeout_ms)));
+		ret = lite_cluster_reconnect(node, id, &addr,
+				lite_tun_deadline(call_timeout_ms));
 		mutex_lock(&node->lock);
 		if (!ret) {
 			atomic64_inc(&node->stats.reconnects);

@@ -63,7 +63,7 @@
  * default, from the path record, retransmits only every 2.1 s). RNR NAKs
  * cannot happen while credits are honoured; 6 RNR retries bound a peer that
  * stopped reposting receives. Module parameter ack_timeout (12..18: up to
- * 1.07 s, 8.6 s for all retries, still inside lite_tun(data_timeout_ms)).
+ * 1.07 s, 8.6 s for all retries, still inside data_timeout_ms, at least 9 s).
  */
 #define LITE_ACK_TIMEOUT	15
 #define LITE_RETRY_COUNT	7
@@ -106,8 +106,10 @@ struct lite_tunables {
 	unsigned int zcopy_min_kb;	/* pin user pages from here on */
 	unsigned int cq_mode;		/* of nodes brought up without one */
 };
-extern struct lite_tunables lite_tunables;
+extern struct lite_tunables lite_tunables __read_mostly;
 #define lite_tun(name)	READ_ONCE(lite_tunables.name)
+#define lite_tun_jiffies(name)	msecs_to_jiffies(lite_tun(name))
+#define lite_tun_deadline(name)	(jiffies + lite_tun_jiffies(name))
 /* io_uring reads/writes up to this run asynchronously, longer ones in
  * io_uring's workers
  */

@@ -323,7 +323,7 @@ again:
 		spin_unlock(&node->lease_lock);
 		left = wait_event_killable_timeout(node->lease_wq,
 				lite_lease_ready(node, cl),
-				msecs_to_jiffies(lite_tun(call_timeout_ms)));
+				lite_tun_jiffies(call_timeout_ms));
 		if (left < 0)
 			return ERR_PTR(-EINTR);
 		waited = true;

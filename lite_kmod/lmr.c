@@ -355,8 +355,8 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
 			NULL, jiffies + wait);
 	if (ret != -ECONNRESET && ret != -ETIMEDOUT)
 		return;
-	conn = lite_node_conn_wait(node, mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(node, mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return;	/* declared dead, or gone: nothing to free */
 	lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0, NULL,
@@ -485,8 +485,8 @@ static void lite_alloc_cancel(struct lite_node *node, u16 mem_node,
 	struct lite_wire_lmr_cancel c = { .req_id = cpu_to_le32(req_id) };
 	struct lite_conn *conn;
 
-	conn = lite_node_conn_wait(node, mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(node, mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return;
 	lite_conn_send(conn, LITE_MSG_LMR_CANCEL, false, 0, 0, &c, sizeof(c));
@@ -590,8 +590,8 @@ struct lite_alloc_req *lite_lmr_request_start(struct lite_node *node,
 	struct lite_conn *conn;
 	int ret;
 
-	conn = lite_node_conn_wait(node, mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(node, mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn) {
 		lite_quota_uncharge(node, uid, charged);
 		return ERR_PTR(mem_node == READ_ONCE(node->self_id) ?
@@ -632,7 +632,8 @@ int lite_lmr_request_finish(struct lite_alloc_req *ar, struct lite_lmr **out)
 		return ret;	/* @ar, with its charge, is its done_fn's */
 	if (!ret) {
 		ret = lite_lmr_from_reply(node, conn, ar->mem_node, ar->size,
-					  ar->flags, ar->rep, ar->deadline, out);
+					  ar->flags, ar->rep, ar->deadline,
+					  out);
 		if (ret)
 			lite_lmr_remote_free(conn, ar->mem_node,
 					     le64_to_cpu(ar->rep->mr_id), true);
@@ -740,8 +741,8 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out)
 {
-	unsigned long deadline = jiffies +
-				 msecs_to_jiffies(lite_tun(call_timeout_ms) * 2);
+	unsigned long deadline = lite_tun_deadline(call_timeout_ms) +
+				 lite_tun_jiffies(call_timeout_ms);
 	struct lite_lookup lk = {};
 	struct lite_wire_share sh;
 	struct lite_wire_name req;
@@ -771,8 +772,8 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 	}
 	if (!*perms)
 		*perms = lk.granted;
-	conn = lite_node_conn_wait(node, lk.lmr->mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(node, lk.lmr->mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn) {
 		ret = -EHOSTUNREACH;
 		goto fail;
@@ -796,8 +797,8 @@ static void lite_lmr_send_free(struct lite_lmr *lmr)
 {
 	struct lite_conn *conn;
 
-	conn = lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 	if (conn) {
 		lite_lmr_remote_free(conn, lmr->mem_node, lmr->mr_id,
 				     !READ_ONCE(lmr->published));

@@ -367,7 +367,7 @@ int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 
 	*out = NULL;
 	conn = lite_node_conn_wait(node, READ_ONCE(node->self_id),
-				   jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms)));
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return -ENOTCONN;
 	lite_mr_batch_init(&b, conn, access);

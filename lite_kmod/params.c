@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-struct lite_tunables lite_tunables = {
+struct lite_tunables lite_tunables __read_mostly = {
 	.call_timeout_ms = 3000,
 	.data_timeout_ms = 10000,
 	.conn_wait_ms = 2000,
@@ -39,10 +39,10 @@ static const struct kernel_param_ops lite_ops_##name = {		\
 module_param_cb(name, &lite_ops_##name, &lite_tunables.name, 0644);	\
 MODULE_PARM_DESC(name, desc)
 
-LITE_TUNABLE(call_timeout_ms, 100, LITE_MAX_TIMEOUT_MS,
-	     "control requests (allocations, maps, locks, DSM messages) wait this long for their reply, ms (default 3000; 100..60000)");
-LITE_TUNABLE(data_timeout_ms, 1000, LITE_MAX_TIMEOUT_MS,
-	     "one transfer step (RDMA op, RPC delivery) waits this long before the connection is given up, ms (default 10000, above the RC retry budget of ack_timeout; 1000..60000)");
+LITE_TUNABLE(call_timeout_ms, 1000, LITE_MAX_TIMEOUT_MS,
+	     "control requests (allocations, maps, locks, DSM messages) wait this long for their reply, ms (default 3000; 1000..60000; the same on every node)");
+LITE_TUNABLE(data_timeout_ms, 9000, LITE_MAX_TIMEOUT_MS,
+	     "one transfer step (RDMA op, RPC delivery) waits this long before the connection is given up, ms (default 10000; 9000..60000: above the RC retry budget of any ack_timeout)");
 LITE_TUNABLE(conn_wait_ms, 0, LITE_MAX_TIMEOUT_MS,
 	     "a new operation waits this long for a member that is reconnecting, ms (default 2000; 0..60000)");
 LITE_TUNABLE(zcopy_min_kb, 4, 1U << 20,

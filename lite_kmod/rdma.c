@@ -376,7 +376,7 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 			return ret;
 		if (!wait_event_timeout(conn->tx_wq,
 					lite_rdma_slot(conn, credit),
-					msecs_to_jiffies(lite_tun(data_timeout_ms))))
+					lite_tun_jiffies(data_timeout_ms)))
 			return -ETIMEDOUT;
 	}
 }
@@ -415,7 +415,7 @@ int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
 int lite_rdma_op_await(struct lite_rdma_op *op)
 {
 	if (lite_wait_done(op->conn->node, op->conn, &op->done,
-			   msecs_to_jiffies(lite_tun(data_timeout_ms)), false))
+			   lite_tun_jiffies(data_timeout_ms), false))
 		return 0;
 	/* The peer stopped answering: the drain flushes. */
 	lite_conn_close(op->conn);
@@ -564,8 +564,8 @@ static int lite_rdma_killed(void)
 /* A referenced connection to @lmr's memory node. */
 static struct lite_conn *lite_rdma_conn(struct lite_lmr *lmr)
 {
-	return lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	return lite_node_conn_wait(lmr->node, lmr->mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 }
 
 /*
@@ -800,7 +800,8 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 	if (!conn)
 		return -ENOTCONN;
 	zcopy = flags & LITE_RW_ZCOPY ||
-		(!(flags & LITE_RW_COPY) && len >= (u64)lite_tun(zcopy_min_kb) * 1024);
+		(!(flags & LITE_RW_COPY) &&
+		 len >= (u64)lite_tun(zcopy_min_kb) * 1024);
 	if (zcopy)
 		ret = lite_rdma_rw_zcopy(conn, lmr, off, len, buf, write);
 	else if (write && len <= conn->max_inline)
@@ -901,8 +902,7 @@ static int lite_rdma_atomic_cpu(struct lite_conn *conn, struct lite_lmr *lmr,
 	if (ret)
 		return ret;
 	ret = lite_call(conn, LITE_MSG_ATOMIC, &req, sizeof(req), &rep,
-			sizeof(rep), NULL, jiffies +
-			msecs_to_jiffies(lite_tun(data_timeout_ms)));
+			sizeof(rep), NULL, lite_tun_deadline(data_timeout_ms));
 	lite_lmr_end(lmr);
 	if (!ret)
 		*result = le64_to_cpu(rep.value);

@@ -847,11 +847,11 @@ static int lite_ring_turn(struct lite_conn *conn, u64 pos)
 			break;
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
 			return -ECONNRESET;
-		deadline = jiffies + msecs_to_jiffies(lite_tun(data_timeout_ms));
+		deadline = lite_tun_deadline(data_timeout_ms);
 		if (!lite_spin_any(conn->node, LITE_RING_TURN_NS,
 				   lite_ring_my_turn, &tn, deadline) &&
 		    !wait_event_timeout(conn->tx_wq, lite_ring_my_turn(&tn),
-					msecs_to_jiffies(lite_tun(data_timeout_ms))))
+					lite_tun_jiffies(data_timeout_ms)))
 			return -ETIMEDOUT;
 	}
 	return lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET : 0;
@@ -1910,7 +1910,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	int ret;
 
 	conn = lite_node_conn_wait(node, a->node_id ?: READ_ONCE(node->self_id),
-				   jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms)));
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return -ENOTCONN;
 	ret = lite_rcall_start(node, conn, a->reply_cap, &call);
@@ -2252,7 +2252,7 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 	int ret;
 
 	conn = lite_node_conn_wait(node, m->node_id ?: READ_ONCE(node->self_id),
-				   jiffies + msecs_to_jiffies(lite_tun(conn_wait_ms)));
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return -ENOTCONN;
 	lite_rpc_tx_init(&tx, conn, NULL);

@@ -405,8 +405,8 @@ int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
 		ret = -ENOMEM;
 		goto put_file;
 	}
-	sf->conn = lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				       msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	sf->conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
+				       lite_tun_deadline(conn_wait_ms));
 	if (!sf->conn) {
 		ret = -ENOTCONN;
 		goto put_sf;

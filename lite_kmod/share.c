@@ -231,7 +231,7 @@ static int lite_share_send(struct lite_node *node,
 		return -EHOSTUNREACH;
 	ret = lite_call(conn, LITE_MSG_SHARE, req, sizeof(*req), &rep,
 			sizeof(rep), NULL,
-			jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms)));
+			lite_tun_deadline(call_timeout_ms));
 	lite_conn_put(conn);
 	return ret;
 }
@@ -325,7 +325,7 @@ int lite_share_lookup(struct lite_node *node, const char *name,
 	strscpy(req.name, name, sizeof(req.name));
 	ret = lite_call(conn, LITE_MSG_LOOKUP, &req, sizeof(req), sh,
 			sizeof(*sh), NULL,
-			jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms)));
+			lite_tun_deadline(call_timeout_ms));
 	lite_conn_put(conn);
 	return ret;
 }
@@ -352,8 +352,9 @@ int lite_share_withdraw(struct lite_node *node, const char *name)
 	memset(&req, 0, sizeof(req));
 	strscpy(req.name, name, sizeof(req.name));
 	ret = lite_call(conn, LITE_MSG_UNSHARE, &req, sizeof(req), NULL, 0,
-			NULL, jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms) +
-							 LITE_INVALIDATE_MS));
+			NULL,
+			jiffies + msecs_to_jiffies(lite_tun(call_timeout_ms) +
+						   LITE_INVALIDATE_MS));
 	lite_conn_put(conn);
 	return ret;
 }

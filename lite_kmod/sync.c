@@ -477,11 +477,12 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
 	/* A release is no access: it goes out even on a revoked LMR. */
 	if (op != LITE_SYNC_UNLOCK && READ_ONCE(lmr->revoked))
 		return -EKEYREVOKED;
-	conn = lite_node_conn_wait(lmr->node, lmr->mem_node, jiffies +
-				   msecs_to_jiffies(lite_tun(conn_wait_ms)));
+	conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
+				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return -ENOTCONN;
-	deadline = jiffies + msecs_to_jiffies(timeout_ms ?: LITE_RPC_TIMEOUT_MS);
+	deadline =
+		jiffies + msecs_to_jiffies(timeout_ms ?: LITE_RPC_TIMEOUT_MS);
 	ret = lite_call_start(conn, &call, LITE_MSG_SYNC, &req, sizeof(req),
 			      &res, sizeof(res));
 	if (!ret)

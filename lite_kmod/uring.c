@@ -796,7 +796,7 @@ static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
 	/* Armed first: the reply may come before the start returns. */
 	queue_delayed_work(system_wq, &a->expire,
-			   msecs_to_jiffies(lite_tun(data_timeout_ms)));
+			   lite_tun_jiffies(data_timeout_ms));
 	ret = lite_call_start_async(a->conn, &a->call, lite_aop_call_done,
 				    LITE_MSG_ATOMIC, &req, sizeof(req),
 				    &a->rep, sizeof(a->rep));

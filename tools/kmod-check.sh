@@ -27,7 +27,7 @@ if [ "$(modinfo -F version lite_kmod/lite.ko)" != "$version" ]; then
 fi
 # (Lines ending in a backslash are macro bodies, not parameters.)
 mapfile -t params < <(grep -rhE '^(module_param(_named|_cb)?|LITE_TUNABLE)\(' lite_kmod/*.c | grep -v '\\$' |
-	grep -oE '^[A-Za-z_]+\([a-z_]+' | sed 's/.*(//' | sort -u)
+	grep -oE '^[A-Za-z_]+\([a-z0-9_]+' | sed 's/.*(//' | sort -u)
 for p in "${params[@]}"; do
 	if ! modinfo -F parm lite_kmod/lite.ko | grep -qE "^$p:.{20,}"; then
 		echo "kmod-check: parameter $p has no description (MODULE_PARM_DESC) in modinfo" >&2

@@ -76,8 +76,8 @@ struct Tunable {
 
 TEST(ModuleFace, TunablesTakeTheirRangeOnly)
 {
-    const std::vector<Tunable> tunables = {{"call_timeout_ms", 3000, 100, 60000},
-                                           {"data_timeout_ms", 10000, 1000, 60000},
+    const std::vector<Tunable> tunables = {{"call_timeout_ms", 3000, 1000, 60000},
+                                           {"data_timeout_ms", 10000, 9000, 60000},
                                            {"conn_wait_ms", 2000, 0, 60000},
                                            {"zcopy_min_kb", 256, 4, 1UL << 20},
                                            {"cq_mode", LITE_CQ_POLL, LITE_CQ_BUSY, LITE_CQ_MODE_MAX}};

@@ -45,7 +45,8 @@ struct lite_info {
  * how a thread waiting for one waits. docs/benchmarks.md has the measured
  * comparison; LITE_CQ_DEFAULT picks the best of it.
  */
-#define LITE_CQ_DEFAULT		0	/* the measured best */
+#define LITE_CQ_DEFAULT		0	/* the module parameter cq_mode
+					 * (by default the measured best) */
 #define LITE_CQ_BUSY		1	/* a kernel thread per node polls all
 					 * completion queues; waiters spin */
 #define LITE_CQ_SOFTIRQ		2	/* interrupt-driven, handled in softirq;
