@@ -104,6 +104,10 @@ TEST(MultiGuest, FormPingLeave)
             lmrs.push_back(std::move(remote));
             lmrs.push_back(s.alloc(64, n));
         }
+        // Done with every other guest's memory. (Its counters are no
+        // signal: a memory node counts an LMR before the reply is out,
+        // and in lmr isolation it registers the chunks in between.)
+        ASSERT_TRUE(guest_barrier("allocated", every_guest(guests), 120s)) << "a guest did not wait for its LMRs";
 
         for (auto i : {mgr.instance, second.instance}) {
             ASSERT_TRUE(wait_until([&] { return member_ids(dev, i) == left; }, 120s)) << "not every guest left";
@@ -150,9 +154,10 @@ TEST(MultiGuest, FormPingLeave)
         EXPECT_GT(rtt.count(), 0);
         std::printf("guest %d: node %u -> node %u: rtt %.1f us\n", index, me.node_id, n, us(rtt));
     }
-    // Node N + 1 is done with us once its second LMR sits in our memory.
-    ASSERT_TRUE(wait_until([&] { return dev.status(me.instance).counters.mem_lmrs == 2; }, 120s))
+    // Node N + 1 is done with us once it allocated its two LMRs here.
+    ASSERT_TRUE(guest_barrier("allocated", every_guest(guests), 120s))
         << "node " << extra << " never allocated its LMRs here";
+    EXPECT_EQ(dev.status(me.instance).counters.mem_lmrs, 2u);
     EXPECT_EQ(dev.status(me.instance).counters.mem_bytes, 64u * 1024 + 5 + 64);
     dev.down(me.instance);
 }
