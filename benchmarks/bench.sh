@@ -976,36 +976,42 @@ cat "$out/sendfile.txt"
 fi # sendfile
 
 if want isolation; then
-# The same lite programs with the nodes in each isolation mode; the modes'
-# rows go to iso-MODE-*.csv, report.py isolation joins them.
+# The same lite programs with the nodes in each isolation mode, the modes
+# taking turns for BENCH_ISO_ROUNDS rounds (this host drifts by more than
+# the difference between the modes within minutes); each round's rows go
+# to iso-MODE-rN-*.csv, report.py isolation takes the median over rounds.
 iso_sizes=${BENCH_ISO_SIZES:-8,64,512,4096,32768}
 iso_reg_sizes=${BENCH_ISO_REG_SIZES:-4K,64K,1M,16M}
 iso_qds=${BENCH_ISO_QDS:-1,32}
+rm -f "$out"/iso-*.csv
+for round in $(seq 1 "${BENCH_ISO_ROUNDS:-3}"); do
 for mode in global lmr; do
-	for f in lat rpc tput-write tput-read reg reg-nolease dsm; do : >"$out/iso-$mode-$f.csv"; done
-	nodes_in --isolation "$mode" isolation || continue
-	run_to "$out/iso-$mode-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
+	p="$out/iso-$mode-r$round"
+	for f in lat rpc tput-write tput-read reg reg-nolease dsm; do : >"$p-$f.csv"; done
+	nodes_in --isolation "$mode" "isolation" || continue
+	run_to "$p-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
 		--iters "$iters" --warmup "$warmup" --sizes "$iso_sizes" || true
-	run_to "$out/iso-$mode-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
+	run_to "$p-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
 		--mode lat --iters "$iters" --warmup "$warmup" --sizes 8,4096 || true
 	for op in write read; do
-		run_to "$out/iso-$mode-tput-$op.csv" "$async_tput" --mode lite-ring --op "$op" --instance "$client_inst" \
+		run_to "$p-tput-$op.csv" "$async_tput" --mode lite-ring --op "$op" --instance "$client_inst" \
 			--node "$server_node" --qd "$iso_qds" --len 4096 --seconds "${BENCH_ASYNC_SECONDS:-1}" || true
 	done
-	run_to "$out/iso-$mode-reg.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" --node "$server_node" \
+	run_to "$p-reg.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" --node "$server_node" \
 		--sizes "$iso_reg_sizes" || true
 	# Every allocation a request to the memory node (registration on the
 	# path in lmr mode): leases off for this run.
 	lease_param=/sys/module/lite/parameters/lease_kb
 	lease_kb=$(cat "$lease_param")
 	echo 0 >"$lease_param"
-	run_to "$out/iso-$mode-reg-nolease.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" \
+	run_to "$p-reg-nolease.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" \
 		--node "$server_node" --sizes 4K,64K,1M --iters "${BENCH_ISO_ALLOC_ITERS:-100}" || true
 	echo "$lease_kb" >"$lease_param"
 	third_up --isolation "$mode"
-	run_to "$out/iso-$mode-dsm.csv" "$dsm_lat" --instances "$client_inst,$server_inst,$third_inst" \
+	run_to "$p-dsm.csv" "$dsm_lat" --instances "$client_inst,$server_inst,$third_inst" \
 		--runs "${BENCH_ISO_DSM_RUNS:-100}" || true
 	third_down
+done
 done
 say "leaving the nodes in the default isolation mode"
 if ! nodes_down || ! nodes_up; then

@@ -48,10 +48,11 @@ plot.py):
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
   isolation
-        from DIR/iso-MODE-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv (lite-lat,
-        lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in isolation MODE,
-        global and lmr): isolation.txt and isolation.csv (each figure in
-        both modes, lmr over global); summary keys iso_write_lat_8,
+        from DIR/iso-MODE-rN-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv
+        (lite-lat, lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in
+        isolation MODE, global and lmr, in round N; the modes take turns):
+        isolation.txt and isolation.csv (each figure in both modes, the
+        median over the rounds, lmr over global); summary keys iso_write_lat_8,
         iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
         iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
         ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
@@ -81,6 +82,7 @@ usage. Figures need matplotlib (Debian's python3-matplotlib, Agg backend).
 """
 
 import csv
+import glob
 import json
 import os
 import re
@@ -788,8 +790,31 @@ def plot_sendfile(d, sizes, mbs):
 ISO_MODES = ("global", "lmr")
 
 
-def iso_figures(d, mode):
-    """{(metric, size): value} of one mode's runs; metrics whose file is missing are left out."""
+def iso_rounds(d, mode):
+    """{round: {(metric, size): value}} of one mode (iso-MODE-rN-*.csv)."""
+    rounds = {os.path.basename(p).split("-")[2] for p in glob.glob(os.path.join(d, f"iso-{mode}-r*-*.csv"))}
+    return {r: iso_round(d, f"iso-{mode}-{r}") for r in sorted(rounds)}
+
+
+def iso_median(per_round, k):
+    vals = [f[k] for f in per_round.values() if k in f]
+    return statistics.median(vals) if vals else None
+
+
+def iso_paired_ratio(lmr, glob_, k):
+    """The median over rounds of lmr over global in the same round.
+
+    The modes take turns; this host switches between a fast and a slow
+    state (about 1.6x) for tens of seconds, so a round compares neighbours
+    in time, and the median of the rounds' ratios drops a round the switch
+    fell into.
+    """
+    rs = [lmr[r][k] / glob_[r][k] for r in lmr if r in glob_ and k in lmr[r] and glob_[r].get(k)]
+    return statistics.median(rs) if rs else None
+
+
+def iso_round(d, prefix):
+    """{(metric, size): value} of one round; metrics whose file is missing are left out."""
     figs = {}
     for name, pick in (
             ("lat", lambda r: [((r["op"] + "_lat", int(r["size"])), num(r, "median_us"))]
@@ -806,7 +831,7 @@ def iso_figures(d, mode):
             ("dsm", lambda r: [((DSM_ISO_ROWS[r["name"]], 4096), num(r, "median_us"))]
              if r["name"] in DSM_ISO_ROWS else [])):
         try:
-            rows = rows_of(os.path.join(d, f"iso-{mode}-{name}.csv"))
+            rows = rows_of(os.path.join(d, f"{prefix}-{name}.csv"))
         except Missing as e:
             note(f"isolation: {e}")
             continue
@@ -840,7 +865,11 @@ ISO_KEYS = {"iso_write_lat_8": ("write_lat", 8), "iso_read_lat_8": ("read_lat", 
 
 
 def section_isolation(d, summary):
-    figs = {m: iso_figures(d, m) for m in ISO_MODES}
+    rounds = {m: iso_rounds(d, m) for m in ISO_MODES}
+    for m in ISO_MODES:
+        if not rounds[m]:
+            note(f"isolation: no iso-{m}-rN-*.csv in {d}")
+    figs = {m: {k: iso_median(rounds[m], k) for k in set().union(*rounds[m].values())} for m in ISO_MODES}
     keys = sorted(set(figs["global"]) | set(figs["lmr"]), key=lambda k: (list(ISO_UNITS).index(k[0]), k[1]))
     lines = [f"the cost of isolation, {WHERE}: lite with both nodes in global mode (one key for all",
              "memory) and in lmr mode (a key per chunk, fast registration); latencies are medians (us),",
@@ -848,12 +877,14 @@ def section_isolation(d, summary):
              "to back with leases off (each a request to the memory node, which registers in lmr mode),",
              "alloc_lease the same with leases on (16M is above the lease sizes), alloc_paced 10 ms apart",
              "(from the lease), dsm_* the kernel DSM's read fault (one RDMA read of a frame) and write",
-             "fault (the home's copy invalidated, then read), median us",
+             "fault (the home's copy invalidated, then read), median us. The modes take turns for",
+             f"{max(len(rounds['global']), len(rounds['lmr']))} rounds: global and lmr are medians over the rounds, lmr/global the median",
+             "over the rounds of the ratio within a round (this host drifts between a fast and a slow state)",
              f"{'figure':<16} {'size/qd':>8} {'global':>11} {'lmr':>11} {'lmr/global':>10}"]
     out = [["metric", "size_or_qd", "global", "lmr", "lmr_over_global", "unit"]]
     for k in keys:
         g, lm = figs["global"].get(k), figs["lmr"].get(k)
-        r = ratio(lm, g)
+        r = iso_paired_ratio(rounds["lmr"], rounds["global"], k)
         label = human(k[1]) if not k[0].endswith("_qd") else str(k[1])
         lines.append(f"{k[0]:<16} {label:>8} {fmt(g):>11} {fmt(lm):>11} {fmt(r, 2):>10}")
         out.append([k[0], k[1], fmt(g, 3), fmt(lm, 3), fmt(r, 3), ISO_UNITS[k[0]]])
@@ -861,8 +892,11 @@ def section_isolation(d, summary):
     with open(os.path.join(d, "isolation.csv"), "w", newline="") as f:
         csv.writer(f).writerows(out)
     for key, k in ISO_KEYS.items():
-        summary[key] = named(pair(figs["lmr"].get(k), figs["global"].get(k), ISO_UNITS[k[0]]),
-                             "lite, global isolation")
+        entry = named(pair(figs["lmr"].get(k), figs["global"].get(k), ISO_UNITS[k[0]]), "lite, global isolation")
+        r = iso_paired_ratio(rounds["lmr"], rounds["global"], k)
+        if entry is not None and r is not None:
+            entry["ratio"] = round(r, 3)  # paired by round, as the table
+        summary[key] = entry
     text = "\n".join(lines) + "\n"
     with open(os.path.join(d, "isolation.txt"), "w") as f:
         f.write(text)
