@@ -11,7 +11,7 @@ pkgs=(
 	pkg-config iproute2 libgtest-dev libssl-dev g++ python3
 	python3-matplotlib clang-format clang-tidy clang-14 libclang-rt-14-dev
 	libglobalarrays-dev libarmci-mpi-dev libscalapack-openmpi-dev libopenmpi-dev
-	openmpi-bin libmrmpi-dev libcli11-dev wamerican dict-gcide nfs-kernel-server
+	openmpi-bin libmrmpi-dev libcli11-dev nlohmann-json3-dev wamerican dict-gcide nfs-kernel-server
 )
 
 # One query for all packages; unknown ones go to stderr and count as missing.

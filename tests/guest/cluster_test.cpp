@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "util.hpp"
 
 using namespace lite_guest;
@@ -278,6 +280,54 @@ TEST_F(Cluster, LitectlIsolation)
     EXPECT_NE(r.output.find("isolation: lmr"), std::string::npos) << r.output;
     r = run(litectl() + " status --json");
     EXPECT_NE(r.output.find("\"isolation\": \"lmr\""), std::string::npos) << r.output;
+}
+
+// Every command prints JSON with --json (before or after the command),
+// options take --opt=value, and a failure is JSON too, besides the message.
+TEST_F(Cluster, LitectlJsonEveryCommand)
+{
+    const std::string at = addr() + ":" + std::to_string(kPort);
+    auto r = run(litectl() + " --json up --dev=rxe0 --listen=" + at + " --secret-file=" + secret_file());
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto up = nlohmann::json::parse(r.output);
+    EXPECT_EQ(up["node_id"], 1);
+    EXPECT_EQ(up["role"], "manager");
+    EXPECT_EQ(up["listen"], at);
+    const uint32_t inst = up["instance"];
+    r = run(litectl() + " up --dev rxe0 --listen " + addr() + ":" + std::to_string(kPort + 1) + " --join " + at +
+            " --secret-file " + secret_file() + " --json");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["node_id"], 2);
+
+    r = run(litectl() + " status --json -i " + std::to_string(inst));
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto st = nlohmann::json::parse(r.output);
+    ASSERT_EQ(st.size(), 1u);
+    EXPECT_EQ(st[0]["members"].size(), 2u);
+    EXPECT_EQ(st[0]["isolation"], lite::isolation_name(dev_->status(inst).isolation));
+
+    r = run(litectl() + " ping --json -i " + std::to_string(inst) + " -c 2 2");
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto ping = nlohmann::json::parse(r.output);
+    ASSERT_EQ(ping["rtt_ns"].size(), 2u);
+    EXPECT_GT(ping["rtt_ns"][0].get<int64_t>(), 0);
+
+    r = run(litectl() + " info --json");
+    ASSERT_EQ(r.status, 0) << r.output;
+    auto info = nlohmann::json::parse(r.output);
+    EXPECT_EQ(info["version"], LITE_PROJECT_VERSION);
+    EXPECT_EQ(info["instances"].size(), 2u);
+
+    // A failure: the message on stderr, JSON on stdout, the same exit code.
+    r = run("{ " + litectl() + " ping --json -i " + std::to_string(inst) + " 9 2>/dev/null; }");
+    EXPECT_EQ(r.status, 5) << r.output;
+    auto err = nlohmann::json::parse(r.output);
+    EXPECT_EQ(err["exit"], 5);
+    EXPECT_NE(err["error"].get<std::string>().find("not a member"), std::string::npos) << r.output;
+
+    r = run(litectl() + " down --json -i " + std::to_string(inst));
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["down"], true);
 }
 
 TEST_F(Cluster, UnprivilegedCannotControl)

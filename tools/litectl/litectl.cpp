@@ -1,25 +1,30 @@
 // SPDX-License-Identifier: MIT
 //
 // litectl: bring lite nodes up and down, join clusters, show status, ping.
+// Arguments are parsed (CLI11) before /dev/lite is opened; every command
+// prints JSON with --json (nlohmann-json). litectl(1) documents it.
 //
-// Exit codes (also in docs/litectl.md):
+// Exit codes:
 //   0 ok, 1 other error, 2 usage, 3 module not loaded, 4 not privileged,
 //   5 no such device/instance, 6 secret refused or missing,
 //   7 manager or node unreachable.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <lite/lite.hpp>
-#include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace
 {
+
+using json = nlohmann::ordered_json;
 
 enum Exit : int {
     kOk = 0,
@@ -32,143 +37,59 @@ enum Exit : int {
     kUnreachable = 7,
 };
 
-constexpr const char* kUsageText = R"(usage: litectl <command> [options]
-
-commands:
-  up --dev DEV --listen ADDR:PORT --secret-file FILE [--join ADDR:PORT]
-     [--port N] [--timeout MS] [--cq busy|softirq|workqueue|adaptive|poll]
-     [--isolation global|lmr]
-        create a node on RDMA device DEV; without --join it becomes the
-        manager (node 1) of a new cluster, with --join it joins the cluster
-        whose manager listens at ADDR:PORT; --cq picks how the node takes
-        completions (default: the measured best); --isolation what peers
-        may reach of its memory: all of it with one key (global, the
-        default) or only what they were given, each chunk with its own key
-        (lmr)
-  down [-i INSTANCE]      leave the cluster and remove the node
-  status [-i INSTANCE] [--json]
-                          node id, members, per-peer connection state and
-                          counters (all instances without -i)
-  ping [-i INSTANCE] [-c COUNT] NODE
-                          control-plane round trips to member NODE
-  info                    ABI version and instances
-
-INSTANCE defaults to the only instance when there is exactly one.
-)";
-
+// A request the arguments made that the program cannot carry out (exit 2).
 struct UsageError {
     std::string msg;
 };
 
-class Args
-{
-public:
-    Args(int argc, char** argv) : args_(argv + 2, argv + argc) {}
-
-    std::optional<std::string> take(const std::string& name)
-    {
-        for (size_t i = 0; i < args_.size(); i++) {
-            if (args_[i] != name)
-                continue;
-            if (i + 1 >= args_.size())
-                throw UsageError{name + " needs a value"};
-            std::string v = args_[i + 1];
-            args_.erase(args_.begin() + static_cast<long>(i), args_.begin() + static_cast<long>(i) + 2);
-            return v;
-        }
-        return std::nullopt;
-    }
-
-    bool flag(const std::string& name)
-    {
-        for (size_t i = 0; i < args_.size(); i++) {
-            if (args_[i] == name) {
-                args_.erase(args_.begin() + static_cast<long>(i));
-                return true;
-            }
-        }
-        return false;
-    }
-
-    std::vector<std::string> rest()
-    {
-        for (const auto& a : args_) {
-            if (a.starts_with("-")) {
-                throw UsageError{"unknown option " + a};
-            }
-        }
-        return args_;
-    }
-
-private:
-    std::vector<std::string> args_;
+// What a command ended with, for the text and the JSON forms.
+struct Failure {
+    int code;
+    std::string msg;
+    int errnum;
 };
 
-uint32_t to_u32(const std::string& text, const char* what)
-{
-    try {
-        size_t pos = 0;
-        unsigned long v = std::stoul(text, &pos, 10);
-        if (pos == text.size() && v <= 0xffffffffUL)
-            return static_cast<uint32_t>(v);
-    } catch (const std::exception&) {
-    }
-    throw UsageError{std::string(what) + " must be a number, not '" + text + "'"};
-}
-
 // Map an error to a message a user can act on, and an exit code.
-int report(const lite::Error& e, const std::string& cmd, const std::string& context)
+Failure explain(const lite::Error& e, const std::string& cmd, const std::string& context)
 {
-    int err = e.errnum();
-    std::string msg;
-    int code = kError;
-
+    const int err = e.errnum();
+    const bool opening = std::string(e.what()).starts_with("open ");
     switch (err) {
     case ENOENT:
     case ENXIO:
-        if (std::string(e.what()).starts_with("open ")) {
-            msg = "/dev/lite not found: the lite kernel module is not loaded (insmod lite.ko)";
-            code = kNoModule;
-        } else if (cmd == "ping") {
-            msg = context + " is not a member of this cluster";
-            code = kNoDevice;
-        } else if (err == ENXIO) {
-            msg = "no such port on " + context;
-            code = kNoDevice;
-        } else {
-            msg = "no such instance" + (context.empty() ? std::string() : " " + context) + " (see: litectl info)";
-            code = kNoDevice;
+        if (opening) {
+            return {kNoModule,
+                    "/dev/lite not found: the lite kernel module is not loaded (modprobe lite, or insmod "
+                    "lite_kmod/lite.ko)",
+                    err};
         }
-        break;
+        if (cmd == "ping")
+            return {kNoDevice, context + " is not a member of this cluster", err};
+        if (err == ENXIO)
+            return {kNoDevice, "no such port on " + context, err};
+        return {kNoDevice,
+                "no such instance" + (context.empty() ? std::string() : " " + context) + " (see: litectl info)", err};
     case EPERM:
     case EACCES:
-        if (std::string(e.what()).starts_with("open ")) {
-            msg = "/dev/lite: permission denied: its users are root and group lite "
-                  "(add the user to it; make install-udev sets the group up)";
-        } else {
-            msg = "not permitted: " + cmd + " needs CAP_NET_ADMIN (run as root)";
+        if (opening) {
+            return {kNoPriv,
+                    "/dev/lite: permission denied: its users are root and group lite "
+                    "(add the user to it; make install-udev sets the group up)",
+                    err};
         }
-        code = kNoPriv;
-        break;
+        return {kNoPriv, "not permitted: " + cmd + " needs CAP_NET_ADMIN (run as root)", err};
     case ENODEV:
-        msg = "no RDMA device named '" + context + "' (see: rdma link show)";
-        code = kNoDevice;
-        break;
+        return {kNoDevice, "no RDMA device named '" + context + "' (see: rdma link show)", err};
     case EKEYREJECTED:
-        msg = "join refused: the cluster secret does not match the manager's";
-        code = kAuth;
-        break;
+        return {kAuth, "join refused: the cluster secret does not match the manager's", err};
     case ENOKEY:
-        msg = "a cluster secret is required (--secret-file)";
-        code = kAuth;
-        break;
+        return {kAuth, "a cluster secret is required (--secret-file)", err};
     case EAGAIN:
-        msg = "join refused for now: a member did not acknowledge the new node in time; try again";
-        code = kUnreachable;
-        break;
+        return {kUnreachable, "join refused for now: a member did not acknowledge the new node in time; try again",
+                err};
     case ENOSPC:
-        msg = "join refused: the cluster has its maximum of " + std::to_string(LITE_MAX_NODES) + " members";
-        break;
+        return {kError, "join refused: the cluster has its maximum of " + std::to_string(LITE_MAX_NODES) + " members",
+                err};
     case ECONNREFUSED:
     case ETIMEDOUT:
     case EHOSTUNREACH:
@@ -176,251 +97,287 @@ int report(const lite::Error& e, const std::string& cmd, const std::string& cont
     case ECONNRESET:
     case ECONNABORTED:
     case ENOTCONN:
-        msg = (cmd == "ping" ? "node " : "manager at ") + context + " unreachable: " + std::strerror(err);
-        code = kUnreachable;
-        break;
+        return {kUnreachable, (cmd == "ping" ? "" : "manager at ") + context + " unreachable: " + std::strerror(err),
+                err};
     case EOPNOTSUPP:
-        msg = "the node at " + context + " is not the cluster manager";
-        code = kUnreachable;
-        break;
+        return {kUnreachable, "the node at " + context + " is not the cluster manager", err};
     case EADDRINUSE:
-        msg = "address " + context + " is already used by a node";
-        break;
+        return {kError, "address " + context + " is already used by a node", err};
     case EADDRNOTAVAIL:
-        msg = "address " + context + " does not belong to that RDMA device and port";
-        break;
+        return {kError, "address " + context + " does not belong to that RDMA device and port", err};
     default:
-        msg = std::string(e.what());
-        break;
+        return {kError, e.what(), err};
     }
-    std::cerr << "litectl " << cmd << ": " << msg << "\n";
-    return code;
 }
 
-uint32_t pick_instance(const lite::Device& dev, Args& args)
+// The options, filled by the parser before anything runs.
+struct Options {
+    bool json = false;
+    std::optional<uint32_t> instance;
+    // up
+    std::string dev, listen, secret_file, join, cq, isolation;
+    uint32_t port = 0;
+    uint32_t timeout_ms = 0;
+    // ping
+    uint32_t count = 3;
+    uint32_t node = 0;
+};
+
+class Cli
 {
-    if (auto i = args.take("-i"))
-        return to_u32(*i, "instance");
-    auto ids = dev.instances();
-    if (ids.size() == 1)
-        return ids[0];
-    if (ids.empty())
-        throw lite::Error(ENOENT, "no instance");
-    throw UsageError{"several instances exist: choose one with -i"};
-}
+public:
+    explicit Cli(Options& o) : o_(o) {}
 
-int cmd_up(Args& args)
+    // Print what a command did: @out with --json, else @text.
+    [[nodiscard]] int finish(const json& out, const std::string& text) const
+    {
+        if (o_.json) {
+            std::cout << out.dump(2) << "\n";
+        } else {
+            std::cout << text;
+        }
+        return kOk;
+    }
+
+    [[nodiscard]] int fail(const std::string& cmd, const Failure& f) const
+    {
+        std::cerr << "litectl " << cmd << ": " << f.msg << "\n";
+        if (o_.json) {
+            json j;
+            j["error"] = f.msg;
+            j["errno"] = f.errnum;
+            j["exit"] = f.code;
+            std::cout << j.dump(2) << "\n";
+        }
+        return f.code;
+    }
+
+    [[nodiscard]] uint32_t pick_instance(const lite::Device& dev) const
+    {
+        if (o_.instance)
+            return *o_.instance;
+        auto ids = dev.instances();
+        if (ids.size() == 1)
+            return ids[0];
+        if (ids.empty())
+            throw lite::Error(ENOENT, "no instance");
+        throw UsageError{"several instances exist: choose one with -i"};
+    }
+
+    [[nodiscard]] int up() const;
+    [[nodiscard]] int down() const;
+    [[nodiscard]] int status() const;
+    [[nodiscard]] int ping() const;
+    [[nodiscard]] int info() const;
+
+private:
+    Options& o_;
+};
+
+int Cli::up() const
 {
     lite::UpParams p;
-    auto dev_name = args.take("--dev");
-    auto listen = args.take("--listen");
-    auto secret = args.take("--secret-file");
-    auto join = args.take("--join");
-    auto port = args.take("--port");
-    auto timeout = args.take("--timeout");
-    auto cq = args.take("--cq");
-    auto isolation = args.take("--isolation");
-    args.rest();
-    if (!dev_name || !listen)
-        throw UsageError{"up needs --dev and --listen"};
-    if (cq) {
-        auto mode = lite::parse_cq_mode(*cq);
+    if (!o_.cq.empty()) {
+        auto mode = lite::parse_cq_mode(o_.cq);
         if (!mode) {
-            throw UsageError{"unknown completion mode '" + *cq +
+            throw UsageError{"unknown completion mode '" + o_.cq +
                              "' for --cq (use busy, softirq, workqueue, adaptive or poll)"};
         }
         p.cq_mode = *mode;
     }
-    if (isolation) {
-        auto mode = lite::parse_isolation(*isolation);
+    if (!o_.isolation.empty()) {
+        auto mode = lite::parse_isolation(o_.isolation);
         if (!mode)
-            throw UsageError{"unknown isolation '" + *isolation + "' for --isolation (use global or lmr)"};
+            throw UsageError{"unknown isolation '" + o_.isolation + "' for --isolation (use global or lmr)"};
         p.isolation = *mode;
     }
-    if (!secret) {
-        std::cerr << "litectl up: a cluster secret is required (--secret-file)\n";
-        return kAuth;
+    if (o_.secret_file.empty())
+        return fail("up", {kAuth, "a cluster secret is required (--secret-file)", ENOKEY});
+    p.device = o_.dev;
+    try {
+        p.listen = lite::Endpoint::parse(o_.listen);
+        if (!o_.join.empty())
+            p.join = lite::Endpoint::parse(o_.join);
+    } catch (const lite::Error& e) {
+        throw UsageError{e.what()};
     }
-    p.device = *dev_name;
-    p.listen = lite::Endpoint::parse(*listen);
-    if (join)
-        p.join = lite::Endpoint::parse(*join);
-    if (port)
-        p.port = to_u32(*port, "--port");
-    if (timeout)
-        p.timeout = std::chrono::milliseconds(to_u32(*timeout, "--timeout"));
-    p.secret = lite::read_secret_file(*secret);
+    p.port = o_.port;
+    if (o_.timeout_ms)
+        p.timeout = std::chrono::milliseconds(o_.timeout_ms);
+    p.secret = lite::read_secret_file(o_.secret_file);
 
     auto dev = lite::Device::open();
     try {
         auto r = dev.up(p);
-        std::cout << "instance " << r.instance << ": node " << r.node_id
-                  << (join ? ", joined the cluster of " + *join : std::string(", manager of a new cluster"))
-                  << ", listening on " << p.listen.to_string() << " (" << p.device << ")\n";
+        json j;
+        j["instance"] = r.instance;
+        j["node_id"] = r.node_id;
+        j["role"] = p.join ? "member" : "manager";
+        j["device"] = p.device;
+        j["listen"] = p.listen.to_string();
+        if (p.join)
+            j["joined"] = p.join->to_string();
+        return finish(j, "instance " + std::to_string(r.instance) + ": node " + std::to_string(r.node_id) +
+                             (p.join ? ", joined the cluster of " + p.join->to_string()
+                                     : std::string(", manager of a new cluster")) +
+                             ", listening on " + p.listen.to_string() + " (" + p.device + ")\n");
     } catch (const lite::Error& e) {
         std::string ctx;
         switch (e.errnum()) {
         case ENODEV:
         case ENXIO:
-            ctx = *dev_name;
+            ctx = p.device;
             break;
         case EADDRINUSE:
         case EADDRNOTAVAIL:
             ctx = p.listen.to_string();
             break;
         default:
-            ctx = join ? p.join->to_string() : p.listen.to_string();
+            ctx = p.join ? p.join->to_string() : p.listen.to_string();
         }
-        return report(e, "up", ctx);
+        return fail("up", explain(e, "up", ctx));
     }
-    return kOk;
 }
 
-int cmd_down(Args& args)
+int Cli::down() const
 {
     auto dev = lite::Device::open();
-    uint32_t inst = pick_instance(dev, args);
-    args.rest();
+    uint32_t inst = pick_instance(dev);
     try {
         dev.down(inst);
     } catch (const lite::Error& e) {
-        return report(e, "down", std::to_string(inst));
+        return fail("down", explain(e, "down", std::to_string(inst)));
     }
-    std::cout << "instance " << inst << " is down\n";
-    return kOk;
+    json j;
+    j["instance"] = inst;
+    j["down"] = true;
+    return finish(j, "instance " + std::to_string(inst) + " is down\n");
 }
 
-std::string json_escape(const std::string& s)
+json to_json(const lite::NodeStatus& s)
 {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\')
-            out += '\\';
-        out += c;
+    const auto& c = s.counters;
+    json j;
+    j["instance"] = s.instance;
+    j["node_id"] = s.node_id;
+    j["manager_id"] = s.manager_id;
+    j["epoch"] = s.epoch;
+    j["device"] = s.device;
+    j["port"] = s.port;
+    j["listen"] = s.listen.to_string();
+    j["cq_mode"] = lite::cq_mode_name(s.cq_mode);
+    j["isolation"] = lite::isolation_name(s.isolation);
+    j["counters"] = {{"joins", c.joins},          {"leaves", c.leaves},
+                     {"losses", c.losses},        {"auth_failures", c.auth_failures},
+                     {"bad_msgs", c.bad_msgs},    {"timeouts", c.timeouts},
+                     {"mem_bytes", c.mem_bytes},  {"mem_lmrs", c.mem_lmrs},
+                     {"reconnects", s.reconnects}};
+    const auto& d = s.dsm;
+    j["dsm"] = {{"regions", d.regions},           {"pages", d.pages},
+                {"read_faults", d.read_faults},   {"write_faults", d.write_faults},
+                {"fetches", d.fetches},           {"invalidations", d.invalidations},
+                {"home_txns", d.home_txns},       {"sigbus", d.sigbus},
+                {"prot_changes", d.prot_changes}, {"prot_ns", d.prot_ns}};
+    const auto& l = s.lease;
+    j["lease"] = {{"hits", l.hits},
+                  {"misses", l.misses},
+                  {"stock_lmrs", l.stock_lmrs},
+                  {"stock_bytes", l.stock_bytes},
+                  {"granted_lmrs", l.granted_lmrs},
+                  {"granted_bytes", l.granted_bytes}};
+    j["expelled"] = s.expelled;
+    j["no_manager"] = s.no_manager;
+    j["members"] = json::array();
+    for (const auto& m : s.members) {
+        j["members"].push_back({{"node_id", m.node_id},
+                                {"state", lite::peer_state_name(m.state)},
+                                {"addr", m.addr.to_string()},
+                                {"tx_msgs", m.tx_msgs},
+                                {"rx_msgs", m.rx_msgs},
+                                {"tx_bytes", m.tx_bytes},
+                                {"rx_bytes", m.rx_bytes},
+                                {"last_rtt_ns", m.last_rtt.count()},
+                                {"credits", m.credits},
+                                {"backlog", m.backlog}});
     }
+    return j;
+}
+
+std::string to_text(const lite::NodeStatus& s)
+{
+    const auto& c = s.counters;
+    std::string out;
+    char line[512];
+    auto add = [&](int n) { out.append(line, static_cast<size_t>(std::max(0, std::min<int>(n, sizeof(line) - 1)))); };
+    add(std::snprintf(line, sizeof(line), "instance %u: node %u%s on %s port %u, listening on %s\n", s.instance,
+                      s.node_id, s.node_id && s.node_id == s.manager_id ? " (manager)" : "", s.device.c_str(), s.port,
+                      s.listen.to_string().c_str()));
+    add(std::snprintf(line, sizeof(line), "  cluster: %zu members, manager %u%s, epoch %u\n", s.members.size(),
+                      s.manager_id, s.no_manager ? " (gone: no joins)" : "", s.epoch));
+    if (s.expelled)
+        out += "  EXPELLED: the cluster dropped this node; bring it up again to rejoin\n";
+    out += std::string("  completion mode: ") + lite::cq_mode_name(s.cq_mode) + "\n";
+    out += std::string("  isolation: ") + lite::isolation_name(s.isolation) + "\n";
+    add(std::snprintf(line, sizeof(line), "  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS",
+                      "TX MSGS", "RX MSGS", "LAST RTT", "CREDITS"));
+    for (const auto& m : s.members) {
+        std::string rtt = m.last_rtt.count() ? std::to_string(m.last_rtt.count() / 1000) + " us" : "-";
+        add(std::snprintf(line, sizeof(line), "  %-5u %-11s %-24s %9llu %9llu %11s %7u\n", m.node_id,
+                          lite::peer_state_name(m.state), m.addr.to_string().c_str(),
+                          static_cast<unsigned long long>(m.tx_msgs), static_cast<unsigned long long>(m.rx_msgs),
+                          rtt.c_str(), m.credits));
+    }
+    add(std::snprintf(line, sizeof(line),
+                      "  counters: joins %llu, leaves %llu, losses %llu, reconnects %u, auth failures %llu, "
+                      "bad messages %llu, timeouts %llu\n",
+                      static_cast<unsigned long long>(c.joins), static_cast<unsigned long long>(c.leaves),
+                      static_cast<unsigned long long>(c.losses), s.reconnects,
+                      static_cast<unsigned long long>(c.auth_failures), static_cast<unsigned long long>(c.bad_msgs),
+                      static_cast<unsigned long long>(c.timeouts)));
+    add(std::snprintf(line, sizeof(line), "  memory held for the cluster: %llu bytes in %llu LMRs\n",
+                      static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs)));
+    const auto& l = s.lease;
+    add(std::snprintf(line, sizeof(line),
+                      "  leases: %llu allocations from stock, %llu asked the memory node; stock %llu bytes in %llu "
+                      "LMRs; granted to leases %llu bytes in %llu LMRs\n",
+                      static_cast<unsigned long long>(l.hits), static_cast<unsigned long long>(l.misses),
+                      static_cast<unsigned long long>(l.stock_bytes), static_cast<unsigned long long>(l.stock_lmrs),
+                      static_cast<unsigned long long>(l.granted_bytes),
+                      static_cast<unsigned long long>(l.granted_lmrs)));
+    const auto& d = s.dsm;
+    add(std::snprintf(line, sizeof(line),
+                      "  DSM: %llu regions open, %llu pages held; faults %llu read, %llu write; %llu pages "
+                      "fetched, %llu copies dropped, %llu home transactions, %llu SIGBUS; %llu page-table "
+                      "changes in %llu us\n",
+                      static_cast<unsigned long long>(d.regions), static_cast<unsigned long long>(d.pages),
+                      static_cast<unsigned long long>(d.read_faults), static_cast<unsigned long long>(d.write_faults),
+                      static_cast<unsigned long long>(d.fetches), static_cast<unsigned long long>(d.invalidations),
+                      static_cast<unsigned long long>(d.home_txns), static_cast<unsigned long long>(d.sigbus),
+                      static_cast<unsigned long long>(d.prot_changes),
+                      static_cast<unsigned long long>(d.prot_ns / 1000)));
     return out;
 }
 
-void print_json(const std::vector<lite::NodeStatus>& nodes)
-{
-    std::ostringstream o;
-    o << "[";
-    for (size_t n = 0; n < nodes.size(); n++) {
-        const auto& s = nodes[n];
-        const auto& c = s.counters;
-        o << (n ? "," : "") << "\n"
-          << R"(  {"instance": )" << s.instance << R"(, "node_id": )" << s.node_id << R"(, "manager_id": )"
-          << s.manager_id << R"(, "epoch": )" << s.epoch << R"(, "device": ")" << json_escape(s.device)
-          << R"(", "port": )" << s.port << R"(, "listen": ")" << json_escape(s.listen.to_string())
-          << R"(", "cq_mode": ")" << lite::cq_mode_name(s.cq_mode) << R"(", "isolation": ")"
-          << lite::isolation_name(s.isolation) << R"(",)"
-          << "\n"
-          << R"(   "counters": {"joins": )" << c.joins << R"(, "leaves": )" << c.leaves << R"(, "losses": )" << c.losses
-          << R"(, "auth_failures": )" << c.auth_failures << R"(, "bad_msgs": )" << c.bad_msgs << R"(, "timeouts": )"
-          << c.timeouts << R"(, "mem_bytes": )" << c.mem_bytes << R"(, "mem_lmrs": )" << c.mem_lmrs
-          << R"(, "reconnects": )" << s.reconnects << "},\n"
-          << R"(   "dsm": {"regions": )" << s.dsm.regions << R"(, "pages": )" << s.dsm.pages << R"(, "read_faults": )"
-          << s.dsm.read_faults << R"(, "write_faults": )" << s.dsm.write_faults << R"(, "fetches": )" << s.dsm.fetches
-          << R"(, "invalidations": )" << s.dsm.invalidations << R"(, "home_txns": )" << s.dsm.home_txns
-          << R"(, "sigbus": )" << s.dsm.sigbus << R"(, "prot_changes": )" << s.dsm.prot_changes << R"(, "prot_ns": )"
-          << s.dsm.prot_ns << "},\n"
-          << R"(   "lease": {"hits": )" << s.lease.hits << R"(, "misses": )" << s.lease.misses << R"(, "stock_lmrs": )"
-          << s.lease.stock_lmrs << R"(, "stock_bytes": )" << s.lease.stock_bytes << R"(, "granted_lmrs": )"
-          << s.lease.granted_lmrs << R"(, "granted_bytes": )" << s.lease.granted_bytes << "},\n"
-          << R"(   "expelled": )" << (s.expelled ? "true" : "false") << R"(, "no_manager": )"
-          << (s.no_manager ? "true" : "false") << ",\n"
-          << R"(   "members": [)";
-        for (size_t i = 0; i < s.members.size(); i++) {
-            const auto& m = s.members[i];
-            o << (i ? "," : "") << "\n"
-              << R"(     {"node_id": )" << m.node_id << R"(, "state": ")" << lite::peer_state_name(m.state)
-              << R"(", "addr": ")" << json_escape(m.addr.to_string()) << R"(", "tx_msgs": )" << m.tx_msgs
-              << R"(, "rx_msgs": )" << m.rx_msgs << R"(, "tx_bytes": )" << m.tx_bytes << R"(, "rx_bytes": )"
-              << m.rx_bytes << R"(, "last_rtt_ns": )" << m.last_rtt.count() << R"(, "credits": )" << m.credits
-              << R"(, "backlog": )" << m.backlog << "}";
-        }
-        o << "]}";
-    }
-    o << "\n]\n";
-    std::cout << o.str();
-}
-
-void print_text(const lite::NodeStatus& s)
-{
-    const auto& c = s.counters;
-    std::printf("instance %u: node %u%s on %s port %u, listening on %s\n", s.instance, s.node_id,
-                s.node_id && s.node_id == s.manager_id ? " (manager)" : "", s.device.c_str(), s.port,
-                s.listen.to_string().c_str());
-    std::printf("  cluster: %zu members, manager %u%s, epoch %u\n", s.members.size(), s.manager_id,
-                s.no_manager ? " (gone: no joins)" : "", s.epoch);
-    if (s.expelled)
-        std::printf("  EXPELLED: the cluster dropped this node; bring it up again to rejoin\n");
-    std::printf("  completion mode: %s\n", lite::cq_mode_name(s.cq_mode));
-    std::printf("  isolation: %s\n", lite::isolation_name(s.isolation));
-    std::printf("  %-5s %-11s %-24s %9s %9s %11s %7s\n", "NODE", "STATE", "ADDRESS", "TX MSGS", "RX MSGS", "LAST RTT",
-                "CREDITS");
-    for (const auto& m : s.members) {
-        std::string rtt = m.last_rtt.count() ? std::to_string(m.last_rtt.count() / 1000) + " us" : "-";
-        std::printf("  %-5u %-11s %-24s %9llu %9llu %11s %7u\n", m.node_id, lite::peer_state_name(m.state),
-                    m.addr.to_string().c_str(), static_cast<unsigned long long>(m.tx_msgs),
-                    static_cast<unsigned long long>(m.rx_msgs), rtt.c_str(), m.credits);
-    }
-    std::printf("  counters: joins %llu, leaves %llu, losses %llu, reconnects %u, auth failures %llu, "
-                "bad messages %llu, timeouts %llu\n",
-                static_cast<unsigned long long>(c.joins), static_cast<unsigned long long>(c.leaves),
-                static_cast<unsigned long long>(c.losses), s.reconnects,
-                static_cast<unsigned long long>(c.auth_failures), static_cast<unsigned long long>(c.bad_msgs),
-                static_cast<unsigned long long>(c.timeouts));
-    std::printf("  memory held for the cluster: %llu bytes in %llu LMRs\n",
-                static_cast<unsigned long long>(c.mem_bytes), static_cast<unsigned long long>(c.mem_lmrs));
-    const auto& l = s.lease;
-    std::printf("  leases: %llu allocations from stock, %llu asked the memory node; stock %llu bytes in %llu "
-                "LMRs; granted to leases %llu bytes in %llu LMRs\n",
-                static_cast<unsigned long long>(l.hits), static_cast<unsigned long long>(l.misses),
-                static_cast<unsigned long long>(l.stock_bytes), static_cast<unsigned long long>(l.stock_lmrs),
-                static_cast<unsigned long long>(l.granted_bytes), static_cast<unsigned long long>(l.granted_lmrs));
-    const auto& d = s.dsm;
-    std::printf("  DSM: %llu regions open, %llu pages held; faults %llu read, %llu write; %llu pages fetched, "
-                "%llu copies dropped, %llu home transactions, %llu SIGBUS; %llu page-table changes in %llu us\n",
-                static_cast<unsigned long long>(d.regions), static_cast<unsigned long long>(d.pages),
-                static_cast<unsigned long long>(d.read_faults), static_cast<unsigned long long>(d.write_faults),
-                static_cast<unsigned long long>(d.fetches), static_cast<unsigned long long>(d.invalidations),
-                static_cast<unsigned long long>(d.home_txns), static_cast<unsigned long long>(d.sigbus),
-                static_cast<unsigned long long>(d.prot_changes), static_cast<unsigned long long>(d.prot_ns / 1000));
-}
-
-int cmd_status(Args& args)
+int Cli::status() const
 {
     auto dev = lite::Device::open();
-    bool json = args.flag("--json");
-    auto inst = args.take("-i");
-    args.rest();
-    std::vector<uint32_t> ids;
-    if (inst) {
-        ids.push_back(to_u32(*inst, "instance"));
-    } else {
-        ids = dev.instances();
-    }
-
-    std::vector<lite::NodeStatus> nodes;
+    std::vector<uint32_t> ids = o_.instance ? std::vector<uint32_t>{*o_.instance} : dev.instances();
+    json j = json::array();
+    std::string text;
     for (auto id : ids) {
         try {
-            nodes.push_back(dev.status(id));
+            auto s = dev.status(id);
+            j.push_back(to_json(s));
+            text += to_text(s);
         } catch (const lite::Error& e) {
-            if (!inst && e.errnum() == ENOENT)
+            if (!o_.instance && e.errnum() == ENOENT)
                 continue; // went down meanwhile
-            return report(e, "status", std::to_string(id));
+            return fail("status", explain(e, "status", std::to_string(id)));
         }
     }
-    if (json) {
-        print_json(nodes);
-    } else if (nodes.empty()) {
-        std::cout << "no lite nodes on this host\n";
-    } else {
-        for (const auto& s : nodes)
-            print_text(s);
-    }
-    return kOk;
+    if (j.empty())
+        text = "no lite nodes on this host\n";
+    return finish(j, text);
 }
 
 // A duration in microseconds, for printing.
@@ -429,73 +386,169 @@ double us(std::chrono::nanoseconds d)
     return std::chrono::duration<double, std::micro>(d).count();
 }
 
-int cmd_ping(Args& args)
+int Cli::ping() const
 {
     auto dev = lite::Device::open();
-    uint32_t inst = pick_instance(dev, args);
-    auto count_text = args.take("-c");
-    auto rest = args.rest();
-    if (rest.size() != 1)
-        throw UsageError{"ping needs exactly one NODE"};
-    uint32_t node = to_u32(rest[0], "NODE");
-    uint32_t count = count_text ? to_u32(*count_text, "-c") : 3;
+    uint32_t inst = pick_instance(dev);
     std::chrono::nanoseconds min{0}, max{0}, sum{0};
-
-    for (uint32_t i = 0; i < count; i++) {
-        std::chrono::nanoseconds rtt;
+    json rtts = json::array();
+    std::string text;
+    char line[128];
+    for (uint32_t i = 0; i < o_.count; i++) {
+        std::chrono::nanoseconds rtt{};
         try {
-            rtt = dev.ping(inst, node);
+            rtt = dev.ping(inst, o_.node);
         } catch (const lite::Error& e) {
-            return report(e, "ping", "node " + std::to_string(node));
+            return fail("ping", explain(e, "ping", "node " + std::to_string(o_.node)));
         }
-        std::printf("reply from node %u: seq=%u rtt=%.1f us\n", node, i, us(rtt));
+        (void)std::snprintf(line, sizeof(line), "reply from node %u: seq=%u rtt=%.1f us\n", o_.node, i, us(rtt));
+        if (!o_.json)
+            std::cout << line << std::flush; // as they come
+        rtts.push_back(rtt.count());
         min = i == 0 || rtt < min ? rtt : min;
         max = rtt > max ? rtt : max;
         sum += rtt;
     }
-    if (count) {
-        std::printf("node %u: %u replies, rtt min/avg/max = %.1f/%.1f/%.1f us\n", node, count, us(min), us(sum) / count,
-                    us(max));
+    json j;
+    j["instance"] = inst;
+    j["node"] = o_.node;
+    j["rtt_ns"] = rtts;
+    if (o_.count) {
+        (void)std::snprintf(line, sizeof(line), "node %u: %u replies, rtt min/avg/max = %.1f/%.1f/%.1f us\n", o_.node,
+                            o_.count, us(min), us(sum) / o_.count, us(max));
+        text = line;
     }
-    return kOk;
+    return finish(j, text);
 }
 
-int cmd_info(Args& args)
+int Cli::info() const
 {
-    args.rest();
     auto dev = lite::Device::open();
     auto ids = dev.instances();
-    std::cout << "lite ABI " << dev.abi_version() << ", " << ids.size() << " instance(s)";
+    json j;
+    j["version"] = LITE_PROJECT_VERSION;
+    j["abi"] = dev.abi_version();
+    j["instances"] = ids;
+    std::string text = "lite " LITE_PROJECT_VERSION ", ABI " + std::to_string(dev.abi_version()) + ", " +
+                       std::to_string(ids.size()) + " instance(s)";
     for (auto id : ids)
-        std::cout << " " << id;
-    std::cout << "\n";
-    return kOk;
+        text += " " + std::to_string(id);
+    return finish(j, text + "\n");
+}
+
+int run(int argc, char** argv)
+{
+    Options o;
+    Cli cli(o);
+    CLI::App app{"litectl: bring lite nodes up and down, show their status, ping members", "litectl"};
+    app.set_version_flag("--version", "litectl " LITE_PROJECT_VERSION);
+    app.add_flag("--json", o.json, "print the result as JSON (errors too, besides the message on stderr)");
+    app.require_subcommand(1, 1);
+    app.fallthrough(); // --json after the command too
+    app.footer("Exit codes: 0 ok, 1 other error, 2 usage, 3 module not loaded, 4 not privileged, "
+               "5 no such device or instance, 6 secret refused or missing, 7 manager or node unreachable.\n"
+               "See litectl(1).");
+
+    auto* up = app.add_subcommand("up", "create a node on an RDMA device: the manager of a new cluster, or a member "
+                                        "joining one (--join)");
+    up->add_option("--dev", o.dev, "RDMA device, e.g. rxe0")->required();
+    up->add_option("--listen", o.listen, "address and port the node listens on, ADDR:PORT")->required();
+    up->add_option("--secret-file", o.secret_file, "file holding the cluster secret");
+    up->add_option("--join", o.join, "the manager's ADDR:PORT: join its cluster");
+    up->add_option("--port", o.port, "port of the RDMA device (default: its first)");
+    up->add_option("--timeout", o.timeout_ms, "join timeout, ms")->check(CLI::Range(1U, 60000U));
+    up->add_option("--cq", o.cq,
+                   "completion mode: busy, softirq, workqueue, adaptive or poll (default: the module "
+                   "parameter cq_mode, the measured best)");
+    up->add_option("--isolation", o.isolation,
+                   "what peers may reach: global (one key for all memory) or lmr (a key "
+                   "per chunk they were given)");
+
+    auto* down = app.add_subcommand("down", "leave the cluster and remove the node");
+    down->add_option("-i,--instance", o.instance, "the instance (default: the only one)");
+
+    auto* status = app.add_subcommand("status", "node id, members, per-peer connection state and counters");
+    status->add_option("-i,--instance", o.instance, "one instance (default: all)");
+
+    auto* ping = app.add_subcommand("ping", "control-plane round trips to a member");
+    ping->add_option("-i,--instance", o.instance, "the instance (default: the only one)");
+    ping->add_option("-c,--count", o.count, "how many (default 3)");
+    ping->add_option("NODE", o.node, "the member's node id")->required();
+
+    auto* info = app.add_subcommand("info", "version, ABI version and instances");
+
+    auto* help = app.add_subcommand("help", "this help, or a command's: litectl help COMMAND");
+    std::string help_for;
+    help->add_option("COMMAND", help_for, "the command");
+
+    const std::string usage = app.help(); // (after parsing it would be the command's)
+    if (argc < 2) {
+        std::cerr << usage;
+        return kUsage;
+    }
+    for (int i = 1; i < argc; i++) { // the first word that is not an option
+        const std::string w = argv[i];
+        if (w.starts_with("-"))
+            continue;
+        const auto subs = app.get_subcommands([&w](CLI::App* c) { return c->get_name() == w; });
+        if (subs.empty()) {
+            std::cerr << "litectl: unknown command '" << w << "' (litectl help lists them)\n";
+            return kUsage;
+        }
+        break;
+    }
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) { // --help, --version
+            app.exit(e);
+            return kOk;
+        }
+        std::cerr << "litectl: " << e.what() << "\n(litectl help, or litectl COMMAND --help)\n";
+        return kUsage;
+    }
+
+    std::string cmd = app.get_subcommands().front()->get_name();
+    try {
+        if (cmd == "help") {
+            if (help_for.empty()) {
+                std::cout << usage;
+                return kOk;
+            }
+            for (auto* c : {up, down, status, ping, info}) {
+                if (c->get_name() == help_for) {
+                    std::cout << c->help();
+                    return kOk;
+                }
+            }
+            throw UsageError{"no command '" + help_for + "' (litectl help lists them)"};
+        }
+        if (cmd == "up")
+            return cli.up();
+        if (cmd == "down")
+            return cli.down();
+        if (cmd == "status")
+            return cli.status();
+        if (cmd == "ping")
+            return cli.ping();
+        return cli.info();
+    } catch (const UsageError& e) {
+        return cli.fail(cmd, {kUsage, e.msg, EINVAL});
+    } catch (const lite::Error& e) {
+        return cli.fail(cmd, explain(e, cmd, ""));
+    }
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
-        std::cout << kUsageText;
-        return argc < 2 ? kUsage : kOk;
-    }
-    std::string cmd = argv[1];
-    static const std::map<std::string, int (*)(Args&)> cmds = {
-        {"up", cmd_up}, {"down", cmd_down}, {"status", cmd_status}, {"ping", cmd_ping}, {"info", cmd_info},
-    };
-    auto it = cmds.find(cmd);
-    if (it == cmds.end()) {
-        std::cerr << "litectl: unknown command '" << cmd << "'\n" << kUsageText;
-        return kUsage;
-    }
-    Args args(argc, argv);
     try {
-        return it->second(args);
-    } catch (const UsageError& e) {
-        std::cerr << "litectl " << cmd << ": " << e.msg << "\n";
-        return kUsage;
-    } catch (const lite::Error& e) {
-        return report(e, cmd, "");
+        return run(argc, argv);
+    } catch (const std::exception& e) { // e.g. an unreadable secret file
+        (void)std::fputs(("litectl: " + std::string(e.what()) + "\n").c_str(), stderr);
+    } catch (...) {
+        (void)std::fputs("litectl: failed\n", stderr);
     }
+    return kError;
 }
