@@ -17,6 +17,11 @@
  * Each chunk goes out with the key peers reach it with (mr.c): the node's
  * global key, or in lmr mode a registration of the chunk alone, made
  * before the reply and invalidated before the chunk's pages are freed.
+ * In lmr mode the owner gets the LMR's own keys; the nodes that map it
+ * through a share get keys of that share, registered at the share's first
+ * LMR_CHUNKS with the rights it grants, and invalidated when the owner
+ * says the share was withdrawn (LMR_UNKEY): revoking a name ends what its
+ * keys reach, while the owner and the other shares keep theirs.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -27,6 +32,9 @@
 
 /* Largest chunk: the buddy allocator's biggest block (4 MiB on x86-64). */
 #define LITE_CHUNK_ORDER_MAX	(MAX_ORDER - 1)
+
+/* Shares' key records per LMR (withdrawn ones included). */
+#define LITE_EXPORT_KEYSETS_MAX	64
 
 /* An LMR_ALLOC from its receipt (node->wq) to its reply (node->alloc_wq). */
 struct lite_alloc_job {
@@ -43,17 +51,34 @@ struct lite_alloc_job {
 					 * up, or its node left */
 };
 
+/* Invalidate @ks's keys (if it has any) and free them. */
+static void lite_export_keys_drop(struct lite_node *node,
+				  struct lite_export *ex,
+				  struct lite_export_keys *ks)
+{
+	if (ks->mrs) {
+		lite_mr_release(node, ks->mrs, ex->n_chunks, true);
+		kvfree(ks->mrs);
+		ks->mrs = NULL;
+	}
+	kvfree(ks->rkeys);
+	ks->rkeys = NULL;
+}
+
 static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 {
 	struct ib_device *dev = node->ibdev->dev;
+	struct lite_export_keys *ks, *tmp;
 	u32 i;
 
 	if (ex->id)	/* it was published: waiters on its words fail */
 		lite_sync_drop_export(node, (u64)node->nonce << 32 | ex->id);
-	if (ex->mrs) {	/* no peer reaches the chunks from here on */
-		lite_mr_release(node, ex->mrs, ex->n_chunks, true);
-		kvfree(ex->mrs);
+	/* No peer reaches the chunks from here on. */
+	list_for_each_entry_safe(ks, tmp, &ex->keysets, entry) {
+		lite_export_keys_drop(node, ex, ks);
+		kfree(ks);
 	}
+	lite_export_keys_drop(node, ex, &ex->own);
 
 	for (i = 0; i < ex->n_chunks; i++) {
 		if (!ex->chunks[i].page)
@@ -96,7 +121,6 @@ static int lite_export_chunk(struct lite_node *node,
 	}
 	c->order = order;
 	c->len = min_t(u64, want, PAGE_SIZE << order);
-	c->rkey = node->rkey;	/* global mode; else lite_export_reg() */
 	c->dma = ib_dma_map_page(dev, c->page, 0, PAGE_SIZE << order,
 				 DMA_BIDIRECTIONAL);
 	if (ib_dma_mapping_error(dev, c->dma)) {
@@ -115,34 +139,47 @@ static bool lite_alloc_job_stopped(const struct lite_alloc_job *job)
 }
 
 /*
- * lmr mode: register every chunk of @ex for the peers, through the
- * requester's connection: reads and writes, and atomics if the LMR was
- * asked for with NIC atomics.
+ * lmr mode: register every chunk of @ex into @ks, through the connection
+ * of the node the keys are for, with @access (IB_ACCESS_REMOTE_*).
  */
-static int lite_export_reg(struct lite_export *ex, struct lite_conn *conn)
+static int lite_export_reg(struct lite_export *ex, struct lite_export_keys *ks,
+			   struct lite_conn *conn, int access)
 {
-	int access = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
 	struct lite_mr_batch batch;
 	u32 i;
 	int ret;
 
-	if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
-		access |= IB_ACCESS_REMOTE_ATOMIC;
-	ex->mrs = kvcalloc(ex->n_chunks, sizeof(*ex->mrs), GFP_KERNEL);
-	if (!ex->mrs)
-		return -ENOMEM;
+	ks->mrs = kvcalloc(ex->n_chunks, sizeof(*ks->mrs), GFP_KERNEL);
+	ks->rkeys = kvcalloc(ex->n_chunks, sizeof(*ks->rkeys), GFP_KERNEL);
+	if (!ks->mrs || !ks->rkeys) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
 	lite_mr_batch_init(&batch, conn, access);
 	for (i = 0; i < ex->n_chunks; i++)
 		if (lite_mr_batch_add(&batch, ex->chunks[i].dma,
-				      ex->chunks[i].len, &ex->mrs[i],
-				      &ex->chunks[i].rkey))
+				      ex->chunks[i].len, &ks->mrs[i],
+				      &ks->rkeys[i]))
 			break;
-	ret = lite_mr_batch_wait(&batch, ex->mrs, ex->n_chunks);
-	if (ret) {
-		kvfree(ex->mrs);
-		ex->mrs = NULL;
-	}
+	ret = lite_mr_batch_wait(&batch, ks->mrs, ex->n_chunks);
+	if (!ret)
+		return 0;
+err_free:
+	kvfree(ks->rkeys);
+	ks->rkeys = NULL;
+	kvfree(ks->mrs);
+	ks->mrs = NULL;
 	return ret;
+}
+
+/* The owner's keys: reads and writes, atomics for an LMR of NIC atomics. */
+static int lite_export_reg_own(struct lite_export *ex, struct lite_conn *conn)
+{
+	int access = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+
+	if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	return lite_export_reg(ex, &ex->own, conn, access);
 }
 
 /* @job's memory, chunk by chunk; stops early if @job is cancelled. */
@@ -164,6 +201,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		kfree(ex);
 		return ERR_PTR(-ENOMEM);
 	}
+	INIT_LIST_HEAD(&ex->keysets);
 	ex->owner = job->owner;
 	ex->alloc_req = job->req_id;
 	ex->size = size;
@@ -189,7 +227,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		cond_resched();
 	}
 	if (lite_isolated(node)) {
-		ret = lite_export_reg(ex, job->conn);
+		ret = lite_export_reg_own(ex, job->conn);
 		if (ret)
 			goto err;
 	}
@@ -199,8 +237,20 @@ err:
 	return ERR_PTR(ret);
 }
 
-/* Fill a chunk-list reply from chunk @start on; returns its length. */
-static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
+/* The key of chunk @i in @ks: the node's one key in global mode. */
+static u32 lite_export_key(const struct lite_node *node,
+			   const struct lite_export_keys *ks, u32 i)
+{
+	return ks->rkeys ? ks->rkeys[i] : node->rkey;
+}
+
+/*
+ * Fill a chunk-list reply from chunk @start on, with the keys of @ks;
+ * returns its length.
+ */
+static u32 lite_export_put_chunks(const struct lite_node *node,
+				  const struct lite_export *ex,
+				  const struct lite_export_keys *ks, u32 start,
 				  struct lite_wire_chunks *w, u32 room)
 {
 	u32 n = min3(ex->n_chunks - start, (u32)LITE_WIRE_MAX_CHUNKS,
@@ -214,7 +264,8 @@ static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
 	for (i = 0; i < n; i++) {
 		w->chunks[i].addr = cpu_to_le64(ex->chunks[start + i].dma);
 		w->chunks[i].len = cpu_to_le32(ex->chunks[start + i].len);
-		w->chunks[i].rkey = cpu_to_le32(ex->chunks[start + i].rkey);
+		w->chunks[i].rkey = cpu_to_le32(lite_export_key(node, ks,
+								 start + i));
 	}
 	return sizeof(*w) + n * sizeof(w->chunks[0]);
 }
@@ -307,7 +358,8 @@ static void lite_alloc_job_work(struct work_struct *work)
 		rep->size = cpu_to_le64(ex->size);
 		rep->flags = cpu_to_le32(ex->flags);
 		len = offsetof(struct lite_wire_lmr, first) +
-		      lite_export_put_chunks(ex, 0, &rep->first, room -
+		      lite_export_put_chunks(node, ex, &ex->own, 0,
+					     &rep->first, room -
 					     offsetof(struct lite_wire_lmr,
 						      first));
 	}
@@ -364,15 +416,94 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	queue_work(node->alloc_wq, &job->work);
 }
 
+/* @ex's key record for share @share, or NULL; node->lock held. */
+static struct lite_export_keys *lite_export_keys_find(struct lite_node *node,
+						      struct lite_export *ex,
+						      u64 share)
+{
+	struct lite_export_keys *ks;
+
+	lockdep_assert_held(&node->lock);
+	list_for_each_entry(ks, &ex->keysets, entry)
+		if (ks->share_id == share)
+			return ks;
+	return NULL;
+}
+
+/* The rights of a share (LITE_PERM_*) as IB_ACCESS_REMOTE_* for @ex. */
+static int lite_export_share_access(const struct lite_export *ex, u32 perms)
+{
+	int access = 0;
+
+	if (perms & LITE_PERM_READ)
+		access |= IB_ACCESS_REMOTE_READ;
+	if (perms & LITE_PERM_WRITE)
+		access |= IB_ACCESS_REMOTE_WRITE;
+	if (perms & LITE_PERM_ATOMIC && ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	return access;
+}
+
+/*
+ * lmr mode: the keys of share @share for @ex, registered with @perms on
+ * the share's first fetch through @conn. node->lock held, and dropped
+ * while registering; @ex stays (reap waits while ex->keying is set, and
+ * every other path that frees it runs on node->wq, as we do).
+ * Return: 0 with *@out set; -EKEYREVOKED if the share was withdrawn,
+ * -ENOSPC if @ex has too many shares, or the registration's error.
+ */
+static int lite_export_keys_get(struct lite_node *node, struct lite_export *ex,
+				u64 share, u32 perms, struct lite_conn *conn,
+				struct lite_export_keys **out)
+{
+	struct lite_export_keys *ks;
+	int ret;
+
+	lockdep_assert_held(&node->lock);
+	ks = lite_export_keys_find(node, ex, share);
+	if (ks) {
+		*out = ks;
+		return ks->mrs ? 0 : -EKEYREVOKED;
+	}
+	if (ex->n_keysets >= LITE_EXPORT_KEYSETS_MAX)
+		return -ENOSPC;
+	ex->keying++;
+	mutex_unlock(&node->lock);
+	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
+	if (ks) {
+		ks->share_id = share;
+		ret = lite_export_reg(ex, ks, conn,
+				      lite_export_share_access(ex, perms));
+		if (ret) {
+			kfree(ks);
+			ks = NULL;
+		}
+	} else {
+		ret = -ENOMEM;
+	}
+	mutex_lock(&node->lock);
+	ex->keying--;
+	if (!ks)
+		return ret;
+	list_add_tail(&ks->entry, &ex->keysets);
+	ex->n_keysets++;
+	*out = ks;
+	return 0;
+}
+
 /**
  * lite_export_handle_chunks - LMR_CHUNKS: send part of an LMR's chunk list
  * @conn: the requester's connection
- * @msg: the request: the LMR's wire id and the first chunk wanted
+ * @msg: the request: the LMR's wire id, the first chunk wanted, and the
+ *	 share the requester maps it through (0: it is the owner)
  *
- * Replies with as many chunks from there on as fit, or -ENOENT for an LMR
- * we do not hold, -ERANGE for a start past the last chunk, -ENOMEM. The
- * requester is noted as a mapper, to be invalidated before the memory
- * goes. Runs in order on node->wq; takes node->lock.
+ * Replies with as many chunks from there on as fit, with the keys of the
+ * share (lmr mode; registered at the share's first fetch) or the owner's,
+ * or -ENOENT for an LMR we do not hold, -ERANGE for a start past the last
+ * chunk, -EKEYREVOKED for a share withdrawn, -ENOSPC, -ENOMEM, or the
+ * error of a registration. The requester is noted as a mapper, to be
+ * invalidated before the memory goes. Runs in order on node->wq; takes
+ * node->lock.
  */
 void lite_export_handle_chunks(struct lite_conn *conn,
 			       const struct lite_msg *msg)
@@ -381,6 +512,8 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 	struct lite_node *node = conn->node;
 	u32 room = LITE_MSG_MAX - sizeof(struct lite_wire_hdr);
 	u32 start = le32_to_cpu(req->start), len = 0;
+	u64 share = le64_to_cpu(req->share_id);
+	struct lite_export_keys *ks = NULL;
 	struct lite_wire_chunks *rep;
 	struct lite_export *ex;
 	u64 id = le64_to_cpu(req->mr_id);
@@ -397,14 +530,105 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 		ret = -ENOENT;
 	else if (start >= ex->n_chunks)
 		ret = -ERANGE;
+	else if (share && lite_isolated(node))
+		ret = lite_export_keys_get(node, ex, share,
+					   le32_to_cpu(req->perms), conn, &ks);
+	/* Its owner left while we registered: no new mapper. */
+	if (!ret && lite_export_find(node, id) != ex)
+		ret = -ENOENT;
 	if (!ret) {
 		/* Whoever has the chunks is invalidated before they go. */
 		ex->mappers[conn->peer_id] = true;
-		len = lite_export_put_chunks(ex, start, rep, room);
+		len = lite_export_put_chunks(node, ex, ks ?: &ex->own, start,
+					     rep, room);
 	}
 	mutex_unlock(&node->lock);
 	lite_reply(conn, msg, ret, rep, len);
 	kfree(rep);
+}
+
+/*
+ * Take @ex's keys of share @share for invalidation, noting the share as
+ * withdrawn; @spare becomes the record if there is none yet (*@spare is
+ * then NULL). node->lock held. Return: the MRs to release, or NULL.
+ */
+static struct lite_mr **lite_export_keys_take(struct lite_node *node,
+					      struct lite_export *ex,
+					      u64 share,
+					      struct lite_export_keys **spare,
+					      u32 **rkeys)
+{
+	struct lite_export_keys *ks;
+	struct lite_mr **mrs;
+
+	lockdep_assert_held(&node->lock);
+	ks = lite_export_keys_find(node, ex, share);
+	if (!ks && *spare && ex->n_keysets < LITE_EXPORT_KEYSETS_MAX) {
+		/* Nobody fetched through it yet: nobody will. */
+		ks = *spare;
+		*spare = NULL;
+		ks->share_id = share;
+		list_add_tail(&ks->entry, &ex->keysets);
+		ex->n_keysets++;
+	}
+	if (!ks)
+		return NULL;
+	mrs = ks->mrs;
+	*rkeys = ks->rkeys;
+	ks->mrs = NULL;
+	ks->rkeys = NULL;
+	return mrs;
+}
+
+/**
+ * lite_export_handle_unkey - LMR_UNKEY: a share of an LMR was withdrawn
+ * @conn: the owner's connection
+ * @msg: the request: the LMR's wire id and the share
+ *
+ * The owner sends it once every mapping made through the share is
+ * dropped. In lmr mode the share's keys are invalidated before the reply
+ * (IB_WR_LOCAL_INV; their MRs go back to the pool with fresh keys), and a
+ * later fetch through the share is refused; the owner's keys and other
+ * shares' stay. In global mode there is nothing to do: one key reaches
+ * everything. Replies 0, -ENOENT for an LMR we do not hold, or -EPERM if
+ * the sender is not its owner. Runs in order on node->wq; sleeps.
+ */
+void lite_export_handle_unkey(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_ref *req = msg->payload;
+	struct lite_node *node = conn->node;
+	u64 id = le64_to_cpu(req->mr_id);
+	struct lite_export_keys *spare;
+	struct lite_mr **mrs = NULL;
+	struct lite_export *ex;
+	u32 *rkeys = NULL;
+	int ret = 0;
+
+	spare = kzalloc(sizeof(*spare), GFP_KERNEL);
+	mutex_lock(&node->lock);
+	ex = lite_export_find(node, id);
+	if (!ex)
+		ret = -ENOENT;
+	else if (ex->owner != conn->peer_id)
+		ret = -EPERM;	/* only the node that allocated it */
+	else if (lite_isolated(node))
+		mrs = lite_export_keys_take(node, ex,
+					    le64_to_cpu(req->share_id),
+					    &spare, &rkeys);
+	if (mrs)
+		ex->keying++;
+	mutex_unlock(&node->lock);
+	kfree(spare);
+	if (mrs) {
+		lite_mr_release(node, mrs, ex->n_chunks, true);
+		mutex_lock(&node->lock);
+		ex->keying--;
+		mutex_unlock(&node->lock);
+		kvfree(mrs);
+	}
+	kvfree(rkeys);
+	lite_reply(conn, msg, ret, NULL, 0);
 }
 
 static bool lite_node_qp_to(struct lite_node *node, u16 id);
@@ -726,7 +950,8 @@ void lite_exports_reap(struct work_struct *work)
 
 	mutex_lock(&node->lock);
 	list_for_each_entry_safe(ex, tmp, &node->orphans, orphan) {
-		if (ex->freed || !lite_node_qp_to(node, ex->owner))
+		if (!ex->keying &&
+		    (ex->freed || !lite_node_qp_to(node, ex->owner)))
 			list_move_tail(&ex->orphan, &ready);
 		else
 			delay = HZ / 10;	/* close_work kicks us too */
@@ -795,29 +1020,44 @@ void lite_exports_free_all(struct lite_node *node)
 	xa_destroy(&node->exports);
 }
 
+/* One line per chunk of @ex with the keys of @ks. */
+static void lite_export_show_keys(struct seq_file *m, struct lite_node *node,
+				  struct lite_export *ex,
+				  const struct lite_export_keys *ks)
+{
+	u32 i;
+
+	for (i = 0; i < ex->n_chunks; i++)
+		seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x %llu\n",
+			   lite_export_wire_id(node, ex), ex->owner, ex->size,
+			   ex->flags, i, ex->chunks[i].dma, ex->chunks[i].len,
+			   lite_export_key(node, ks, i), ks->share_id);
+}
+
 /**
  * lite_exports_show - list the node's exports (debugfs "exports")
  * @m: the file
  * @node: the node
  *
- * One line per chunk: the LMR's wire id, its owner, size and flags, the
- * chunk's index, address, length and key.
+ * One line per chunk and holder of keys: the LMR's wire id, its owner,
+ * size and flags, the chunk's index, address, length and key, and the
+ * share the key is for (0: the owner's). A withdrawn share's keys are not
+ * listed.
  *
  * Return: 0.
  */
 int lite_exports_show(struct seq_file *m, struct lite_node *node)
 {
+	struct lite_export_keys *ks;
 	struct lite_export *ex;
 	unsigned long id;
-	u32 i;
 
 	mutex_lock(&node->lock);
 	xa_for_each(&node->exports, id, ex) {
-		for (i = 0; i < ex->n_chunks; i++)
-			seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x\n",
-				   lite_export_wire_id(node, ex), ex->owner,
-				   ex->size, ex->flags, i, ex->chunks[i].dma,
-				   ex->chunks[i].len, ex->chunks[i].rkey);
+		lite_export_show_keys(m, node, ex, &ex->own);
+		list_for_each_entry(ks, &ex->keysets, entry)
+			if (ks->rkeys)
+				lite_export_show_keys(m, node, ex, ks);
 	}
 	mutex_unlock(&node->lock);
 	return 0;

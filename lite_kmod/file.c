@@ -504,10 +504,13 @@ static long lite_ioc_share(struct lite_file *lf, void __user *argp)
 	else if (IS_ERR(node))
 		ret = PTR_ERR(node);
 	else
-		ret = lite_share_publish(node, lmr, sh.name, sh.perms);
+		ret = lite_share_publish(node, lmr, sh.name, sh.perms,
+					 &pub->share_id);
 	if (!ret) {
 		strscpy(pub->name, sh.name, sizeof(pub->name));
 		pub->handle = sh.handle;
+		pub->mr_id = lmr->mr_id;
+		pub->mem_node = lmr->mem_node;
 		mutex_lock(&lf->lock);
 		list_add_tail(&pub->entry, &lf->pubs);
 		mutex_unlock(&lf->lock);
@@ -578,7 +581,11 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 	}
 	mutex_unlock(&lf->lock);
 	if (found) {
+		/* Every mapping made through it is dropped: now its keys. */
 		ret = lite_share_withdraw(node, found->name);
+		if (!ret)
+			ret = lite_lmr_unkey(node, found->mem_node,
+					     found->mr_id, found->share_id);
 		kfree(found);
 	} else {
 		ret = -ENOENT;	/* not a name this file published */

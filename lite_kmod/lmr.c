@@ -307,7 +307,11 @@ static int lite_lmr_take_chunks(struct lite_lmr *lmr,
 static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 			  u32 have, unsigned long deadline)
 {
-	struct lite_wire_lmr_ref req = { .mr_id = cpu_to_le64(lmr->mr_id) };
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(lmr->mr_id),
+		.share_id = cpu_to_le64(lmr->share_id),
+		.perms = cpu_to_le32(lmr->granted),
+	};
 	struct lite_wire_chunks *rep;
 	int ret = 0;
 
@@ -362,6 +366,45 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
 	lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0, NULL,
 		  jiffies + wait);
 	lite_conn_put(conn);
+}
+
+/**
+ * lite_lmr_unkey - have a memory node void the keys of a withdrawn share
+ * @node: our node, the LMR's owner
+ * @mem_node: the LMR's memory node
+ * @mr_id: the LMR's wire id
+ * @share_id: the share, withdrawn: every mapping made through it is
+ *	      dropped
+ *
+ * Sleeps, waiting for a reconnect to the memory node if needed.
+ *
+ * Return: 0 once the share's keys are invalid (or the LMR is gone, and its
+ * keys with it); -EHOSTUNREACH without a connection to its memory node,
+ * which is still a member; or the error of the LMR_UNKEY request.
+ */
+int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
+		   u64 share_id)
+{
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(mr_id),
+		.share_id = cpu_to_le64(share_id),
+	};
+	struct lite_conn *conn;
+	bool member;
+	int ret;
+
+	conn = lite_node_conn_wait(node, mem_node,
+				   lite_tun_deadline(conn_wait_ms));
+	if (!conn) {
+		mutex_lock(&node->lock);
+		member = lite_mbr_present(&node->mb, mem_node);
+		mutex_unlock(&node->lock);
+		return member ? -EHOSTUNREACH : 0;	/* else: memory gone */
+	}
+	ret = lite_call(conn, LITE_MSG_LMR_UNKEY, &req, sizeof(req), NULL, 0,
+			NULL, lite_tun_deadline(call_timeout_ms));
+	lite_conn_put(conn);
+	return ret == -ENOENT ? 0 : ret;	/* freed: its keys died */
 }
 
 /*
@@ -718,6 +761,7 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 		return -ENOMEM;
 	lk->lmr->share_id = le64_to_cpu(sh->share_id);
 	lk->granted = le32_to_cpu(sh->perms);
+	lk->lmr->granted = lk->granted;
 	return 0;
 }
 

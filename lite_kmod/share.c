@@ -218,9 +218,12 @@ void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
 	}
 }
 
-/* Send a SHARE request to the manager and wait for its reply. Sleeps. */
+/*
+ * Send a SHARE request to the manager and wait for its reply, which sets
+ * *@share_id (if not NULL). Sleeps.
+ */
 static int lite_share_send(struct lite_node *node,
-			   const struct lite_wire_share *req)
+			   const struct lite_wire_share *req, u64 *share_id)
 {
 	struct lite_wire_share_id rep;
 	struct lite_conn *conn;
@@ -233,6 +236,8 @@ static int lite_share_send(struct lite_node *node,
 			sizeof(rep), NULL,
 			lite_tun_deadline(call_timeout_ms));
 	lite_conn_put(conn);
+	if (!ret && share_id)
+		*share_id = le64_to_cpu(rep.share_id);
 	return ret;
 }
 
@@ -242,6 +247,7 @@ static int lite_share_send(struct lite_node *node,
  * @lmr: the LMR the name stands for
  * @name: the name, NUL-terminated
  * @perms: the permissions it grants
+ * @share_id: set to the manager's id of the name
  *
  * Sleeps.
  *
@@ -250,7 +256,7 @@ static int lite_share_send(struct lite_node *node,
  * (-EEXIST if the name is taken, -ETIMEDOUT, ...).
  */
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
-		       const char *name, u32 perms)
+		       const char *name, u32 perms, u64 *share_id)
 {
 	struct lite_wire_share req = {};
 	bool revoked;
@@ -273,7 +279,7 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	spin_unlock_bh(&lmr->lock);
 	if (revoked)
 		return -EKEYREVOKED;
-	return lite_share_send(node, &req);
+	return lite_share_send(node, &req, share_id);
 }
 
 /**
@@ -297,7 +303,7 @@ int lite_share_publish_dsm(struct lite_node *node, const char *name,
 	req.size = cpu_to_le64(size);
 	req.mem_node = cpu_to_le16(READ_ONCE(node->self_id));
 	req.kind = LITE_SHARE_DSM;
-	return lite_share_send(node, &req);
+	return lite_share_send(node, &req, NULL);
 }
 
 /**

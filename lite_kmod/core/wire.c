@@ -362,12 +362,22 @@ static int check_lmr_payload(const struct lite_msg *m)
 	case LITE_MSG_LMR_CHUNKS:
 		if (m->reply)
 			return check_chunks(m->payload, m->len);
-		return m->len == sizeof(*ref) && !ref->flags ? 0 : -EBADMSG;
+		return m->len == sizeof(*ref) && !ref->flags &&
+		       !ref->reserved && (ref->share_id ?
+		       !(le32_to_cpu(ref->perms) & ~LITE_WIRE_PERMS) :
+		       !ref->perms) ? 0 : -EBADMSG;
 	case LITE_MSG_LMR_FREE:
 		if (m->reply)
 			return m->len ? -EBADMSG : 0;
-		return m->len == sizeof(*ref) &&
+		return m->len == sizeof(*ref) && !ref->start &&
+		       !ref->share_id && !ref->perms && !ref->reserved &&
 		       !(le32_to_cpu(ref->flags) & ~LITE_WIRE_FREE_UNMAPPED) ?
+		       0 : -EBADMSG;
+	case LITE_MSG_LMR_UNKEY:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		return m->len == sizeof(*ref) && !ref->start && !ref->flags &&
+		       ref->share_id && !ref->perms && !ref->reserved ?
 		       0 : -EBADMSG;
 	case LITE_MSG_LMR_CANCEL:
 		/* One-way only. */

@@ -13,10 +13,11 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	8	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
+#define LITE_WIRE_VERSION	9	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
 				 * 5: LMR flags, 6: leases,
 				 * 7: a key per chunk,
-				 * 8: a key per DSM frame */
+				 * 8: a key per DSM frame,
+				 * 9: keys per share, LMR_UNKEY */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -50,6 +51,7 @@ enum lite_msg_type {
 	LITE_MSG_DSM_DONE,	/* req to a home: the copy is in place */
 	LITE_MSG_DSM_INVAL,	/* req from a home: drop/downgrade/locate */
 	LITE_MSG_DSM_GONE,	/* req from a home: the region is gone */
+	LITE_MSG_LMR_UNKEY,	/* req: void the keys of a withdrawn share */
 	LITE_MSG_TYPE_END
 };
 
@@ -207,10 +209,22 @@ struct lite_wire_lmr {
  */
 #define LITE_WIRE_FREE_UNMAPPED		(1U << 0)
 
-struct lite_wire_lmr_ref {	/* LMR_CHUNKS, LMR_FREE requests */
+/*
+ * LMR_CHUNKS, LMR_FREE and LMR_UNKEY requests. A node that maps an LMR
+ * through a share names it (@share_id, @perms: what the share grants) when
+ * it fetches the chunks: a memory node in lmr mode gives each share keys
+ * of its own, with the share's rights, and LMR_UNKEY from the owner voids
+ * them once the share is withdrawn. The owner fetches with share 0 and
+ * gets the LMR's own keys.
+ */
+struct lite_wire_lmr_ref {
 	__le64 mr_id;
-	__le32 start;		/* LMR_CHUNKS: first chunk wanted */
+	__le32 start;		/* LMR_CHUNKS: first chunk wanted; else 0 */
 	__le32 flags;		/* LMR_FREE: LITE_WIRE_FREE_*; else 0 */
+	__le64 share_id;	/* LMR_CHUNKS, LMR_UNKEY; else 0 */
+	__le32 perms;		/* LMR_CHUNKS with a share: LITE_PERM_*;
+				 * else 0 */
+	__le32 reserved;
 };
 
 /*

@@ -109,6 +109,36 @@ TEST(WireLmr, ChunkLists)
     EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG) << "unknown FREE flag";
 }
 
+// A mapper names the share it fetches through, with the share's rights;
+// the owner voids a withdrawn share's keys with LMR_UNKEY.
+TEST(WireLmr, SharesAndUnkey)
+{
+    lite_wire_lmr_ref ref{};
+    ref.mr_id = htole64(9);
+    ref.share_id = htole64(4);
+    ref.perms = htole32(LITE_WIRE_PERMS & 1U);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), 0) << "a fetch through share 4, read only";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG) << "FREE names no share";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "UNKEY carries no rights";
+    ref.perms = htole32(LITE_WIRE_PERMS + 1U);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), -EBADMSG) << "unknown right";
+    ref.perms = 0;
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), 0);
+    ref.share_id = 0;
+    ref.perms = htole32(LITE_WIRE_PERMS & 1U);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), -EBADMSG) << "rights without a share";
+    ref.perms = 0;
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "UNKEY of no share";
+    ref.share_id = htole64(4);
+    ref.reserved = htole32(1);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "reserved set";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), -EBADMSG) << "reserved set";
+    ref.reserved = 0;
+    ref.start = htole32(1);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "UNKEY has no start";
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_UNKEY, true, 1, 0, nullptr, 0)), 0) << "its reply is empty";
+}
+
 // Found by tests/fuzz/wire_parse: check_chunks() read the list's header
 // before checking that it had arrived.
 TEST(WireLmr, ShortChunkListIsNotReadPastItsEnd)
