@@ -17,11 +17,13 @@
  * Each chunk goes out with the key peers reach it with (mr.c): the node's
  * global key, or in lmr mode a registration of the chunk alone, made
  * before the reply and invalidated before the chunk's pages are freed.
- * In lmr mode the owner gets the LMR's own keys; the nodes that map it
- * through a share get keys of that share, registered at the share's first
- * LMR_CHUNKS with the rights it grants, and invalidated when the owner
- * says the share was withdrawn (LMR_UNKEY): revoking a name ends what its
- * keys reach, while the owner and the other shares keep theirs.
+ * In lmr mode the owner gets the LMR's own keys, and nobody else does;
+ * the nodes that map it through a name get the keys of the name's grant
+ * (core/wire.h: the owner grants a random id and the name's rights with
+ * LMR_GRANT before it publishes), registered at the grant's first
+ * LMR_CHUNKS with those rights only, and invalidated when the owner says
+ * the name was withdrawn (LMR_UNKEY): revoking a name ends what its keys
+ * reach, while the owner and the other names keep theirs.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -33,7 +35,7 @@
 /* Largest chunk: the buddy allocator's biggest block (4 MiB on x86-64). */
 #define LITE_CHUNK_ORDER_MAX	(MAX_ORDER - 1)
 
-/* Shares' key records per LMR (withdrawn ones included). */
+/* Grants (names with keys of their own) per LMR at a time. */
 #define LITE_EXPORT_KEYSETS_MAX	64
 
 /* An LMR_ALLOC from its receipt (node->wq) to its reply (node->alloc_wq). */
@@ -416,22 +418,22 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	queue_work(node->alloc_wq, &job->work);
 }
 
-/* @ex's key record for share @share, or NULL; node->lock held. */
+/* @ex's keys of grant @grant, or NULL; node->lock held. */
 static struct lite_export_keys *lite_export_keys_find(struct lite_node *node,
 						      struct lite_export *ex,
-						      u64 share)
+						      u64 grant)
 {
 	struct lite_export_keys *ks;
 
 	lockdep_assert_held(&node->lock);
 	list_for_each_entry(ks, &ex->keysets, entry)
-		if (ks->share_id == share)
+		if (ks->grant == grant)
 			return ks;
 	return NULL;
 }
 
-/* The rights of a share (LITE_PERM_*) as IB_ACCESS_REMOTE_* for @ex. */
-static int lite_export_share_access(const struct lite_export *ex, u32 perms)
+/* The rights of a grant (LITE_PERM_*) as IB_ACCESS_REMOTE_* for @ex. */
+static int lite_export_grant_access(const struct lite_export *ex, u32 perms)
 {
 	int access = 0;
 
@@ -445,65 +447,55 @@ static int lite_export_share_access(const struct lite_export *ex, u32 perms)
 }
 
 /*
- * lmr mode: the keys of share @share for @ex, registered with @perms on
- * the share's first fetch through @conn. node->lock held, and dropped
- * while registering; @ex stays (reap waits while ex->keying is set, and
- * every other path that frees it runs on node->wq, as we do).
- * Return: 0 with *@out set; -EKEYREVOKED if the share was withdrawn,
- * -ENOSPC if @ex has too many shares, or the registration's error.
+ * lmr mode: the keys a fetch from @conn with grant @grant gets: the
+ * owner's for grant 0 (the owner only), else the grant's, registered at
+ * its first fetch. node->lock held, and dropped while registering; @ex and
+ * the grant stay (reap waits while ex->keying is set, and every other
+ * path that frees either runs on node->wq, as we do).
+ * Return: 0 with *@out set; -EPERM for grant 0 from another node,
+ * -EKEYREVOKED for no such grant (never made, or withdrawn), or the
+ * registration's error.
  */
 static int lite_export_keys_get(struct lite_node *node, struct lite_export *ex,
-				u64 share, u32 perms, struct lite_conn *conn,
+				u64 grant, struct lite_conn *conn,
 				struct lite_export_keys **out)
 {
 	struct lite_export_keys *ks;
 	int ret;
 
 	lockdep_assert_held(&node->lock);
-	ks = lite_export_keys_find(node, ex, share);
-	if (ks) {
-		*out = ks;
-		return ks->mrs ? 0 : -EKEYREVOKED;
+	if (!grant) {
+		*out = &ex->own;
+		return conn->peer_id == ex->owner ? 0 : -EPERM;
 	}
-	if (ex->n_keysets >= LITE_EXPORT_KEYSETS_MAX)
-		return -ENOSPC;
+	ks = lite_export_keys_find(node, ex, grant);
+	if (!ks)
+		return -EKEYREVOKED;
+	*out = ks;
+	if (ks->mrs)
+		return 0;
 	ex->keying++;
 	mutex_unlock(&node->lock);
-	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
-	if (ks) {
-		ks->share_id = share;
-		ret = lite_export_reg(ex, ks, conn,
-				      lite_export_share_access(ex, perms));
-		if (ret) {
-			kfree(ks);
-			ks = NULL;
-		}
-	} else {
-		ret = -ENOMEM;
-	}
+	ret = lite_export_reg(ex, ks, conn,
+			      lite_export_grant_access(ex, ks->perms));
 	mutex_lock(&node->lock);
 	ex->keying--;
-	if (!ks)
-		return ret;
-	list_add_tail(&ks->entry, &ex->keysets);
-	ex->n_keysets++;
-	*out = ks;
-	return 0;
+	return ret;
 }
 
 /**
  * lite_export_handle_chunks - LMR_CHUNKS: send part of an LMR's chunk list
  * @conn: the requester's connection
  * @msg: the request: the LMR's wire id, the first chunk wanted, and the
- *	 share the requester maps it through (0: it is the owner)
+ *	 grant of the name the requester maps it through (0: its owner)
  *
  * Replies with as many chunks from there on as fit, with the keys of the
- * share (lmr mode; registered at the share's first fetch) or the owner's,
- * or -ENOENT for an LMR we do not hold, -ERANGE for a start past the last
- * chunk, -EKEYREVOKED for a share withdrawn, -ENOSPC, -ENOMEM, or the
- * error of a registration. The requester is noted as a mapper, to be
- * invalidated before the memory goes. Runs in order on node->wq; takes
- * node->lock.
+ * grant (lmr mode; registered at its first fetch) or the owner's, or
+ * -ENOENT for an LMR we do not hold, -ERANGE for a start past the last
+ * chunk, -EPERM for the owner's keys asked by another node, -EKEYREVOKED
+ * for a grant withdrawn (or never made), -ENOMEM, or the error of a
+ * registration. The requester is noted as a mapper, to be invalidated
+ * before the memory goes. Runs in order on node->wq; takes node->lock.
  */
 void lite_export_handle_chunks(struct lite_conn *conn,
 			       const struct lite_msg *msg)
@@ -512,8 +504,7 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 	struct lite_node *node = conn->node;
 	u32 room = LITE_MSG_MAX - sizeof(struct lite_wire_hdr);
 	u32 start = le32_to_cpu(req->start), len = 0;
-	u64 share = le64_to_cpu(req->share_id);
-	struct lite_export_keys *ks = NULL;
+	struct lite_export_keys *ks;
 	struct lite_wire_chunks *rep;
 	struct lite_export *ex;
 	u64 id = le64_to_cpu(req->mr_id);
@@ -526,108 +517,125 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 	}
 	mutex_lock(&node->lock);
 	ex = lite_export_find(node, id);
+	ks = ex ? &ex->own : NULL;
 	if (!ex)
 		ret = -ENOENT;
 	else if (start >= ex->n_chunks)
 		ret = -ERANGE;
-	else if (share && lite_isolated(node))
-		ret = lite_export_keys_get(node, ex, share,
-					   le32_to_cpu(req->perms), conn, &ks);
+	else if (lite_isolated(node))
+		ret = lite_export_keys_get(node, ex, le64_to_cpu(req->grant),
+					   conn, &ks);
 	/* Its owner left while we registered: no new mapper. */
 	if (!ret && lite_export_find(node, id) != ex)
 		ret = -ENOENT;
 	if (!ret) {
 		/* Whoever has the chunks is invalidated before they go. */
 		ex->mappers[conn->peer_id] = true;
-		len = lite_export_put_chunks(node, ex, ks ?: &ex->own, start,
-					     rep, room);
+		len = lite_export_put_chunks(node, ex, ks, start, rep, room);
 	}
 	mutex_unlock(&node->lock);
 	lite_reply(conn, msg, ret, rep, len);
 	kfree(rep);
 }
 
-/*
- * Take @ex's keys of share @share for invalidation, noting the share as
- * withdrawn; @spare becomes the record if there is none yet (*@spare is
- * then NULL). node->lock held. Return: the MRs to release, or NULL.
+/**
+ * lite_export_handle_grant - LMR_GRANT: the owner is about to publish a name
+ * @conn: the owner's connection
+ * @msg: the request: the LMR's wire id, the grant id, the name's rights
+ *
+ * In lmr mode the grant is noted: fetches with its id get keys of their
+ * own, with its rights (registered at the first fetch). Replies 0,
+ * -EOPNOTSUPP in global mode (one key for everything: the name needs no
+ * grant), -ENOENT for an LMR we do not hold, -EPERM if the sender is not
+ * its owner, -EEXIST for a grant id in use, -ENOSPC with
+ * LITE_EXPORT_KEYSETS_MAX grants already, -ENOMEM. Runs in order on
+ * node->wq; takes node->lock.
  */
-static struct lite_mr **lite_export_keys_take(struct lite_node *node,
-					      struct lite_export *ex,
-					      u64 share,
-					      struct lite_export_keys **spare,
-					      u32 **rkeys)
+void lite_export_handle_grant(struct lite_conn *conn,
+			      const struct lite_msg *msg)
 {
+	const struct lite_wire_lmr_ref *req = msg->payload;
+	u64 grant = le64_to_cpu(req->grant);
+	struct lite_node *node = conn->node;
 	struct lite_export_keys *ks;
-	struct lite_mr **mrs;
+	struct lite_export *ex;
+	int ret = 0;
 
-	lockdep_assert_held(&node->lock);
-	ks = lite_export_keys_find(node, ex, share);
-	if (!ks && *spare && ex->n_keysets < LITE_EXPORT_KEYSETS_MAX) {
-		/* Nobody fetched through it yet: nobody will. */
-		ks = *spare;
-		*spare = NULL;
-		ks->share_id = share;
+	if (!lite_isolated(node)) {
+		lite_reply(conn, msg, -EOPNOTSUPP, NULL, 0);
+		return;
+	}
+	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
+	if (!ks) {
+		lite_reply(conn, msg, -ENOMEM, NULL, 0);
+		return;
+	}
+	mutex_lock(&node->lock);
+	ex = lite_export_find(node, le64_to_cpu(req->mr_id));
+	if (!ex)
+		ret = -ENOENT;
+	else if (ex->owner != conn->peer_id)
+		ret = -EPERM;	/* only the node that allocated it */
+	else if (lite_export_keys_find(node, ex, grant))
+		ret = -EEXIST;
+	else if (ex->n_keysets >= LITE_EXPORT_KEYSETS_MAX)
+		ret = -ENOSPC;
+	if (!ret) {
+		ks->grant = grant;
+		ks->perms = le32_to_cpu(req->perms);
 		list_add_tail(&ks->entry, &ex->keysets);
 		ex->n_keysets++;
+		ks = NULL;
 	}
-	if (!ks)
-		return NULL;
-	mrs = ks->mrs;
-	*rkeys = ks->rkeys;
-	ks->mrs = NULL;
-	ks->rkeys = NULL;
-	return mrs;
+	mutex_unlock(&node->lock);
+	kfree(ks);
+	lite_reply(conn, msg, ret, NULL, 0);
 }
 
 /**
- * lite_export_handle_unkey - LMR_UNKEY: a share of an LMR was withdrawn
+ * lite_export_handle_unkey - LMR_UNKEY: a name of an LMR was withdrawn
  * @conn: the owner's connection
- * @msg: the request: the LMR's wire id and the share
+ * @msg: the request: the LMR's wire id and the name's grant
  *
- * The owner sends it once every mapping made through the share is
- * dropped. In lmr mode the share's keys are invalidated before the reply
- * (IB_WR_LOCAL_INV; their MRs go back to the pool with fresh keys), and a
- * later fetch through the share is refused; the owner's keys and other
- * shares' stay. In global mode there is nothing to do: one key reaches
- * everything. Replies 0, -ENOENT for an LMR we do not hold, or -EPERM if
- * the sender is not its owner. Runs in order on node->wq; sleeps.
+ * The owner sends it once every mapping made through the name is dropped.
+ * The grant's keys are invalidated before the reply (IB_WR_LOCAL_INV;
+ * their MRs go back to the pool with fresh keys) and the grant is
+ * forgotten: a later fetch with it is refused. The owner's keys and other
+ * grants' stay. Replies 0 (also for a grant we do not know: nothing
+ * reaches the LMR through it), -ENOENT for an LMR we do not hold, or
+ * -EPERM if the sender is not its owner. Runs in order on node->wq;
+ * sleeps.
  */
 void lite_export_handle_unkey(struct lite_conn *conn,
 			      const struct lite_msg *msg)
 {
 	const struct lite_wire_lmr_ref *req = msg->payload;
 	struct lite_node *node = conn->node;
-	u64 id = le64_to_cpu(req->mr_id);
-	struct lite_export_keys *spare;
-	struct lite_mr **mrs = NULL;
+	struct lite_export_keys *ks = NULL;
 	struct lite_export *ex;
-	u32 *rkeys = NULL;
 	int ret = 0;
 
-	spare = kzalloc(sizeof(*spare), GFP_KERNEL);
 	mutex_lock(&node->lock);
-	ex = lite_export_find(node, id);
+	ex = lite_export_find(node, le64_to_cpu(req->mr_id));
 	if (!ex)
 		ret = -ENOENT;
 	else if (ex->owner != conn->peer_id)
 		ret = -EPERM;	/* only the node that allocated it */
 	else if (lite_isolated(node))
-		mrs = lite_export_keys_take(node, ex,
-					    le64_to_cpu(req->share_id),
-					    &spare, &rkeys);
-	if (mrs)
+		ks = lite_export_keys_find(node, ex, le64_to_cpu(req->grant));
+	if (ks) {
+		list_del(&ks->entry);
+		ex->n_keysets--;
 		ex->keying++;
+	}
 	mutex_unlock(&node->lock);
-	kfree(spare);
-	if (mrs) {
-		lite_mr_release(node, mrs, ex->n_chunks, true);
+	if (ks) {
+		lite_export_keys_drop(node, ex, ks);
+		kfree(ks);
 		mutex_lock(&node->lock);
 		ex->keying--;
 		mutex_unlock(&node->lock);
-		kvfree(mrs);
 	}
-	kvfree(rkeys);
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
@@ -1020,7 +1028,7 @@ void lite_exports_free_all(struct lite_node *node)
 	xa_destroy(&node->exports);
 }
 
-/* One line per chunk of @ex with the keys of @ks. */
+/* One line per chunk of @ex with the keys of @ks (registered). */
 static void lite_export_show_keys(struct seq_file *m, struct lite_node *node,
 				  struct lite_export *ex,
 				  const struct lite_export_keys *ks)
@@ -1028,10 +1036,10 @@ static void lite_export_show_keys(struct seq_file *m, struct lite_node *node,
 	u32 i;
 
 	for (i = 0; i < ex->n_chunks; i++)
-		seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x %llu\n",
+		seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x %#llx\n",
 			   lite_export_wire_id(node, ex), ex->owner, ex->size,
 			   ex->flags, i, ex->chunks[i].dma, ex->chunks[i].len,
-			   lite_export_key(node, ks, i), ks->share_id);
+			   lite_export_key(node, ks, i), ks->grant);
 }
 
 /**
@@ -1041,8 +1049,8 @@ static void lite_export_show_keys(struct seq_file *m, struct lite_node *node,
  *
  * One line per chunk and holder of keys: the LMR's wire id, its owner,
  * size and flags, the chunk's index, address, length and key, and the
- * share the key is for (0: the owner's). A withdrawn share's keys are not
- * listed.
+ * grant the key is for (0: the owner's). A grant no node fetched with yet
+ * has no keys to list.
  *
  * Return: 0.
  */

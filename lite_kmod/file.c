@@ -505,7 +505,7 @@ static long lite_ioc_share(struct lite_file *lf, void __user *argp)
 		ret = PTR_ERR(node);
 	else
 		ret = lite_share_publish(node, lmr, sh.name, sh.perms,
-					 &pub->share_id);
+					 &pub->grant);
 	if (!ret) {
 		strscpy(pub->name, sh.name, sizeof(pub->name));
 		pub->handle = sh.handle;
@@ -583,9 +583,9 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 	if (found) {
 		/* Every mapping made through it is dropped: now its keys. */
 		ret = lite_share_withdraw(node, found->name);
-		if (!ret)
+		if (!ret && found->grant)
 			ret = lite_lmr_unkey(node, found->mem_node,
-					     found->mr_id, found->share_id);
+					     found->mr_id, found->grant);
 		kfree(found);
 	} else {
 		ret = -ENOENT;	/* not a name this file published */

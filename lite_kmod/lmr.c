@@ -309,8 +309,7 @@ static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 {
 	struct lite_wire_lmr_ref req = {
 		.mr_id = cpu_to_le64(lmr->mr_id),
-		.share_id = cpu_to_le64(lmr->share_id),
-		.perms = cpu_to_le32(lmr->granted),
+		.grant = cpu_to_le64(lmr->grant),
 	};
 	struct lite_wire_chunks *rep;
 	int ret = 0;
@@ -368,27 +367,16 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
 	lite_conn_put(conn);
 }
 
-/**
- * lite_lmr_unkey - have a memory node void the keys of a withdrawn share
- * @node: our node, the LMR's owner
- * @mem_node: the LMR's memory node
- * @mr_id: the LMR's wire id
- * @share_id: the share, withdrawn: every mapping made through it is
- *	      dropped
- *
- * Sleeps, waiting for a reconnect to the memory node if needed.
- *
- * Return: 0 once the share's keys are invalid (or the LMR is gone, and its
- * keys with it); -EHOSTUNREACH without a connection to its memory node,
- * which is still a member; or the error of the LMR_UNKEY request.
+/*
+ * Send @type (LMR_GRANT or LMR_UNKEY) about our LMR @mr_id to its memory
+ * node and wait for the reply; the request may queue behind a FREE that
+ * invalidates mappers. Sleeps.
  */
-int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
-		   u64 share_id)
+static int lite_lmr_tell(struct lite_node *node, u16 mem_node, u8 type,
+			 const struct lite_wire_lmr_ref *req)
 {
-	struct lite_wire_lmr_ref req = {
-		.mr_id = cpu_to_le64(mr_id),
-		.share_id = cpu_to_le64(share_id),
-	};
+	unsigned long wait = msecs_to_jiffies(lite_tun(call_timeout_ms) +
+					      LITE_INVALIDATE_MS);
 	struct lite_conn *conn;
 	bool member;
 	int ret;
@@ -399,12 +387,76 @@ int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
 		mutex_lock(&node->lock);
 		member = lite_mbr_present(&node->mb, mem_node);
 		mutex_unlock(&node->lock);
-		return member ? -EHOSTUNREACH : 0;	/* else: memory gone */
+		return member ? -EHOSTUNREACH : -EHOSTDOWN;
 	}
-	ret = lite_call(conn, LITE_MSG_LMR_UNKEY, &req, sizeof(req), NULL, 0,
-			NULL, lite_tun_deadline(call_timeout_ms));
+	ret = lite_call(conn, type, req, sizeof(*req), NULL, 0, NULL,
+			jiffies + wait);
 	lite_conn_put(conn);
-	return ret == -ENOENT ? 0 : ret;	/* freed: its keys died */
+	return ret;
+}
+
+/**
+ * lite_lmr_grant - let a name of our LMR have keys of its own
+ * @node: our node, the LMR's owner
+ * @lmr: the LMR
+ * @perms: the rights the name gives (LITE_PERM_*, not 0)
+ * @grant: set to the grant id the name carries, or 0 if its memory node
+ *	   has one key for everything (global mode)
+ *
+ * Sleeps.
+ *
+ * Return: 0; -EHOSTUNREACH without a connection to its memory node,
+ * -EHOSTDOWN if that node left, or the error of the LMR_GRANT request
+ * (-ENOSPC for too many names, -ETIMEDOUT, ...).
+ */
+int lite_lmr_grant(struct lite_node *node, struct lite_lmr *lmr, u32 perms,
+		   u64 *grant)
+{
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(lmr->mr_id),
+		.perms = cpu_to_le32(perms),
+	};
+	u64 id;
+	int ret;
+
+	do {	/* random: a member that was not told it cannot guess it */
+		id = get_random_u64();
+	} while (!id);
+	req.grant = cpu_to_le64(id);
+	ret = lite_lmr_tell(node, lmr->mem_node, LITE_MSG_LMR_GRANT, &req);
+	*grant = ret ? 0 : id;
+	return ret == -EOPNOTSUPP ? 0 : ret;
+}
+
+/**
+ * lite_lmr_unkey - have a memory node void the keys of a withdrawn name
+ * @node: our node, the LMR's owner
+ * @mem_node: the LMR's memory node
+ * @mr_id: the LMR's wire id
+ * @grant: the name's grant (not 0); every mapping made through the name
+ *	   is dropped
+ *
+ * Tries once more on a new connection if the first one broke or timed
+ * out. Sleeps.
+ *
+ * Return: 0 once the grant's keys are invalid (or the LMR is freed, and
+ * its keys die with it; or its memory node left); -EHOSTUNREACH without a
+ * connection to its memory node, which is still a member; or the error of
+ * the LMR_UNKEY request.
+ */
+int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
+		   u64 grant)
+{
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(mr_id),
+		.grant = cpu_to_le64(grant),
+	};
+	int ret;
+
+	ret = lite_lmr_tell(node, mem_node, LITE_MSG_LMR_UNKEY, &req);
+	if (ret == -ECONNRESET || ret == -ETIMEDOUT)
+		ret = lite_lmr_tell(node, mem_node, LITE_MSG_LMR_UNKEY, &req);
+	return ret == -ENOENT || ret == -EHOSTDOWN ? 0 : ret;
 }
 
 /*
@@ -761,7 +813,7 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 		return -ENOMEM;
 	lk->lmr->share_id = le64_to_cpu(sh->share_id);
 	lk->granted = le32_to_cpu(sh->perms);
-	lk->lmr->granted = lk->granted;
+	lk->lmr->grant = le64_to_cpu(sh->grant);
 	return 0;
 }
 

@@ -62,6 +62,7 @@ void lite_share_handle_share(struct lite_conn *conn,
 		e->mr_id = le64_to_cpu(req->mr_id);
 		e->size = le64_to_cpu(req->size);
 		e->perms = le32_to_cpu(req->perms);
+		e->grant = le64_to_cpu(req->grant);
 		e->kind = req->kind;
 		e->flags = req->flags;
 		list_add_tail(&e->entry, &node->shares);
@@ -107,6 +108,7 @@ void lite_share_handle_lookup(struct lite_conn *conn,
 		rep.share_id = cpu_to_le64(e->share_id);
 		rep.mem_node = cpu_to_le16(e->mem_node);
 		rep.perms = cpu_to_le32(e->perms);
+		rep.grant = cpu_to_le64(e->grant);
 		rep.kind = e->kind;
 		rep.flags = e->flags;
 	}
@@ -247,19 +249,21 @@ static int lite_share_send(struct lite_node *node,
  * @lmr: the LMR the name stands for
  * @name: the name, NUL-terminated
  * @perms: the permissions it grants
- * @share_id: set to the manager's id of the name
+ * @grant: set to the name's key grant (lite_lmr_grant()), 0 for none
  *
- * Sleeps.
+ * The memory node is told first: mappers fetch with the grant as soon as
+ * the name is known. Sleeps.
  *
  * Return: 0; -EHOSTUNREACH without a connection to the manager;
  * -EKEYREVOKED if @lmr is being freed; or the error of the SHARE request
  * (-EEXIST if the name is taken, -ETIMEDOUT, ...).
  */
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
-		       const char *name, u32 perms, u64 *share_id)
+		       const char *name, u32 perms, u64 *grant)
 {
 	struct lite_wire_share req = {};
 	bool revoked;
+	int ret;
 
 	strscpy(req.name, name, sizeof(req.name));
 	req.mr_id = cpu_to_le64(lmr->mr_id);
@@ -279,7 +283,14 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	spin_unlock_bh(&lmr->lock);
 	if (revoked)
 		return -EKEYREVOKED;
-	return lite_share_send(node, &req, share_id);
+	ret = lite_lmr_grant(node, lmr, perms, grant);
+	if (ret)
+		return ret;
+	req.grant = cpu_to_le64(*grant);
+	ret = lite_share_send(node, &req, NULL);
+	if (ret && *grant)	/* nobody got the name: best effort */
+		lite_lmr_unkey(node, lmr->mem_node, lmr->mr_id, *grant);
+	return ret;
 }
 
 /**

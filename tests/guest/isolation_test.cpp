@@ -63,7 +63,7 @@ uint64_t number(const std::string& field)
 }
 
 // One line of a node's "exports" file: a chunk it holds for a peer, with
-// the key of one holder (share 0: the owner's).
+// the key of one holder (grant 0: the owner's; else a name's grant).
 struct ExportChunk {
     uint64_t id = 0;
     uint32_t owner = 0;
@@ -72,14 +72,14 @@ struct ExportChunk {
     uint64_t addr = 0;
     uint32_t len = 0;
     uint32_t rkey = 0;
-    uint64_t share = 0;
+    uint64_t grant = 0;
 };
 
 std::vector<ExportChunk> exports(uint32_t instance)
 {
     std::vector<ExportChunk> out;
     for (const auto& f : debugfs_lines(instance, "exports")) {
-        // "ID OWNER SIZE FLAGS INDEX ADDR LEN KEY SHARE"
+        // "ID OWNER SIZE FLAGS INDEX ADDR LEN KEY GRANT"
         if (f.size() != 9)
             continue;
         out.push_back({number(f[0]), static_cast<uint32_t>(number(f[1])), number(f[2]),
@@ -94,7 +94,7 @@ std::optional<ExportChunk> find_export(uint32_t instance, uint32_t owner, uint64
 {
     std::optional<ExportChunk> found;
     for (const auto& c : exports(instance)) {
-        if (c.owner == owner && c.size == size && c.share == 0) {
+        if (c.owner == owner && c.size == size && c.grant == 0) {
             if (found)
                 return std::nullopt; // ambiguous
             found = c;
@@ -267,12 +267,12 @@ TEST_P(Isolation, WhatARawAccessReaches)
 }
 
 // The keys node @instance gave out for node @owner's LMR of @size through
-// shares (not the owner's own), in the order the shares were fetched.
+// names (not the owner's own), in the order the names were published.
 std::vector<ExportChunk> share_keys(uint32_t instance, uint32_t owner, uint64_t size)
 {
     std::vector<ExportChunk> out;
     for (const auto& c : exports(instance)) {
-        if (c.owner == owner && c.size == size && c.share != 0)
+        if (c.owner == owner && c.size == size && c.grant != 0)
             out.push_back(c);
     }
     return out;
@@ -305,7 +305,7 @@ TEST_P(Isolation, RevokeEndsWhatTheSharesKeysReach)
     ASSERT_TRUE(own);
     auto keys = share_keys(inst_[1], 1, kSize);
     if (!lmr_mode()) {
-        EXPECT_TRUE(keys.empty()) << "global: one key for all, nothing per share";
+        EXPECT_TRUE(keys.empty()) << "global: one key for all, nothing per name";
         s1.revoke("iso-rv");
         EXPECT_EQ(err_of([&] { rv.read(0, std::span<uint8_t>(got)); }), EKEYREVOKED);
         auto r = raw(inst_[2], read_cmd(2, own->addr, own->rkey, 8));
@@ -313,9 +313,9 @@ TEST_P(Isolation, RevokeEndsWhatTheSharesKeysReach)
         EXPECT_EQ(r.data, bytes_of(pa));
         return;
     }
-    ASSERT_EQ(keys.size(), 2u) << "lmr: a key per share mapped through";
+    ASSERT_EQ(keys.size(), 2u) << "lmr: a key per name mapped through";
     const ExportChunk krv = keys[0], kkeep = keys[1];
-    ASSERT_LT(krv.share, kkeep.share) << "the shares in the order they were fetched";
+    EXPECT_NE(krv.grant, kkeep.grant);
     EXPECT_EQ(krv.addr, own->addr);
     EXPECT_NE(krv.rkey, own->rkey);
     EXPECT_NE(krv.rkey, kkeep.rkey);
@@ -334,7 +334,7 @@ TEST_P(Isolation, RevokeEndsWhatTheSharesKeysReach)
     EXPECT_EQ(err_of([&] { rv.read(0, std::span<uint8_t>(got)); }), EKEYREVOKED);
     keys = share_keys(inst_[1], 1, kSize);
     ASSERT_EQ(keys.size(), 1u) << "the revoked share's keys are gone from the list";
-    EXPECT_EQ(keys[0].share, kkeep.share);
+    EXPECT_EQ(keys[0].grant, kkeep.grant);
     r = raw(inst_[2], read_cmd(2, krv.addr, krv.rkey, 8));
     EXPECT_EQ(r.status, -EIO) << "lmr: the revoked share's key is dead";
     EXPECT_TRUE(r.data.empty());
@@ -358,6 +358,31 @@ TEST_P(Isolation, RevokeEndsWhatTheSharesKeysReach)
     keys = share_keys(inst_[1], 1, kSize);
     ASSERT_EQ(keys.size(), 2u);
     EXPECT_NE(keys[1].rkey, krv.rkey) << "not the dead key back";
+    EXPECT_NE(keys[1].grant, krv.grant) << "a new grant";
+}
+
+// lmr: an LMR has keys for at most 64 names at a time (each may cost an
+// MR per chunk); the 65th SHARE fails with ENOSPC, and a revoke frees a
+// place. global: names cost no keys, there is no such bound.
+TEST_P(Isolation, NamesWithKeysPerLmrAreBounded)
+{
+    auto s1 = lite::Session::open(inst_[0]);
+    auto a = s1.alloc(kSize, 2);
+    auto name = [](int i) { return "iso-n" + std::to_string(i); };
+    for (int i = 0; i < 64; i++)
+        a.share(name(i), LITE_PERM_READ);
+    const int err = err_of([&] { a.share(name(64), LITE_PERM_READ); });
+    if (!lmr_mode()) {
+        EXPECT_EQ(err, 0) << "global: no bound";
+        return;
+    }
+    EXPECT_EQ(err, ENOSPC) << "lmr: 64 names with keys at most";
+    EXPECT_EQ(err_of([&] { (void)lite::Session::open(inst_[2]).map(name(64)); }), ENOENT)
+        << "the refused name was not published";
+    s1.revoke(name(3));
+    a.share(name(64), LITE_PERM_READ);
+    auto m = lite::Session::open(inst_[2]).map(name(64));
+    EXPECT_EQ(m.size(), kSize);
 }
 
 // One line of a node's "dsm_frames" file: a page frame of a DSM region.
