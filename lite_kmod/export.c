@@ -67,6 +67,28 @@ static void lite_export_keys_drop(struct lite_node *node,
 	ks->rkeys = NULL;
 }
 
+/*
+ * Void every grant's keys of @ex, which its owner frees: it withdrew every
+ * name first (the mappings through them are dropped), so nothing reaches
+ * the memory through a grant any more; only the owner's keys are left to
+ * the end. @ex is no longer published.
+ */
+static void lite_export_drop_grants(struct lite_node *node,
+				    struct lite_export *ex)
+{
+	struct lite_export_keys *ks, *tmp;
+	LIST_HEAD(gone);
+
+	mutex_lock(&node->lock);
+	list_splice_init(&ex->keysets, &gone);
+	ex->n_keysets = 0;
+	mutex_unlock(&node->lock);
+	list_for_each_entry_safe(ks, tmp, &gone, entry) {
+		lite_export_keys_drop(node, ex, ks);
+		kfree(ks);
+	}
+}
+
 static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 {
 	struct ib_device *dev = node->ibdev->dev;
@@ -460,7 +482,7 @@ static int lite_export_keys_get(struct lite_node *node, struct lite_export *ex,
 				u64 grant, struct lite_conn *conn,
 				struct lite_export_keys **out)
 {
-	struct lite_export_keys *ks;
+	struct lite_export_keys *ks, made = {};
 	int ret;
 
 	lockdep_assert_held(&node->lock);
@@ -474,12 +496,15 @@ static int lite_export_keys_get(struct lite_node *node, struct lite_export *ex,
 	*out = ks;
 	if (ks->mrs)
 		return 0;
+	/* Registered aside: readers of ks (debugfs) see all keys or none. */
 	ex->keying++;
 	mutex_unlock(&node->lock);
-	ret = lite_export_reg(ex, ks, conn,
+	ret = lite_export_reg(ex, &made, conn,
 			      lite_export_grant_access(ex, ks->perms));
 	mutex_lock(&node->lock);
 	ex->keying--;
+	ks->mrs = made.mrs;
+	ks->rkeys = made.rkeys;
 	return ret;
 }
 
@@ -731,8 +756,10 @@ void lite_export_handle_free(struct lite_conn *conn,
 	if (!ret && le32_to_cpu(req->flags) & LITE_WIRE_FREE_UNMAPPED)
 		ex->mappers[conn->peer_id] = false;
 	mutex_unlock(&node->lock);
-	if (!ret)
+	if (!ret) {
+		lite_export_drop_grants(node, ex);
 		lite_export_retire(node, ex);
+	}
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 

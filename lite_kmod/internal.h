@@ -654,6 +654,8 @@ struct lite_pub {			/* a name this file published */
 	u64 grant;			/* the name's key grant; 0: none */
 	u64 mr_id;			/* the LMR's wire id */
 	u16 mem_node;			/* and its memory node */
+	bool withdrawn;			/* off lite_file.pubs only: the name
+					 * is withdrawn, its keys not yet */
 };
 
 struct lite_file {

@@ -425,6 +425,9 @@ int lite_lmr_grant(struct lite_node *node, struct lite_lmr *lmr, u32 perms,
 	req.grant = cpu_to_le64(id);
 	ret = lite_lmr_tell(node, lmr->mem_node, LITE_MSG_LMR_GRANT, &req);
 	*grant = ret ? 0 : id;
+	if (ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EINTR)
+		/* It may have been made: best effort, nobody knows the id. */
+		lite_lmr_unkey(node, lmr->mem_node, lmr->mr_id, id);
 	return ret == -EOPNOTSUPP ? 0 : ret;
 }
 
@@ -439,10 +442,10 @@ int lite_lmr_grant(struct lite_node *node, struct lite_lmr *lmr, u32 perms,
  * Tries once more on a new connection if the first one broke or timed
  * out. Sleeps.
  *
- * Return: 0 once the grant's keys are invalid (or the LMR is freed, and
- * its keys die with it; or its memory node left); -EHOSTUNREACH without a
- * connection to its memory node, which is still a member; or the error of
- * the LMR_UNKEY request.
+ * Return: 0 once the grant's keys are invalid (or the LMR was freed: the
+ * memory node voids every grant's keys at the FREE; or its memory node
+ * left); -EHOSTUNREACH without a connection to its memory node, which is
+ * still a member; or the error of the LMR_UNKEY request.
  */
 int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
 		   u64 grant)

@@ -254,9 +254,10 @@ static int lite_share_send(struct lite_node *node,
  * The memory node is told first: mappers fetch with the grant as soon as
  * the name is known. Sleeps.
  *
- * Return: 0; -EHOSTUNREACH without a connection to the manager;
- * -EKEYREVOKED if @lmr is being freed; or the error of the SHARE request
- * (-EEXIST if the name is taken, -ETIMEDOUT, ...).
+ * Return: 0; -EHOSTUNREACH without a connection to the manager or the
+ * memory node; -EKEYREVOKED if @lmr is being freed; the error of the
+ * LMR_GRANT request (lite_lmr_grant(): -ENOSPC, -EHOSTDOWN, ...) or of the
+ * SHARE request (-EEXIST if the name is taken, -ETIMEDOUT, ...).
  */
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 		       const char *name, u32 perms, u64 *grant)
@@ -288,8 +289,12 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 		return ret;
 	req.grant = cpu_to_le64(*grant);
 	ret = lite_share_send(node, &req, NULL);
-	if (ret && *grant)	/* nobody got the name: best effort */
+	if (ret && *grant) {	/* best effort */
+		/* The manager may have it: withdraw it before the keys go. */
+		if (ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EINTR)
+			lite_share_withdraw(node, name);
 		lite_lmr_unkey(node, lmr->mem_node, lmr->mr_id, *grant);
+	}
 	return ret;
 }
 

@@ -489,8 +489,10 @@ std::vector<std::string> with_config(std::vector<std::string> args, const CLI::A
         if (it.inputs.size() != 1)
             throw UsageError{"--config " + file + ": " + it.name + " needs one value"};
         const std::string opt = "--" + it.name;
-        if (it.name == "config" || up->get_option_no_throw(opt) == nullptr)
-            throw UsageError{"--config " + file + ": unknown key '" + it.name + "' (keys are litectl up's long options)"};
+        if (it.name == "config" || up->get_option_no_throw(opt) == nullptr) {
+            throw UsageError{"--config " + file + ": unknown key '" + it.name +
+                             "' (keys are litectl up's long options)"};
+        }
         if ((cmd == "down" && it.name != "listen") || given(opt))
             continue;
         args.push_back(opt + "=" + it.inputs.front());
@@ -567,10 +569,12 @@ int run(int argc, char** argv)
     }
     try {
         std::vector<std::string> args(argv, argv + argc);
-        const auto cmd_at = std::find_if(args.begin() + 1, args.end(), [](const std::string& w) { return !w.starts_with("-"); });
-        args = with_config(std::move(args), app, cmd_at == args.end() ? "" : *cmd_at);
+        const auto cmd_at =
+            std::find_if(args.begin() + 1, args.end(), [](const std::string& w) { return !w.starts_with("-"); });
+        const std::string command = cmd_at == args.end() ? "" : *cmd_at;
+        args = with_config(std::move(args), app, command);
         std::reverse(args.begin(), args.end()); // CLI11 takes them last first
-        args.pop_back();                       // without the program's name
+        args.pop_back();                        // without the program's name
         app.parse(std::move(args));
     } catch (const UsageError& e) {
         std::cerr << "litectl: " << e.msg << "\n";
