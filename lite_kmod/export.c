@@ -586,18 +586,16 @@ void lite_export_handle_grant(struct lite_conn *conn,
 	struct lite_export *ex;
 	int ret = 0;
 
-	if (!lite_isolated(node)) {
+	if (!lite_isolated(node)) {	/* one key for everything */
 		lite_reply(conn, msg, -EOPNOTSUPP, NULL, 0);
 		return;
 	}
 	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
-	if (!ks) {
-		lite_reply(conn, msg, -ENOMEM, NULL, 0);
-		return;
-	}
 	mutex_lock(&node->lock);
 	ex = lite_export_find(node, le64_to_cpu(req->mr_id));
-	if (!ex)
+	if (!ks)
+		ret = -ENOMEM;
+	else if (!ex)
 		ret = -ENOENT;
 	else if (ex->owner != conn->peer_id)
 		ret = -EPERM;	/* only the node that allocated it */
