@@ -7,7 +7,8 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD ?= build/meson
 
 .PHONY: all deps kmod kmod-check user lint test host-test guest-test check demo bench clean \
-	debug-kernel debug-kmod check-debug fuzz fuzz-host fuzz-guest install-udev soak mr-data
+	debug-kernel debug-kmod check-debug fuzz fuzz-host fuzz-guest install-udev soak mr-data \
+	debs dkms-install dkms-remove package-test
 
 all: kmod user
 
@@ -21,6 +22,19 @@ install-udev:
 
 kmod:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# The Debian packages (lite-dkms, liblite0, liblite-dev, litectl) in
+# build/deb, with dpkg-buildpackage -us -uc on a copy of the tree.
+debs:
+	@tools/build-debs.sh
+
+# lite.ko through DKMS for every kernel with headers (as root): rebuilt
+# when a kernel is installed. dkms-remove undoes it.
+dkms-install:
+	@tools/dkms-install.sh
+
+dkms-remove:
+	@tools/dkms-install.sh --remove
 
 # W=1 and sparse (C=2): any warning fails the build.
 kmod-check:
@@ -41,6 +55,10 @@ host-test: user
 
 guest-test: kmod user
 	@tools/check.sh guest
+
+# The Debian packages built and installed in a guest (part of make check).
+package-test: user
+	@tools/check.sh packages
 
 check: deps
 	@tools/check.sh all

@@ -68,6 +68,10 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_LMR_FREE]	= { lite_export_handle_free, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_LMR_GRANT]	= { lite_export_handle_grant, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
+	[LITE_MSG_LMR_UNKEY]	= { lite_export_handle_unkey, NULL,
+				    LITE_RUN_ORDERED, LITE_RDY },
 	/* After the LMR_ALLOC it cancels: in order too. */
 	[LITE_MSG_LMR_CANCEL]	= { lite_export_handle_cancel, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },

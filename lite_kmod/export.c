@@ -17,6 +17,13 @@
  * Each chunk goes out with the key peers reach it with (mr.c): the node's
  * global key, or in lmr mode a registration of the chunk alone, made
  * before the reply and invalidated before the chunk's pages are freed.
+ * In lmr mode the owner gets the LMR's own keys, and nobody else does;
+ * the nodes that map it through a name get the keys of the name's grant
+ * (core/wire.h: the owner grants a random id and the name's rights with
+ * LMR_GRANT before it publishes), registered at the grant's first
+ * LMR_CHUNKS with those rights only, and invalidated when the owner says
+ * the name was withdrawn (LMR_UNKEY): revoking a name ends what its keys
+ * reach, while the owner and the other names keep theirs.
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
@@ -27,6 +34,9 @@
 
 /* Largest chunk: the buddy allocator's biggest block (4 MiB on x86-64). */
 #define LITE_CHUNK_ORDER_MAX	(MAX_ORDER - 1)
+
+/* Grants (names with keys of their own) per LMR at a time. */
+#define LITE_EXPORT_KEYSETS_MAX	64
 
 /* An LMR_ALLOC from its receipt (node->wq) to its reply (node->alloc_wq). */
 struct lite_alloc_job {
@@ -43,17 +53,56 @@ struct lite_alloc_job {
 					 * up, or its node left */
 };
 
+/* Invalidate @ks's keys (if it has any) and free them. */
+static void lite_export_keys_drop(struct lite_node *node,
+				  struct lite_export *ex,
+				  struct lite_export_keys *ks)
+{
+	if (ks->mrs) {
+		lite_mr_release(node, ks->mrs, ex->n_chunks, true);
+		kvfree(ks->mrs);
+		ks->mrs = NULL;
+	}
+	kvfree(ks->rkeys);
+	ks->rkeys = NULL;
+}
+
+/*
+ * Void every grant's keys of @ex, which its owner frees: it withdrew every
+ * name first (the mappings through them are dropped), so nothing reaches
+ * the memory through a grant any more; only the owner's keys are left to
+ * the end. @ex is no longer published.
+ */
+static void lite_export_drop_grants(struct lite_node *node,
+				    struct lite_export *ex)
+{
+	struct lite_export_keys *ks, *tmp;
+	LIST_HEAD(gone);
+
+	mutex_lock(&node->lock);
+	list_splice_init(&ex->keysets, &gone);
+	ex->n_keysets = 0;
+	mutex_unlock(&node->lock);
+	list_for_each_entry_safe(ks, tmp, &gone, entry) {
+		lite_export_keys_drop(node, ex, ks);
+		kfree(ks);
+	}
+}
+
 static void lite_export_free(struct lite_node *node, struct lite_export *ex)
 {
 	struct ib_device *dev = node->ibdev->dev;
+	struct lite_export_keys *ks, *tmp;
 	u32 i;
 
 	if (ex->id)	/* it was published: waiters on its words fail */
 		lite_sync_drop_export(node, (u64)node->nonce << 32 | ex->id);
-	if (ex->mrs) {	/* no peer reaches the chunks from here on */
-		lite_mr_release(node, ex->mrs, ex->n_chunks, true);
-		kvfree(ex->mrs);
+	/* No peer reaches the chunks from here on. */
+	list_for_each_entry_safe(ks, tmp, &ex->keysets, entry) {
+		lite_export_keys_drop(node, ex, ks);
+		kfree(ks);
 	}
+	lite_export_keys_drop(node, ex, &ex->own);
 
 	for (i = 0; i < ex->n_chunks; i++) {
 		if (!ex->chunks[i].page)
@@ -96,7 +145,6 @@ static int lite_export_chunk(struct lite_node *node,
 	}
 	c->order = order;
 	c->len = min_t(u64, want, PAGE_SIZE << order);
-	c->rkey = node->rkey;	/* global mode; else lite_export_reg() */
 	c->dma = ib_dma_map_page(dev, c->page, 0, PAGE_SIZE << order,
 				 DMA_BIDIRECTIONAL);
 	if (ib_dma_mapping_error(dev, c->dma)) {
@@ -115,34 +163,47 @@ static bool lite_alloc_job_stopped(const struct lite_alloc_job *job)
 }
 
 /*
- * lmr mode: register every chunk of @ex for the peers, through the
- * requester's connection: reads and writes, and atomics if the LMR was
- * asked for with NIC atomics.
+ * lmr mode: register every chunk of @ex into @ks, through the connection
+ * of the node the keys are for, with @access (IB_ACCESS_REMOTE_*).
  */
-static int lite_export_reg(struct lite_export *ex, struct lite_conn *conn)
+static int lite_export_reg(struct lite_export *ex, struct lite_export_keys *ks,
+			   struct lite_conn *conn, int access)
 {
-	int access = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
 	struct lite_mr_batch batch;
 	u32 i;
 	int ret;
 
-	if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
-		access |= IB_ACCESS_REMOTE_ATOMIC;
-	ex->mrs = kvcalloc(ex->n_chunks, sizeof(*ex->mrs), GFP_KERNEL);
-	if (!ex->mrs)
-		return -ENOMEM;
+	ks->mrs = kvcalloc(ex->n_chunks, sizeof(*ks->mrs), GFP_KERNEL);
+	ks->rkeys = kvcalloc(ex->n_chunks, sizeof(*ks->rkeys), GFP_KERNEL);
+	if (!ks->mrs || !ks->rkeys) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
 	lite_mr_batch_init(&batch, conn, access);
 	for (i = 0; i < ex->n_chunks; i++)
 		if (lite_mr_batch_add(&batch, ex->chunks[i].dma,
-				      ex->chunks[i].len, &ex->mrs[i],
-				      &ex->chunks[i].rkey))
+				      ex->chunks[i].len, &ks->mrs[i],
+				      &ks->rkeys[i]))
 			break;
-	ret = lite_mr_batch_wait(&batch, ex->mrs, ex->n_chunks);
-	if (ret) {
-		kvfree(ex->mrs);
-		ex->mrs = NULL;
-	}
+	ret = lite_mr_batch_wait(&batch, ks->mrs, ex->n_chunks);
+	if (!ret)
+		return 0;
+err_free:
+	kvfree(ks->rkeys);
+	ks->rkeys = NULL;
+	kvfree(ks->mrs);
+	ks->mrs = NULL;
 	return ret;
+}
+
+/* The owner's keys: reads and writes, atomics for an LMR of NIC atomics. */
+static int lite_export_reg_own(struct lite_export *ex, struct lite_conn *conn)
+{
+	int access = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+
+	if (ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	return lite_export_reg(ex, &ex->own, conn, access);
 }
 
 /* @job's memory, chunk by chunk; stops early if @job is cancelled. */
@@ -164,6 +225,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		kfree(ex);
 		return ERR_PTR(-ENOMEM);
 	}
+	INIT_LIST_HEAD(&ex->keysets);
 	ex->owner = job->owner;
 	ex->alloc_req = job->req_id;
 	ex->size = size;
@@ -189,7 +251,7 @@ static struct lite_export *lite_export_alloc(struct lite_node *node,
 		cond_resched();
 	}
 	if (lite_isolated(node)) {
-		ret = lite_export_reg(ex, job->conn);
+		ret = lite_export_reg_own(ex, job->conn);
 		if (ret)
 			goto err;
 	}
@@ -199,8 +261,20 @@ err:
 	return ERR_PTR(ret);
 }
 
-/* Fill a chunk-list reply from chunk @start on; returns its length. */
-static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
+/* The key of chunk @i in @ks: the node's one key in global mode. */
+static u32 lite_export_key(const struct lite_node *node,
+			   const struct lite_export_keys *ks, u32 i)
+{
+	return ks->rkeys ? ks->rkeys[i] : node->rkey;
+}
+
+/*
+ * Fill a chunk-list reply from chunk @start on, with the keys of @ks;
+ * returns its length.
+ */
+static u32 lite_export_put_chunks(const struct lite_node *node,
+				  const struct lite_export *ex,
+				  const struct lite_export_keys *ks, u32 start,
 				  struct lite_wire_chunks *w, u32 room)
 {
 	u32 n = min3(ex->n_chunks - start, (u32)LITE_WIRE_MAX_CHUNKS,
@@ -214,7 +288,8 @@ static u32 lite_export_put_chunks(const struct lite_export *ex, u32 start,
 	for (i = 0; i < n; i++) {
 		w->chunks[i].addr = cpu_to_le64(ex->chunks[start + i].dma);
 		w->chunks[i].len = cpu_to_le32(ex->chunks[start + i].len);
-		w->chunks[i].rkey = cpu_to_le32(ex->chunks[start + i].rkey);
+		w->chunks[i].rkey = cpu_to_le32(lite_export_key(node, ks,
+								 start + i));
 	}
 	return sizeof(*w) + n * sizeof(w->chunks[0]);
 }
@@ -307,7 +382,8 @@ static void lite_alloc_job_work(struct work_struct *work)
 		rep->size = cpu_to_le64(ex->size);
 		rep->flags = cpu_to_le32(ex->flags);
 		len = offsetof(struct lite_wire_lmr, first) +
-		      lite_export_put_chunks(ex, 0, &rep->first, room -
+		      lite_export_put_chunks(node, ex, &ex->own, 0,
+					     &rep->first, room -
 					     offsetof(struct lite_wire_lmr,
 						      first));
 	}
@@ -364,15 +440,87 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 	queue_work(node->alloc_wq, &job->work);
 }
 
+/* @ex's keys of grant @grant, or NULL; node->lock held. */
+static struct lite_export_keys *lite_export_keys_find(struct lite_node *node,
+						      struct lite_export *ex,
+						      u64 grant)
+{
+	struct lite_export_keys *ks;
+
+	lockdep_assert_held(&node->lock);
+	list_for_each_entry(ks, &ex->keysets, entry)
+		if (ks->grant == grant)
+			return ks;
+	return NULL;
+}
+
+/* The rights of a grant (LITE_PERM_*) as IB_ACCESS_REMOTE_* for @ex. */
+static int lite_export_grant_access(const struct lite_export *ex, u32 perms)
+{
+	int access = 0;
+
+	if (perms & LITE_PERM_READ)
+		access |= IB_ACCESS_REMOTE_READ;
+	if (perms & LITE_PERM_WRITE)
+		access |= IB_ACCESS_REMOTE_WRITE;
+	if (perms & LITE_PERM_ATOMIC && ex->flags & LITE_WIRE_LMR_NIC_ATOMIC)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	return access;
+}
+
+/*
+ * lmr mode: the keys a fetch from @conn with grant @grant gets: the
+ * owner's for grant 0 (the owner only), else the grant's, registered at
+ * its first fetch. node->lock held, and dropped while registering; @ex and
+ * the grant stay (reap waits while ex->keying is set, and every other
+ * path that frees either runs on node->wq, as we do).
+ * Return: 0 with *@out set; -EPERM for grant 0 from another node,
+ * -EKEYREVOKED for no such grant (never made, or withdrawn), or the
+ * registration's error.
+ */
+static int lite_export_keys_get(struct lite_node *node, struct lite_export *ex,
+				u64 grant, struct lite_conn *conn,
+				struct lite_export_keys **out)
+{
+	struct lite_export_keys *ks, made = {};
+	int ret;
+
+	lockdep_assert_held(&node->lock);
+	if (!grant) {
+		*out = &ex->own;
+		return conn->peer_id == ex->owner ? 0 : -EPERM;
+	}
+	ks = lite_export_keys_find(node, ex, grant);
+	if (!ks)
+		return -EKEYREVOKED;
+	*out = ks;
+	if (ks->mrs)
+		return 0;
+	/* Registered aside: readers of ks (debugfs) see all keys or none. */
+	ex->keying++;
+	mutex_unlock(&node->lock);
+	ret = lite_export_reg(ex, &made, conn,
+			      lite_export_grant_access(ex, ks->perms));
+	mutex_lock(&node->lock);
+	ex->keying--;
+	ks->mrs = made.mrs;
+	ks->rkeys = made.rkeys;
+	return ret;
+}
+
 /**
  * lite_export_handle_chunks - LMR_CHUNKS: send part of an LMR's chunk list
  * @conn: the requester's connection
- * @msg: the request: the LMR's wire id and the first chunk wanted
+ * @msg: the request: the LMR's wire id, the first chunk wanted, and the
+ *	 grant of the name the requester maps it through (0: its owner)
  *
- * Replies with as many chunks from there on as fit, or -ENOENT for an LMR
- * we do not hold, -ERANGE for a start past the last chunk, -ENOMEM. The
- * requester is noted as a mapper, to be invalidated before the memory
- * goes. Runs in order on node->wq; takes node->lock.
+ * Replies with as many chunks from there on as fit, with the keys of the
+ * grant (lmr mode; registered at its first fetch) or the owner's, or
+ * -ENOENT for an LMR we do not hold, -ERANGE for a start past the last
+ * chunk, -EPERM for the owner's keys asked by another node, -EKEYREVOKED
+ * for a grant withdrawn (or never made), -ENOMEM, or the error of a
+ * registration. The requester is noted as a mapper, to be invalidated
+ * before the memory goes. Runs in order on node->wq; takes node->lock.
  */
 void lite_export_handle_chunks(struct lite_conn *conn,
 			       const struct lite_msg *msg)
@@ -381,6 +529,7 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 	struct lite_node *node = conn->node;
 	u32 room = LITE_MSG_MAX - sizeof(struct lite_wire_hdr);
 	u32 start = le32_to_cpu(req->start), len = 0;
+	struct lite_export_keys *ks;
 	struct lite_wire_chunks *rep;
 	struct lite_export *ex;
 	u64 id = le64_to_cpu(req->mr_id);
@@ -393,18 +542,124 @@ void lite_export_handle_chunks(struct lite_conn *conn,
 	}
 	mutex_lock(&node->lock);
 	ex = lite_export_find(node, id);
+	ks = ex ? &ex->own : NULL;
 	if (!ex)
 		ret = -ENOENT;
 	else if (start >= ex->n_chunks)
 		ret = -ERANGE;
+	else if (lite_isolated(node))
+		ret = lite_export_keys_get(node, ex, le64_to_cpu(req->grant),
+					   conn, &ks);
+	/* Its owner left while we registered: no new mapper. */
+	if (!ret && lite_export_find(node, id) != ex)
+		ret = -ENOENT;
 	if (!ret) {
 		/* Whoever has the chunks is invalidated before they go. */
 		ex->mappers[conn->peer_id] = true;
-		len = lite_export_put_chunks(ex, start, rep, room);
+		len = lite_export_put_chunks(node, ex, ks, start, rep, room);
 	}
 	mutex_unlock(&node->lock);
 	lite_reply(conn, msg, ret, rep, len);
 	kfree(rep);
+}
+
+/**
+ * lite_export_handle_grant - LMR_GRANT: the owner is about to publish a name
+ * @conn: the owner's connection
+ * @msg: the request: the LMR's wire id, the grant id, the name's rights
+ *
+ * In lmr mode the grant is noted: fetches with its id get keys of their
+ * own, with its rights (registered at the first fetch). Replies 0,
+ * -EOPNOTSUPP in global mode (one key for everything: the name needs no
+ * grant), -ENOENT for an LMR we do not hold, -EPERM if the sender is not
+ * its owner, -EEXIST for a grant id in use, -ENOSPC with
+ * LITE_EXPORT_KEYSETS_MAX grants already, -ENOMEM. Runs in order on
+ * node->wq; takes node->lock.
+ */
+void lite_export_handle_grant(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_ref *req = msg->payload;
+	u64 grant = le64_to_cpu(req->grant);
+	struct lite_node *node = conn->node;
+	struct lite_export_keys *ks;
+	struct lite_export *ex;
+	int ret = 0;
+
+	if (!lite_isolated(node)) {	/* one key for everything */
+		lite_reply(conn, msg, -EOPNOTSUPP, NULL, 0);
+		return;
+	}
+	ks = kzalloc(sizeof(*ks), GFP_KERNEL);
+	mutex_lock(&node->lock);
+	ex = lite_export_find(node, le64_to_cpu(req->mr_id));
+	if (!ks)
+		ret = -ENOMEM;
+	else if (!ex)
+		ret = -ENOENT;
+	else if (ex->owner != conn->peer_id)
+		ret = -EPERM;	/* only the node that allocated it */
+	else if (lite_export_keys_find(node, ex, grant))
+		ret = -EEXIST;
+	else if (ex->n_keysets >= LITE_EXPORT_KEYSETS_MAX)
+		ret = -ENOSPC;
+	if (!ret) {
+		ks->grant = grant;
+		ks->perms = le32_to_cpu(req->perms);
+		list_add_tail(&ks->entry, &ex->keysets);
+		ex->n_keysets++;
+		ks = NULL;
+	}
+	mutex_unlock(&node->lock);
+	kfree(ks);
+	lite_reply(conn, msg, ret, NULL, 0);
+}
+
+/**
+ * lite_export_handle_unkey - LMR_UNKEY: a name of an LMR was withdrawn
+ * @conn: the owner's connection
+ * @msg: the request: the LMR's wire id and the name's grant
+ *
+ * The owner sends it once every mapping made through the name is dropped.
+ * The grant's keys are invalidated before the reply (IB_WR_LOCAL_INV;
+ * their MRs go back to the pool with fresh keys) and the grant is
+ * forgotten: a later fetch with it is refused. The owner's keys and other
+ * grants' stay. Replies 0 (also for a grant we do not know: nothing
+ * reaches the LMR through it), -ENOENT for an LMR we do not hold, or
+ * -EPERM if the sender is not its owner. Runs in order on node->wq;
+ * sleeps.
+ */
+void lite_export_handle_unkey(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	const struct lite_wire_lmr_ref *req = msg->payload;
+	struct lite_node *node = conn->node;
+	struct lite_export_keys *ks = NULL;
+	struct lite_export *ex;
+	int ret = 0;
+
+	mutex_lock(&node->lock);
+	ex = lite_export_find(node, le64_to_cpu(req->mr_id));
+	if (!ex)
+		ret = -ENOENT;
+	else if (ex->owner != conn->peer_id)
+		ret = -EPERM;	/* only the node that allocated it */
+	else if (lite_isolated(node))
+		ks = lite_export_keys_find(node, ex, le64_to_cpu(req->grant));
+	if (ks) {
+		list_del(&ks->entry);
+		ex->n_keysets--;
+		ex->keying++;
+	}
+	mutex_unlock(&node->lock);
+	if (ks) {
+		lite_export_keys_drop(node, ex, ks);
+		kfree(ks);
+		mutex_lock(&node->lock);
+		ex->keying--;
+		mutex_unlock(&node->lock);
+	}
+	lite_reply(conn, msg, ret, NULL, 0);
 }
 
 static bool lite_node_qp_to(struct lite_node *node, u16 id);
@@ -499,8 +754,10 @@ void lite_export_handle_free(struct lite_conn *conn,
 	if (!ret && le32_to_cpu(req->flags) & LITE_WIRE_FREE_UNMAPPED)
 		ex->mappers[conn->peer_id] = false;
 	mutex_unlock(&node->lock);
-	if (!ret)
+	if (!ret) {
+		lite_export_drop_grants(node, ex);
 		lite_export_retire(node, ex);
+	}
 	lite_reply(conn, msg, ret, NULL, 0);
 }
 
@@ -726,7 +983,8 @@ void lite_exports_reap(struct work_struct *work)
 
 	mutex_lock(&node->lock);
 	list_for_each_entry_safe(ex, tmp, &node->orphans, orphan) {
-		if (ex->freed || !lite_node_qp_to(node, ex->owner))
+		if (!ex->keying &&
+		    (ex->freed || !lite_node_qp_to(node, ex->owner)))
 			list_move_tail(&ex->orphan, &ready);
 		else
 			delay = HZ / 10;	/* close_work kicks us too */
@@ -795,29 +1053,44 @@ void lite_exports_free_all(struct lite_node *node)
 	xa_destroy(&node->exports);
 }
 
+/* One line per chunk of @ex with the keys of @ks (registered). */
+static void lite_export_show_keys(struct seq_file *m, struct lite_node *node,
+				  struct lite_export *ex,
+				  const struct lite_export_keys *ks)
+{
+	u32 i;
+
+	for (i = 0; i < ex->n_chunks; i++)
+		seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x %#llx\n",
+			   lite_export_wire_id(node, ex), ex->owner, ex->size,
+			   ex->flags, i, ex->chunks[i].dma, ex->chunks[i].len,
+			   lite_export_key(node, ks, i), ks->grant);
+}
+
 /**
  * lite_exports_show - list the node's exports (debugfs "exports")
  * @m: the file
  * @node: the node
  *
- * One line per chunk: the LMR's wire id, its owner, size and flags, the
- * chunk's index, address, length and key.
+ * One line per chunk and holder of keys: the LMR's wire id, its owner,
+ * size and flags, the chunk's index, address, length and key, and the
+ * grant the key is for (0: the owner's). A grant no node fetched with yet
+ * has no keys to list.
  *
  * Return: 0.
  */
 int lite_exports_show(struct seq_file *m, struct lite_node *node)
 {
+	struct lite_export_keys *ks;
 	struct lite_export *ex;
 	unsigned long id;
-	u32 i;
 
 	mutex_lock(&node->lock);
 	xa_for_each(&node->exports, id, ex) {
-		for (i = 0; i < ex->n_chunks; i++)
-			seq_printf(m, "%#llx %u %llu %#x %u %#llx %u %#x\n",
-				   lite_export_wire_id(node, ex), ex->owner,
-				   ex->size, ex->flags, i, ex->chunks[i].dma,
-				   ex->chunks[i].len, ex->chunks[i].rkey);
+		lite_export_show_keys(m, node, ex, &ex->own);
+		list_for_each_entry(ks, &ex->keysets, entry)
+			if (ks->rkeys)
+				lite_export_show_keys(m, node, ex, ks);
 	}
 	mutex_unlock(&node->lock);
 	return 0;

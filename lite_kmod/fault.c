@@ -111,41 +111,18 @@ static int lite_fault_break_set(void *data, u64 val)
 DEFINE_DEBUGFS_ATTRIBUTE(lite_fault_break_fops, NULL, lite_fault_break_set,
 			 "%llu\n");
 
-static int lite_exports_seq(struct seq_file *m, void *unused)
+/* The node's exports and DSM frames, one seq_file each. */
+static int lite_exports_seq_show(struct seq_file *m, void *unused)
 {
 	return lite_exports_show(m, m->private);
 }
+DEFINE_SHOW_ATTRIBUTE(lite_exports_seq);
 
-static int lite_exports_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, lite_exports_seq, inode->i_private);
-}
-
-static const struct file_operations lite_exports_fops = {
-	.owner = THIS_MODULE,
-	.open = lite_exports_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.release = single_release,
-};
-
-static int lite_dsm_frames_seq(struct seq_file *m, void *unused)
+static int lite_dsm_frames_seq_show(struct seq_file *m, void *unused)
 {
 	return lite_dsm_frames_show(m, m->private);
 }
-
-static int lite_dsm_frames_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, lite_dsm_frames_seq, inode->i_private);
-}
-
-static const struct file_operations lite_dsm_frames_fops = {
-	.owner = THIS_MODULE,
-	.open = lite_dsm_frames_open,
-	.read = seq_read,
-	.llseek = seq_lseek,
-	.release = single_release,
-};
+DEFINE_SHOW_ATTRIBUTE(lite_dsm_frames_seq);
 
 /* One raw RDMA op to member @id; node->faults.raw_lock held. */
 static int lite_raw_post(struct lite_node *node, u16 id, u64 addr, u32 rkey,
@@ -264,9 +241,9 @@ void lite_fault_node_init(struct lite_node *node)
 	debugfs_create_bool("hb_stop", 0600, d, &node->faults.hb_stop);
 	debugfs_create_file_unsafe("break_conn", 0200, d, node,
 				   &lite_fault_break_fops);
-	debugfs_create_file("exports", 0400, d, node, &lite_exports_fops);
+	debugfs_create_file("exports", 0400, d, node, &lite_exports_seq_fops);
 	debugfs_create_file("dsm_frames", 0400, d, node,
-			    &lite_dsm_frames_fops);
+			    &lite_dsm_frames_seq_fops);
 	debugfs_create_file("raw_rdma", 0600, d, node, &lite_raw_fops);
 }
 

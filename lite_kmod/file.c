@@ -254,6 +254,27 @@ static long lite_ioc_lmr_alloc(struct lite_file *lf, void __user *argp)
 	return ret;
 }
 
+/*
+ * Withdraw @p's name (every mapping made through it is dropped before the
+ * manager answers), then void the keys its grant had. @p is off the list.
+ * Return: 0, or the error of the step that failed; p->withdrawn says
+ * whether the first one is done.
+ */
+static int lite_pub_end(struct lite_node *node, struct lite_pub *p)
+{
+	int ret;
+
+	if (!p->withdrawn) {
+		ret = lite_share_withdraw(node, p->name);
+		if (ret && ret != -ENOENT)	/* -ENOENT: not published now */
+			return ret;
+		p->withdrawn = true;
+	}
+	if (!p->grant)
+		return 0;
+	return lite_lmr_unkey(node, p->mem_node, p->mr_id, p->grant);
+}
+
 /* Withdraw the names this file published for @handle (all if 0). */
 static void lite_file_unpublish(struct lite_file *lf, struct lite_node *node,
 				u64 handle)
@@ -267,8 +288,8 @@ static void lite_file_unpublish(struct lite_file *lf, struct lite_node *node,
 			list_move(&p->entry, &gone);
 	mutex_unlock(&lf->lock);
 	list_for_each_entry_safe(p, tmp, &gone, entry) {
-		if (node)
-			lite_share_withdraw(node, p->name);
+		if (node)	/* best effort: freeing the LMR ends the rest */
+			lite_pub_end(node, p);
 		kfree(p);
 	}
 }
@@ -504,10 +525,13 @@ static long lite_ioc_share(struct lite_file *lf, void __user *argp)
 	else if (IS_ERR(node))
 		ret = PTR_ERR(node);
 	else
-		ret = lite_share_publish(node, lmr, sh.name, sh.perms);
+		ret = lite_share_publish(node, lmr, sh.name, sh.perms,
+					 &pub->grant);
 	if (!ret) {
 		strscpy(pub->name, sh.name, sizeof(pub->name));
 		pub->handle = sh.handle;
+		pub->mr_id = lmr->mr_id;
+		pub->mem_node = lmr->mem_node;
 		mutex_lock(&lf->lock);
 		list_add_tail(&pub->entry, &lf->pubs);
 		mutex_unlock(&lf->lock);
@@ -569,19 +593,26 @@ static long lite_ioc_revoke(struct lite_file *lf, void __user *argp)
 	if (IS_ERR(node))
 		return PTR_ERR(node);
 	mutex_lock(&lf->lock);
+	/* The name as published now, else one whose revoke failed. */
 	list_for_each_entry(p, &lf->pubs, entry) {
-		if (!strncmp(p->name, rv.name, LITE_NAME_MAX)) {
-			list_del(&p->entry);
+		if (!strncmp(p->name, rv.name, LITE_NAME_MAX) &&
+		    (!found || found->withdrawn))
 			found = p;
-			break;
-		}
 	}
+	if (found)
+		list_del(&found->entry);
 	mutex_unlock(&lf->lock);
-	if (found) {
-		ret = lite_share_withdraw(node, found->name);
-		kfree(found);
+	if (!found) {
+		lite_node_put(node);
+		return -ENOENT;	/* not a name this file published */
+	}
+	ret = lite_pub_end(node, found);
+	if (ret) {	/* a revoke, or the file's close, tries again */
+		mutex_lock(&lf->lock);
+		list_add_tail(&found->entry, &lf->pubs);
+		mutex_unlock(&lf->lock);
 	} else {
-		ret = -ENOENT;	/* not a name this file published */
+		kfree(found);
 	}
 	lite_node_put(node);
 	return ret;

@@ -543,7 +543,20 @@ struct lite_export_chunk {
 	u64 dma;
 	u64 start;			/* offset of its first byte in the LMR */
 	u32 len;
-	u32 rkey;			/* the key peers reach it with */
+};
+
+/*
+ * lmr mode: the keys of an LMR's chunks for one kind of holder - the
+ * owner (grant 0), or the nodes that map it through one name, with the
+ * rights the owner granted it (LMR_GRANT; core/wire.h).
+ */
+struct lite_export_keys {
+	struct list_head entry;		/* lite_export.keysets; node lock */
+	u64 grant;			/* immutable: the grant id; 0: own */
+	u32 perms;			/* immutable: LITE_PERM_* granted */
+	struct lite_mr **mrs;		/* node lock: one per chunk, once
+					 * registered (the first fetch) */
+	u32 *rkeys;			/* node lock: one per chunk; likewise */
 };
 
 struct lite_export {
@@ -557,7 +570,14 @@ struct lite_export {
 					 * lease (counted as lease memory) */
 	u32 n_chunks;			/* immutable */
 	struct lite_export_chunk *chunks;	/* immutable */
-	struct lite_mr **mrs;		/* lmr mode: one per chunk */
+	struct lite_export_keys own;	/* lmr mode: the owner's keys (grant
+					 * 0), immutable once published */
+	struct list_head keysets;	/* lmr mode: lite_export_keys of the
+					 * names granted; node lock */
+	u32 n_keysets;			/* node lock: entries of keysets */
+	u32 keying;			/* node lock: LMR_CHUNKS or LMR_UNKEY
+					 * registering or invalidating keys
+					 * with the lock dropped: not reaped */
 	bool mappers[LITE_MAX_NODES + 1];	/* node lock: fetched by, and
 						 * not yet confirmed dropping */
 	struct list_head orphan;	/* node->orphans: freed, or its owner
@@ -575,6 +595,7 @@ struct lite_share_ent {
 	u64 mr_id;
 	u64 size;
 	u32 perms;
+	u64 grant;			/* the LMR's key grant for it, or 0 */
 	u8 kind;			/* enum lite_share_kind */
 	u8 flags;			/* LITE_WIRE_LMR_* of the LMR */
 	bool mappers[LITE_MAX_NODES + 1];
@@ -588,6 +609,8 @@ struct lite_lmr {
 	u64 mr_id;			/* immutable */
 	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
 	u64 share_id;			/* immutable: mapped via; 0 if own */
+	u64 grant;			/* immutable: the share's key grant
+					 * (core/wire.h); 0 if own or none */
 	kuid_t uid;			/* immutable: the user charged for it */
 	u64 charged;			/* immutable: bytes charged to @uid's
 					 * quota (0: a mapping, nothing) */
@@ -628,6 +651,11 @@ struct lite_pub {			/* a name this file published */
 	struct list_head entry;		/* lite_file.pubs; file lock */
 	char name[LITE_NAME_MAX];
 	u64 handle;
+	u64 grant;			/* the name's key grant; 0: none */
+	u64 mr_id;			/* the LMR's wire id */
+	u16 mem_node;			/* and its memory node */
+	bool withdrawn;			/* off lite_file.pubs only: the name
+					 * is withdrawn, its keys not yet */
 };
 
 struct lite_file {
@@ -1150,6 +1178,10 @@ void lite_export_handle_alloc(struct lite_conn *conn,
 			      const struct lite_msg *msg);
 void lite_export_handle_chunks(struct lite_conn *conn,
 			       const struct lite_msg *msg);
+void lite_export_handle_grant(struct lite_conn *conn,
+			      const struct lite_msg *msg);
+void lite_export_handle_unkey(struct lite_conn *conn,
+			      const struct lite_msg *msg);
 void lite_export_handle_free(struct lite_conn *conn,
 			     const struct lite_msg *msg);
 void lite_export_handle_cancel(struct lite_conn *conn,
@@ -1182,6 +1214,10 @@ int lite_lmr_request_finish(struct lite_alloc_req *ar, struct lite_lmr **out);
 int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 		 struct lite_lmr **out);
 void lite_lmr_release(struct lite_lmr *lmr, bool owner);
+int lite_lmr_grant(struct lite_node *node, struct lite_lmr *lmr, u32 perms,
+		   u64 *grant);
+int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
+		   u64 grant);
 void lite_lmr_get(struct lite_lmr *lmr);
 void lite_lmr_put(struct lite_lmr *lmr);
 int lite_lmr_begin(struct lite_lmr *lmr);
@@ -1219,7 +1255,7 @@ void lite_share_handle_invalidate(struct lite_conn *conn,
 void lite_shares_drop_publisher(struct lite_node *node, u16 publisher);
 void lite_shares_free_all(struct lite_node *node);
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
-		       const char *name, u32 perms);
+		       const char *name, u32 perms, u64 *grant);
 int lite_share_withdraw(struct lite_node *node, const char *name);
 int lite_share_publish_dsm(struct lite_node *node, const char *name,
 			   u64 region, u64 size);

@@ -307,7 +307,10 @@ static int lite_lmr_take_chunks(struct lite_lmr *lmr,
 static int lite_lmr_fetch(struct lite_conn *conn, struct lite_lmr *lmr,
 			  u32 have, unsigned long deadline)
 {
-	struct lite_wire_lmr_ref req = { .mr_id = cpu_to_le64(lmr->mr_id) };
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(lmr->mr_id),
+		.grant = cpu_to_le64(lmr->grant),
+	};
 	struct lite_wire_chunks *rep;
 	int ret = 0;
 
@@ -362,6 +365,101 @@ static void lite_lmr_remote_free(struct lite_conn *conn, u16 mem_node,
 	lite_call(conn, LITE_MSG_LMR_FREE, &req, sizeof(req), NULL, 0, NULL,
 		  jiffies + wait);
 	lite_conn_put(conn);
+}
+
+/*
+ * Send @type (LMR_GRANT or LMR_UNKEY) about our LMR @mr_id to its memory
+ * node and wait for the reply; the request may queue behind a FREE that
+ * invalidates mappers. Sleeps.
+ */
+static int lite_lmr_tell(struct lite_node *node, u16 mem_node, u8 type,
+			 const struct lite_wire_lmr_ref *req)
+{
+	unsigned long wait = msecs_to_jiffies(lite_tun(call_timeout_ms) +
+					      LITE_INVALIDATE_MS);
+	struct lite_conn *conn;
+	bool member;
+	int ret;
+
+	conn = lite_node_conn_wait(node, mem_node,
+				   lite_tun_deadline(conn_wait_ms));
+	if (!conn) {
+		mutex_lock(&node->lock);
+		member = lite_mbr_present(&node->mb, mem_node);
+		mutex_unlock(&node->lock);
+		return member ? -EHOSTUNREACH : -EHOSTDOWN;
+	}
+	ret = lite_call(conn, type, req, sizeof(*req), NULL, 0, NULL,
+			jiffies + wait);
+	lite_conn_put(conn);
+	return ret;
+}
+
+/**
+ * lite_lmr_grant - let a name of our LMR have keys of its own
+ * @node: our node, the LMR's owner
+ * @lmr: the LMR
+ * @perms: the rights the name gives (LITE_PERM_*, not 0)
+ * @grant: set to the grant id the name carries, or 0 if its memory node
+ *	   has one key for everything (global mode)
+ *
+ * Sleeps.
+ *
+ * Return: 0; -EHOSTUNREACH without a connection to its memory node,
+ * -EHOSTDOWN if that node left, or the error of the LMR_GRANT request
+ * (-ENOSPC for too many names, -ETIMEDOUT, ...).
+ */
+int lite_lmr_grant(struct lite_node *node, struct lite_lmr *lmr, u32 perms,
+		   u64 *grant)
+{
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(lmr->mr_id),
+		.perms = cpu_to_le32(perms),
+	};
+	u64 id;
+	int ret;
+
+	do {	/* random: a member that was not told it cannot guess it */
+		id = get_random_u64();
+	} while (!id);
+	req.grant = cpu_to_le64(id);
+	ret = lite_lmr_tell(node, lmr->mem_node, LITE_MSG_LMR_GRANT, &req);
+	*grant = ret ? 0 : id;
+	if (ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EINTR)
+		/* It may have been made: best effort, nobody knows the id. */
+		lite_lmr_unkey(node, lmr->mem_node, lmr->mr_id, id);
+	return ret == -EOPNOTSUPP ? 0 : ret;
+}
+
+/**
+ * lite_lmr_unkey - have a memory node void the keys of a withdrawn name
+ * @node: our node, the LMR's owner
+ * @mem_node: the LMR's memory node
+ * @mr_id: the LMR's wire id
+ * @grant: the name's grant (not 0); every mapping made through the name
+ *	   is dropped
+ *
+ * Tries once more on a new connection if the first one broke or timed
+ * out. Sleeps.
+ *
+ * Return: 0 once the grant's keys are invalid (or the LMR was freed: the
+ * memory node voids every grant's keys at the FREE; or its memory node
+ * left); -EHOSTUNREACH without a connection to its memory node, which is
+ * still a member; or the error of the LMR_UNKEY request.
+ */
+int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
+		   u64 grant)
+{
+	struct lite_wire_lmr_ref req = {
+		.mr_id = cpu_to_le64(mr_id),
+		.grant = cpu_to_le64(grant),
+	};
+	int ret;
+
+	ret = lite_lmr_tell(node, mem_node, LITE_MSG_LMR_UNKEY, &req);
+	if (ret == -ECONNRESET || ret == -ETIMEDOUT)
+		ret = lite_lmr_tell(node, mem_node, LITE_MSG_LMR_UNKEY, &req);
+	return ret == -ENOENT || ret == -EHOSTDOWN ? 0 : ret;
 }
 
 /*
@@ -718,6 +816,7 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 		return -ENOMEM;
 	lk->lmr->share_id = le64_to_cpu(sh->share_id);
 	lk->granted = le32_to_cpu(sh->perms);
+	lk->lmr->grant = le64_to_cpu(sh->grant);
 	return 0;
 }
 

@@ -62,6 +62,7 @@ void lite_share_handle_share(struct lite_conn *conn,
 		e->mr_id = le64_to_cpu(req->mr_id);
 		e->size = le64_to_cpu(req->size);
 		e->perms = le32_to_cpu(req->perms);
+		e->grant = le64_to_cpu(req->grant);
 		e->kind = req->kind;
 		e->flags = req->flags;
 		list_add_tail(&e->entry, &node->shares);
@@ -107,6 +108,7 @@ void lite_share_handle_lookup(struct lite_conn *conn,
 		rep.share_id = cpu_to_le64(e->share_id);
 		rep.mem_node = cpu_to_le16(e->mem_node);
 		rep.perms = cpu_to_le32(e->perms);
+		rep.grant = cpu_to_le64(e->grant);
 		rep.kind = e->kind;
 		rep.flags = e->flags;
 	}
@@ -218,9 +220,12 @@ void lite_shares_drop_publisher(struct lite_node *node, u16 publisher)
 	}
 }
 
-/* Send a SHARE request to the manager and wait for its reply. Sleeps. */
+/*
+ * Send a SHARE request to the manager and wait for its reply, which sets
+ * *@share_id (if not NULL). Sleeps.
+ */
 static int lite_share_send(struct lite_node *node,
-			   const struct lite_wire_share *req)
+			   const struct lite_wire_share *req, u64 *share_id)
 {
 	struct lite_wire_share_id rep;
 	struct lite_conn *conn;
@@ -233,6 +238,8 @@ static int lite_share_send(struct lite_node *node,
 			sizeof(rep), NULL,
 			lite_tun_deadline(call_timeout_ms));
 	lite_conn_put(conn);
+	if (!ret && share_id)
+		*share_id = le64_to_cpu(rep.share_id);
 	return ret;
 }
 
@@ -242,18 +249,22 @@ static int lite_share_send(struct lite_node *node,
  * @lmr: the LMR the name stands for
  * @name: the name, NUL-terminated
  * @perms: the permissions it grants
+ * @grant: set to the name's key grant (lite_lmr_grant()), 0 for none
  *
- * Sleeps.
+ * The memory node is told first: mappers fetch with the grant as soon as
+ * the name is known. Sleeps.
  *
- * Return: 0; -EHOSTUNREACH without a connection to the manager;
- * -EKEYREVOKED if @lmr is being freed; or the error of the SHARE request
- * (-EEXIST if the name is taken, -ETIMEDOUT, ...).
+ * Return: 0; -EHOSTUNREACH without a connection to the manager or the
+ * memory node; -EKEYREVOKED if @lmr is being freed; the error of the
+ * LMR_GRANT request (lite_lmr_grant(): -ENOSPC, -EHOSTDOWN, ...) or of the
+ * SHARE request (-EEXIST if the name is taken, -ETIMEDOUT, ...).
  */
 int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
-		       const char *name, u32 perms)
+		       const char *name, u32 perms, u64 *grant)
 {
 	struct lite_wire_share req = {};
 	bool revoked;
+	int ret;
 
 	strscpy(req.name, name, sizeof(req.name));
 	req.mr_id = cpu_to_le64(lmr->mr_id);
@@ -273,7 +284,18 @@ int lite_share_publish(struct lite_node *node, struct lite_lmr *lmr,
 	spin_unlock_bh(&lmr->lock);
 	if (revoked)
 		return -EKEYREVOKED;
-	return lite_share_send(node, &req);
+	ret = lite_lmr_grant(node, lmr, perms, grant);
+	if (ret)
+		return ret;
+	req.grant = cpu_to_le64(*grant);
+	ret = lite_share_send(node, &req, NULL);
+	if (ret && *grant) {	/* best effort */
+		/* The manager may have it: withdraw it before the keys go. */
+		if (ret == -ETIMEDOUT || ret == -ECONNRESET || ret == -EINTR)
+			lite_share_withdraw(node, name);
+		lite_lmr_unkey(node, lmr->mem_node, lmr->mr_id, *grant);
+	}
+	return ret;
 }
 
 /**
@@ -297,7 +319,7 @@ int lite_share_publish_dsm(struct lite_node *node, const char *name,
 	req.size = cpu_to_le64(size);
 	req.mem_node = cpu_to_le16(READ_ONCE(node->self_id));
 	req.kind = LITE_SHARE_DSM;
-	return lite_share_send(node, &req);
+	return lite_share_send(node, &req, NULL);
 }
 
 /**

@@ -8,10 +8,12 @@
 # then the one-guest tests again with every node in lmr isolation (module
 # parameter isolation=2; the DSM litmus tests with DSM_ROUNDS_LMR rounds,
 # default 2000, instead of DSM_ROUNDS, default 10000), the several-guest
-# tests in both modes, and print how many ran, passed, failed and were skipped. Exit 0 only if
+# tests in both modes, the Debian packages (built, then installed in a guest:
+# DKMS, lite@.service; packages_test below), and print how many ran,
+# passed, failed and were skipped. Exit 0 only if
 # every step passed, nothing was skipped, the fuzzers found nothing, and no
 # guest kernel log showed trouble.
-#   tools/check.sh [all|host|fuzz|guest]
+#   tools/check.sh [all|host|fuzz|guest|packages]
 # Guest runs take extra lite-vm options from LITE_VM_OPTS (e.g. "--kernel
 # BZIMAGE --module PATH --unload", as make check-debug does), results go to
 # CHECK_OUT (default build/check), per-guest limits GUEST1_TIMEOUT (one guest,
@@ -206,6 +208,28 @@ print("fault figures (" + str(out / "faults.json") + "): " + json.dumps(figs, so
 PY
 }
 
+# The Debian packages: built with dpkg-buildpackage, then installed in a
+# guest booted without lite.ko (tests/packaging/guest-install.sh: DKMS
+# builds the module for the guest's kernel, two nodes come up and go down
+# through lite@.service's own lines). Not with LITE_VM_OPTS (another
+# kernel has no headers for DKMS).
+packages_test() {
+	step "Debian packages: dpkg-buildpackage, installed in a guest (DKMS, lite@.service, liblite-dev)"
+	if [ ${#vm_opts[@]} -gt 0 ]; then
+		echo "packages: not with LITE_VM_OPTS (${vm_opts[*]}): DKMS needs the Debian kernel's headers"
+		return
+	fi
+	local rc=0
+	rm -rf "$out/packages"
+	tools/build-debs.sh "$out/deb" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		tools/vm/lite-vm --quiet --no-module --timeout "${PACKAGES_TIMEOUT:-900}" --out "$out/packages" -- \
+			tests/packaging/guest-install.sh "$out/deb" || rc=$?
+	fi
+	summary+=("$(printf '%-34s %s' "packages (build, install in a guest)" "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED, exit $rc")")")
+	[ "$rc" -eq 0 ] || failed=1
+}
+
 case $mode in
 all)
 	build_all
@@ -213,12 +237,14 @@ all)
 	host_tests
 	fuzz_short
 	guest_tests
+	packages_test
 	;;
 host) host_tests ;;
 fuzz) fuzz_short ;;
 guest) guest_tests ;;
+packages) packages_test ;;
 *)
-	echo "usage: $0 [all|host|fuzz|guest]" >&2
+	echo "usage: $0 [all|host|fuzz|guest|packages]" >&2
 	exit 2
 	;;
 esac
@@ -231,6 +257,6 @@ if [ "$failed" -ne 0 ]; then
 	exit 1
 fi
 case $mode in
-all | guest) echo "make check: all passed, none skipped, guest kernel logs clean" ;;
+all | guest | packages) echo "make check: all passed, none skipped, guest kernel logs clean" ;;
 *) echo "tools/check.sh $mode: all passed, none skipped (no guest ran)" ;;
 esac

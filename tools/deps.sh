@@ -12,6 +12,7 @@ pkgs=(
 	python3-matplotlib clang-format clang-tidy clang-14 libclang-rt-14-dev
 	libglobalarrays-dev libarmci-mpi-dev libscalapack-openmpi-dev libopenmpi-dev
 	openmpi-bin libmrmpi-dev libcli11-dev nlohmann-json3-dev wamerican dict-gcide nfs-kernel-server
+	dkms dh-dkms debhelper dpkg-dev fakeroot
 )
 
 # One query for all packages; unknown ones go to stderr and count as missing.

@@ -22,6 +22,7 @@ static_assert(sizeof(struct lite_wire_chunk) == 16);
 static_assert(sizeof(struct lite_wire_chunks) == 16);
 static_assert(sizeof(struct lite_wire_lmr) == 40);
 static_assert(sizeof(struct lite_wire_lmr_cancel) == 8);
+static_assert(sizeof(struct lite_wire_lmr_ref) == 32);
 static_assert(sizeof(struct lite_wire_share) == 104);
 static_assert(sizeof(struct lite_wire_dsm_region) == 16);
 static_assert(sizeof(struct lite_wire_dsm_info) == 16);
@@ -362,12 +363,27 @@ static int check_lmr_payload(const struct lite_msg *m)
 	case LITE_MSG_LMR_CHUNKS:
 		if (m->reply)
 			return check_chunks(m->payload, m->len);
-		return m->len == sizeof(*ref) && !ref->flags ? 0 : -EBADMSG;
+		return m->len == sizeof(*ref) && !ref->flags && !ref->perms &&
+		       !ref->reserved ? 0 : -EBADMSG;
 	case LITE_MSG_LMR_FREE:
 		if (m->reply)
 			return m->len ? -EBADMSG : 0;
-		return m->len == sizeof(*ref) &&
+		return m->len == sizeof(*ref) && !ref->start &&
+		       !ref->grant && !ref->perms && !ref->reserved &&
 		       !(le32_to_cpu(ref->flags) & ~LITE_WIRE_FREE_UNMAPPED) ?
+		       0 : -EBADMSG;
+	case LITE_MSG_LMR_GRANT:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		return m->len == sizeof(*ref) && !ref->start && !ref->flags &&
+		       ref->grant && ref->perms && !ref->reserved &&
+		       !(le32_to_cpu(ref->perms) & ~LITE_WIRE_PERMS) ?
+		       0 : -EBADMSG;
+	case LITE_MSG_LMR_UNKEY:
+		if (m->reply)
+			return m->len ? -EBADMSG : 0;
+		return m->len == sizeof(*ref) && !ref->start && !ref->flags &&
+		       ref->grant && !ref->perms && !ref->reserved ?
 		       0 : -EBADMSG;
 	case LITE_MSG_LMR_CANCEL:
 		/* One-way only. */
@@ -379,9 +395,9 @@ static int check_lmr_payload(const struct lite_msg *m)
 			return m->len == sizeof(struct lite_wire_share_id) ?
 			       0 : -EBADMSG;
 		if (m->len != sizeof(*share) || !name_ok(share->name) ||
-		    share->flags & ~LITE_WIRE_LMR_FLAGS || share->reserved ||
-		    share->reserved0 ||
-		    (share->kind == LITE_SHARE_DSM && share->flags) ||
+		    share->flags & ~LITE_WIRE_LMR_FLAGS ||
+		    (share->kind == LITE_SHARE_DSM &&
+		     (share->flags || share->grant)) ||
 		    share->share_id ||
 		    !le64_to_cpu(share->size) ||
 		    share->kind > LITE_SHARE_KIND_MAX)
@@ -396,7 +412,7 @@ static int check_lmr_payload(const struct lite_msg *m)
 			return m->len == sizeof(*share) && name_ok(share->name) &&
 			       !(share->flags & ~LITE_WIRE_LMR_FLAGS) &&
 			       !(share->kind == LITE_SHARE_DSM && share->flags) &&
-			       !share->reserved && !share->reserved0 &&
+			       !(share->kind == LITE_SHARE_DSM && share->grant) &&
 			       share->kind <= LITE_SHARE_KIND_MAX &&
 			       share->share_id && le64_to_cpu(share->size) &&
 			       !(le32_to_cpu(share->perms) & ~LITE_WIRE_PERMS) &&

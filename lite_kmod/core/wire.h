@@ -13,10 +13,12 @@
 #include <linux/types.h>
 
 #define LITE_WIRE_MAGIC		0x4554494cU	/* "LITE" read little-endian */
-#define LITE_WIRE_VERSION	8	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
+#define LITE_WIRE_VERSION	9	/* 2: HEARTBEAT, 3: LMR_CANCEL, 4: DSM,
 				 * 5: LMR flags, 6: leases,
 				 * 7: a key per chunk,
-				 * 8: a key per DSM frame */
+				 * 8: a key per DSM frame,
+				 * 9: keys per share: LMR_GRANT,
+				 * LMR_UNKEY */
 #define LITE_MSG_MAX		8192		/* bytes, header included */
 #define LITE_WIRE_MAX_CHUNKS	((LITE_MSG_MAX - 32 - 40) / 16)	/* per msg */
 #define LITE_NONCE_LEN		16
@@ -50,6 +52,8 @@ enum lite_msg_type {
 	LITE_MSG_DSM_DONE,	/* req to a home: the copy is in place */
 	LITE_MSG_DSM_INVAL,	/* req from a home: drop/downgrade/locate */
 	LITE_MSG_DSM_GONE,	/* req from a home: the region is gone */
+	LITE_MSG_LMR_GRANT,	/* req: the owner lets a share have keys */
+	LITE_MSG_LMR_UNKEY,	/* req: void the keys of a withdrawn share */
 	LITE_MSG_TYPE_END
 };
 
@@ -207,10 +211,28 @@ struct lite_wire_lmr {
  */
 #define LITE_WIRE_FREE_UNMAPPED		(1U << 0)
 
-struct lite_wire_lmr_ref {	/* LMR_CHUNKS, LMR_FREE requests */
+/*
+ * LMR_CHUNKS, LMR_FREE, LMR_GRANT and LMR_UNKEY requests.
+ *
+ * Keys per share (a memory node in lmr mode): before it publishes a name,
+ * the owner sends LMR_GRANT with a random 64-bit grant id and the rights
+ * the name gives; the grant id travels with the name (SHARE, LOOKUP), and
+ * a node that maps the LMR through the name fetches the chunks with it.
+ * The memory node registers the chunks for the grant at its first fetch,
+ * with the grant's rights, and LMR_UNKEY from the owner, once the name is
+ * withdrawn, invalidates those keys and forgets the grant. A fetch with
+ * grant 0 gets the LMR's own keys: the owner's only. A memory node in
+ * global mode answers LMR_GRANT with -EOPNOTSUPP (one key for everything):
+ * the name then carries grant 0.
+ */
+struct lite_wire_lmr_ref {
 	__le64 mr_id;
-	__le32 start;		/* LMR_CHUNKS: first chunk wanted */
+	__le32 start;		/* LMR_CHUNKS: first chunk wanted; else 0 */
 	__le32 flags;		/* LMR_FREE: LITE_WIRE_FREE_*; else 0 */
+	__le64 grant;		/* LMR_CHUNKS: 0 or the name's; LMR_GRANT,
+				 * LMR_UNKEY: not 0; LMR_FREE: 0 */
+	__le32 perms;		/* LMR_GRANT: LITE_PERM_*, not 0; else 0 */
+	__le32 reserved;
 };
 
 /*
@@ -241,8 +263,8 @@ struct lite_wire_share {
 	__u8 kind;		/* enum lite_share_kind */
 	__u8 flags;		/* LITE_WIRE_LMR_* of the LMR (0 for DSM) */
 	__le32 perms;
-	__le32 reserved0;
-	__le32 reserved;
+	__le64 grant;		/* the LMR's grant for the name (struct
+				 * lite_wire_lmr_ref); 0 for none */
 };
 
 struct lite_wire_name {		/* LOOKUP, UNSHARE requests */

@@ -6,7 +6,8 @@
 // node's LMR and the bytes past its LMR's end. lmr: each
 // chunk has its own key, and all of that fails with a remote access error;
 // the target node stays a member, its LMRs intact; a freed LMR's key no
-// longer works. DSM page frames likewise, with read-only keys.
+// longer works, nor a revoked share's. DSM page frames likewise, with
+// read-only keys.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -39,7 +40,30 @@ std::string debugfs(uint32_t instance, const char* file)
     return "/sys/kernel/debug/lite/lite" + std::to_string(instance) + "/" + file;
 }
 
-// One line of a node's "exports" file: a chunk it holds for a peer.
+// The lines of a node's debugfs file @file, split into fields.
+std::vector<std::vector<std::string>> debugfs_lines(uint32_t instance, const char* file)
+{
+    std::ifstream in(debugfs(instance, file));
+    std::vector<std::vector<std::string>> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream f(line);
+        std::vector<std::string> fields;
+        for (std::string w; f >> w;)
+            fields.push_back(w);
+        out.push_back(std::move(fields));
+    }
+    return out;
+}
+
+// A number as the kernel prints it: hex with "0x", else decimal.
+uint64_t number(const std::string& field)
+{
+    return std::stoull(field, nullptr, 0);
+}
+
+// One line of a node's "exports" file: a chunk it holds for a peer, with
+// the key of one holder (grant 0: the owner's; else a name's grant).
 struct ExportChunk {
     uint64_t id = 0;
     uint32_t owner = 0;
@@ -48,26 +72,19 @@ struct ExportChunk {
     uint64_t addr = 0;
     uint32_t len = 0;
     uint32_t rkey = 0;
+    uint64_t grant = 0;
 };
 
 std::vector<ExportChunk> exports(uint32_t instance)
 {
-    std::ifstream in(debugfs(instance, "exports"));
     std::vector<ExportChunk> out;
-    std::string line;
-    while (std::getline(in, line)) {
-        // "ID OWNER SIZE FLAGS INDEX ADDR LEN KEY", numbers in hex where
-        // they start with 0x
-        std::istringstream f(line);
-        ExportChunk c;
-        std::string id, flags, addr, key;
-        f >> id >> std::dec >> c.owner >> c.size >> flags >> c.index >> addr >> c.len >> key;
-        if (!f || id.empty() || addr.empty() || key.empty())
+    for (const auto& f : debugfs_lines(instance, "exports")) {
+        // "ID OWNER SIZE FLAGS INDEX ADDR LEN KEY GRANT"
+        if (f.size() != 9)
             continue;
-        c.id = std::stoull(id, nullptr, 16);
-        c.addr = std::stoull(addr, nullptr, 16);
-        c.rkey = static_cast<uint32_t>(std::stoul(key, nullptr, 16));
-        out.push_back(c);
+        out.push_back({number(f[0]), static_cast<uint32_t>(number(f[1])), number(f[2]),
+                       static_cast<uint32_t>(number(f[4])), number(f[5]), static_cast<uint32_t>(number(f[6])),
+                       static_cast<uint32_t>(number(f[7])), number(f[8])});
     }
     return out;
 }
@@ -77,7 +94,7 @@ std::optional<ExportChunk> find_export(uint32_t instance, uint32_t owner, uint64
 {
     std::optional<ExportChunk> found;
     for (const auto& c : exports(instance)) {
-        if (c.owner == owner && c.size == size) {
+        if (c.owner == owner && c.size == size && c.grant == 0) {
             if (found)
                 return std::nullopt; // ambiguous
             found = c;
@@ -249,6 +266,125 @@ TEST_P(Isolation, WhatARawAccessReaches)
     EXPECT_EQ(got, bytes_of(pb)) << "B intact after all of it";
 }
 
+// The keys node @instance gave out for node @owner's LMR of @size through
+// names (not the owner's own), in the order the names were published.
+std::vector<ExportChunk> share_keys(uint32_t instance, uint32_t owner, uint64_t size)
+{
+    std::vector<ExportChunk> out;
+    for (const auto& c : exports(instance)) {
+        if (c.owner == owner && c.size == size && c.grant != 0)
+            out.push_back(c);
+    }
+    return out;
+}
+
+// Revoking a name ends what the keys given out through it reach. lmr: a
+// share's mappers get keys of their own with the share's rights (a
+// read-only share's key writes nothing); after LITE_revoke that key fails
+// with a remote access error, while the owner's keys and another share's
+// still work. global: the mappers hold the node's one key, which still
+// reads the LMR after the revoke (the threat).
+TEST_P(Isolation, RevokeEndsWhatTheSharesKeysReach)
+{
+    const uint64_t pa = 0x5eed5eed5eed5eedULL;
+    auto s1 = lite::Session::open(inst_[0]);
+    auto s3 = lite::Session::open(inst_[2]);
+    auto a = s1.alloc(kSize, 2); // node 1's LMR on node 2
+    a.write(0, std::span<const uint8_t>(bytes_of(pa)));
+    a.share("iso-rv", LITE_PERM_READ);
+    a.share("iso-keep", LITE_PERM_READ | LITE_PERM_WRITE);
+    auto rv = s3.map("iso-rv");
+    auto keep = s3.map("iso-keep");
+    std::vector<uint8_t> got(8);
+    rv.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pa));
+    keep.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pa));
+
+    auto own = find_export(inst_[1], 1, kSize);
+    ASSERT_TRUE(own);
+    auto keys = share_keys(inst_[1], 1, kSize);
+    if (!lmr_mode()) {
+        EXPECT_TRUE(keys.empty()) << "global: one key for all, nothing per name";
+        s1.revoke("iso-rv");
+        EXPECT_EQ(err_of([&] { rv.read(0, std::span<uint8_t>(got)); }), EKEYREVOKED);
+        auto r = raw(inst_[2], read_cmd(2, own->addr, own->rkey, 8));
+        EXPECT_EQ(r.status, 0) << "global: the key still reads the revoked share's LMR";
+        EXPECT_EQ(r.data, bytes_of(pa));
+        return;
+    }
+    ASSERT_EQ(keys.size(), 2u) << "lmr: a key per name mapped through";
+    const ExportChunk krv = keys[0], kkeep = keys[1];
+    EXPECT_NE(krv.grant, kkeep.grant);
+    EXPECT_EQ(krv.addr, own->addr);
+    EXPECT_NE(krv.rkey, own->rkey);
+    EXPECT_NE(krv.rkey, kkeep.rkey);
+
+    // The read-only share's key reads and does not write.
+    auto r = raw(inst_[2], read_cmd(2, krv.addr, krv.rkey, 8));
+    ASSERT_EQ(r.status, 0);
+    EXPECT_EQ(r.data, bytes_of(pa));
+    r = raw(inst_[2], write_cmd(2, krv.addr, krv.rkey, 8, 0x5a));
+    EXPECT_EQ(r.status, -EIO) << "lmr: a read-only share's key writes nothing";
+    r = raw(inst_[2], read_cmd(2, kkeep.addr, kkeep.rkey, 8));
+    ASSERT_EQ(r.status, 0);
+    EXPECT_EQ(r.data, bytes_of(pa)) << "the write did not land";
+
+    s1.revoke("iso-rv");
+    EXPECT_EQ(err_of([&] { rv.read(0, std::span<uint8_t>(got)); }), EKEYREVOKED);
+    keys = share_keys(inst_[1], 1, kSize);
+    ASSERT_EQ(keys.size(), 1u) << "the revoked share's keys are gone from the list";
+    EXPECT_EQ(keys[0].grant, kkeep.grant);
+    r = raw(inst_[2], read_cmd(2, krv.addr, krv.rkey, 8));
+    EXPECT_EQ(r.status, -EIO) << "lmr: the revoked share's key is dead";
+    EXPECT_TRUE(r.data.empty());
+
+    // The rest keeps working: the other share's key, its mapping, the owner.
+    r = raw(inst_[2], read_cmd(2, kkeep.addr, kkeep.rkey, 8));
+    EXPECT_EQ(r.status, 0) << "the other share keeps its key";
+    EXPECT_EQ(r.data, bytes_of(pa));
+    keep.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pa));
+    a.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pa)) << "the owner's handle is unaffected";
+    r = raw(inst_[0], read_cmd(2, own->addr, own->rkey, 8));
+    EXPECT_EQ(r.status, 0) << "the owner's key is unaffected";
+
+    // Published again, the LMR gets a new share and new keys.
+    a.share("iso-rv", LITE_PERM_READ);
+    auto again = s3.map("iso-rv");
+    again.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(got, bytes_of(pa));
+    keys = share_keys(inst_[1], 1, kSize);
+    ASSERT_EQ(keys.size(), 2u);
+    EXPECT_NE(keys[1].rkey, krv.rkey) << "not the dead key back";
+    EXPECT_NE(keys[1].grant, krv.grant) << "a new grant";
+}
+
+// lmr: an LMR has keys for at most 64 names at a time (each may cost an
+// MR per chunk); the 65th SHARE fails with ENOSPC, and a revoke frees a
+// place. global: names cost no keys, there is no such bound.
+TEST_P(Isolation, NamesWithKeysPerLmrAreBounded)
+{
+    auto s1 = lite::Session::open(inst_[0]);
+    auto a = s1.alloc(kSize, 2);
+    auto name = [](int i) { return "iso-n" + std::to_string(i); };
+    for (int i = 0; i < 64; i++)
+        a.share(name(i), LITE_PERM_READ);
+    const int err = err_of([&] { a.share(name(64), LITE_PERM_READ); });
+    if (!lmr_mode()) {
+        EXPECT_EQ(err, 0) << "global: no bound";
+        return;
+    }
+    EXPECT_EQ(err, ENOSPC) << "lmr: 64 names with keys at most";
+    EXPECT_EQ(err_of([&] { (void)lite::Session::open(inst_[2]).map(name(64)); }), ENOENT)
+        << "the refused name was not published";
+    s1.revoke(name(3));
+    a.share(name(64), LITE_PERM_READ);
+    auto m = lite::Session::open(inst_[2]).map(name(64));
+    EXPECT_EQ(m.size(), kSize);
+}
+
 // One line of a node's "dsm_frames" file: a page frame of a DSM region.
 struct DsmFrame {
     uint64_t region = 0;
@@ -259,21 +395,12 @@ struct DsmFrame {
 
 std::vector<DsmFrame> dsm_frames(uint32_t instance)
 {
-    std::ifstream in(debugfs(instance, "dsm_frames"));
     std::vector<DsmFrame> out;
-    std::string line;
-    while (std::getline(in, line)) {
+    for (const auto& f : debugfs_lines(instance, "dsm_frames")) {
         // "REGION PAGE ADDR KEY STATE INTACT"
-        std::istringstream f(line);
-        DsmFrame d;
-        std::string region, addr, key;
-        f >> region >> std::dec >> d.index >> addr >> key;
-        if (!f)
+        if (f.size() < 4)
             continue;
-        d.region = std::stoull(region, nullptr, 16);
-        d.addr = std::stoull(addr, nullptr, 16);
-        d.rkey = static_cast<uint32_t>(std::stoul(key, nullptr, 16));
-        out.push_back(d);
+        out.push_back({number(f[0]), number(f[1]), number(f[2]), static_cast<uint32_t>(number(f[3]))});
     }
     return out;
 }

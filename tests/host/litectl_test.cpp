@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -68,49 +71,76 @@ TEST(Litectl, NoCommandIsAUsageError)
     EXPECT_TRUE(has(r, "up")) << "the help: " << r.output;
 }
 
-TEST(Litectl, UnknownCommandIsAUsageError)
-{
-    auto r = litectl("start");
-    EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_TRUE(has(r, "start")) << r.output;
-}
+// A usage error: exit 2, a message that names the problem, and nothing
+// about the module (the device is opened after the arguments are parsed).
+struct UsageCase {
+    const char* name;
+    std::string args;
+    const char* says;
+};
 
-// The device is opened after the arguments are parsed: a missing value is
-// a usage error, not "module not loaded".
-TEST(Litectl, MissingValueIsAUsageErrorBeforeTheDevice)
+class LitectlUsage : public ::testing::TestWithParam<UsageCase>
 {
-    auto r = litectl("status -i");
+};
+
+TEST_P(LitectlUsage, IsExitTwoNamingTheProblem)
+{
+    auto r = litectl(GetParam().args);
     EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_TRUE(has(r, "--instance")) << r.output;
+    EXPECT_TRUE(has(r, GetParam().says)) << r.output;
     EXPECT_FALSE(has(r, "not loaded")) << r.output;
 }
 
-TEST(Litectl, BadNumberIsAUsageError)
+// A configuration file for litectl up --config, in a fresh directory.
+std::string config_file(const std::string& name, const std::string& text)
 {
-    auto r = litectl("ping -c many 2");
-    EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_TRUE(has(r, "--count")) << r.output;
+    static const std::filesystem::path dir = [] {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "litectl-test-XXXXXX").string();
+        const char* d = ::mkdtemp(tmpl.data());
+        return std::filesystem::path(d != nullptr ? d : "/nonexistent");
+    }();
+    const auto path = dir / name;
+    std::ofstream(path) << text;
+    return path.string();
 }
 
-TEST(Litectl, RequiredOptionsAreNamed)
-{
-    auto r = litectl("up --dev=rxe0");
-    EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_TRUE(has(r, "--listen is required")) << r.output;
-}
+const std::string kGoodConf = "dev = rxe0\nlisten = 127.0.0.1:1\n# join = 10.0.0.1:2\nsecret-file = " +
+                              config_file("secret", "0123456789abcdef") + "\n";
 
-TEST(Litectl, BadAddressIsAUsageError)
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LitectlUsage,
+    ::testing::Values(
+        UsageCase{"UnknownCommand", "start", "unknown command 'start'"},
+        UsageCase{"MissingValue", "status -i", "--instance"}, UsageCase{"BadNumber", "ping -c many 2", "--count"},
+        UsageCase{"RequiredOption", "up --dev=rxe0", "--listen is required"},
+        UsageCase{"BadAddress", "up --dev rxe0 --listen nowhere --secret-file /dev/null", "nowhere"},
+        UsageCase{"UnknownIsolation", "up --dev rxe0 --listen 127.0.0.1:1 --isolation strict",
+                  "unknown isolation 'strict'"},
+        UsageCase{"InstanceAndListen", "down -i 1 --listen 127.0.0.1:1", "excludes"},
+        UsageCase{"ConfigMissing", "up --config /nonexistent/lite.conf", "/nonexistent/lite.conf"},
+        UsageCase{"ConfigUnknownKey", "up --config " + config_file("unknown.conf", kGoodConf + "colour = blue\n"),
+                  "unknown key 'colour'"},
+        UsageCase{"ConfigSection", "up --config " + config_file("section.conf", "[up]\ndev = rxe0\n"), "no sections"},
+        UsageCase{"ConfigBadValue", "up --config " + config_file("bad.conf", kGoodConf + "cq = fastest\n"),
+                  "unknown completion mode 'fastest'"},
+        UsageCase{"ConfigLeavesOneOut", "up --config " + config_file("short.conf", "dev = rxe0\n"),
+                  "--listen is required"}),
+    [](const ::testing::TestParamInfo<UsageCase>& i) { return std::string(i.param.name); });
+
+// The options of a configuration file reach the command: with a complete
+// one, up and down get as far as the device (exit 3 without the module);
+// the command line wins over the file.
+TEST(Litectl, ConfigFileGivesTheOptions)
 {
-    auto r = litectl("up --dev rxe0 --listen nowhere --secret-file /dev/null");
-    EXPECT_EQ(r.status, 2) << r.output;
+    const auto conf = config_file("good.conf", kGoodConf);
+    auto r = litectl("up --config " + conf);
+    EXPECT_EQ(r.status, 3) << r.output;
+    EXPECT_TRUE(has(r, "not loaded")) << r.output;
+    r = litectl("down --config=" + conf);
+    EXPECT_EQ(r.status, 3) << r.output;
+    r = litectl("up --config " + conf + " --listen nowhere");
+    EXPECT_EQ(r.status, 2) << "the command line's --listen wins: " << r.output;
     EXPECT_TRUE(has(r, "nowhere")) << r.output;
-}
-
-TEST(Litectl, UnknownIsolationIsAUsageErrorBeforeTheDevice)
-{
-    auto r = litectl("up --dev rxe0 --listen 127.0.0.1:1 --isolation strict");
-    EXPECT_EQ(r.status, 2) << r.output;
-    EXPECT_TRUE(has(r, "unknown isolation 'strict'")) << r.output;
 }
 
 } // namespace

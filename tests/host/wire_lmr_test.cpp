@@ -109,6 +109,39 @@ TEST(WireLmr, ChunkLists)
     EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG) << "unknown FREE flag";
 }
 
+// Keys per share: the owner grants (a random id and the rights), mappers
+// fetch with the grant id, the owner voids it with LMR_UNKEY.
+TEST(WireLmr, GrantAndUnkey)
+{
+    lite_wire_lmr_ref ref{};
+    ref.mr_id = htole64(9);
+    ref.grant = htole64(0x9e3779b97f4a7c15ULL);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), 0) << "a fetch through a name";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), 0);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_GRANT, ref), -EBADMSG) << "a grant gives some right";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_FREE, ref), -EBADMSG) << "FREE names no grant";
+    ref.perms = htole32(1U);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_GRANT, ref), 0) << "read only";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), -EBADMSG) << "a fetch claims no rights";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "UNKEY carries no rights";
+    ref.perms = htole32(LITE_WIRE_PERMS + 1U);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_GRANT, ref), -EBADMSG) << "unknown right";
+    ref.perms = htole32(1U);
+    ref.grant = 0;
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_GRANT, ref), -EBADMSG) << "grant 0 is the owner's";
+    ref.perms = 0;
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "grant 0 is the owner's";
+    ref.grant = htole64(5);
+    ref.reserved = htole32(1);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "reserved set";
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_CHUNKS, ref), -EBADMSG) << "reserved set";
+    ref.reserved = 0;
+    ref.start = htole32(1);
+    EXPECT_EQ(parse_req(LITE_MSG_LMR_UNKEY, ref), -EBADMSG) << "UNKEY has no start";
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_UNKEY, true, 1, 0, nullptr, 0)), 0) << "its reply is empty";
+    EXPECT_EQ(parse(message(LITE_MSG_LMR_GRANT, true, 1, -EOPNOTSUPP, nullptr, 0)), 0) << "global mode";
+}
+
 // Found by tests/fuzz/wire_parse: check_chunks() read the list's header
 // before checking that it had arrived.
 TEST(WireLmr, ShortChunkListIsNotReadPastItsEnd)
@@ -185,10 +218,13 @@ TEST(WireLmr, ShareAndLookup)
     EXPECT_EQ(parse_req(LITE_MSG_SHARE, s), -EBADMSG) << "a request names no share";
 
     s = good_share();
-    s.reserved0 = htole32(1);
-    EXPECT_EQ(parse_req(LITE_MSG_SHARE, s), -EBADMSG) << "reserved0 (the LMR's key before version 7)";
+    s.grant = htole64(0x9e3779b97f4a7c15ULL);
+    EXPECT_EQ(parse_req(LITE_MSG_SHARE, s), 0) << "an LMR's name with its grant";
+    s.kind = LITE_SHARE_DSM;
+    s.perms = 0;
+    EXPECT_EQ(parse_req(LITE_MSG_SHARE, s), -EBADMSG) << "a DSM region has no grant";
     s.share_id = htole64(4);
-    EXPECT_EQ(parse_rep(LITE_MSG_LOOKUP, s), -EBADMSG) << "reserved0 in a lookup reply";
+    EXPECT_EQ(parse_rep(LITE_MSG_LOOKUP, s), -EBADMSG) << "nor in a lookup reply";
 
     s = good_share();
     s.share_id = htole64(4);

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -157,6 +158,19 @@ public:
         if (o_.instance)
             return *o_.instance;
         auto ids = dev.instances();
+        if (!o_.listen.empty()) { // down --listen, or --config
+            std::string want;
+            try {
+                want = lite::Endpoint::parse(o_.listen).to_string();
+            } catch (const lite::Error& e) {
+                throw UsageError{e.what()};
+            }
+            for (auto id : ids) {
+                if (dev.status(id).listen.to_string() == want)
+                    return id;
+            }
+            throw lite::Error(ENOENT, "no instance listens on " + want);
+        }
         if (ids.size() == 1)
             return ids[0];
         if (ids.empty())
@@ -436,6 +450,56 @@ int Cli::info() const
     return finish(j, text + "\n");
 }
 
+// The value of option --config in @args (after the command), or "".
+std::string config_arg(const std::vector<std::string>& args)
+{
+    for (size_t i = 1; i < args.size(); i++) {
+        if (args[i] == "--config" && i + 1 < args.size())
+            return args[i + 1];
+        if (args[i].starts_with("--config="))
+            return args[i].substr(std::strlen("--config="));
+    }
+    return {};
+}
+
+// litectl up|down --config FILE: each KEY = VALUE line of FILE (CLI11's
+// INI reader) becomes --KEY=VALUE after @args, unless @args give that
+// option themselves; down takes only listen from it.
+std::vector<std::string> with_config(std::vector<std::string> args, const CLI::App& app, const std::string& cmd)
+{
+    const std::string file = config_arg(args);
+    if (file.empty() || (cmd != "up" && cmd != "down"))
+        return args;
+    const CLI::App* up = app.get_subcommand("up");
+    std::vector<CLI::ConfigItem> items;
+    try {
+        items = CLI::ConfigINI().from_file(file);
+    } catch (const CLI::FileError& e) {
+        throw UsageError{"--config " + file + ": " + e.what()};
+    }
+    auto given = [&args](const std::string& opt) {
+        return std::any_of(args.begin(), args.end(),
+                           [&opt](const std::string& a) { return a == opt || a.starts_with(opt + "="); });
+    };
+    for (const auto& it : items) {
+        if (it.name == "++" || it.name == "--") // section markers
+            continue;
+        if (!it.parents.empty())
+            throw UsageError{"--config " + file + ": no sections ([" + it.parents.front() + "])"};
+        if (it.inputs.size() != 1)
+            throw UsageError{"--config " + file + ": " + it.name + " needs one value"};
+        const std::string opt = "--" + it.name;
+        if (it.name == "config" || up->get_option_no_throw(opt) == nullptr) {
+            throw UsageError{"--config " + file + ": unknown key '" + it.name +
+                             "' (keys are litectl up's long options)"};
+        }
+        if ((cmd == "down" && it.name != "listen") || given(opt))
+            continue;
+        args.push_back(opt + "=" + it.inputs.front());
+    }
+    return args;
+}
+
 int run(int argc, char** argv)
 {
     Options o;
@@ -463,9 +527,15 @@ int run(int argc, char** argv)
     up->add_option("--isolation", o.isolation,
                    "what peers may reach: global (one key for all memory) or lmr (a key "
                    "per chunk they were given)");
+    const std::string config_help = "read the options from FILE: one KEY = VALUE line per long option, "
+                                    "as /etc/lite/NAME.conf (lite@.service)";
+    std::string config_file; // read by with_config() before parsing
+    up->add_option("--config", config_file, config_help);
 
     auto* down = app.add_subcommand("down", "leave the cluster and remove the node");
-    down->add_option("-i,--instance", o.instance, "the instance (default: the only one)");
+    auto* down_inst = down->add_option("-i,--instance", o.instance, "the instance (default: the only one)");
+    down->add_option("--listen", o.listen, "the instance listening on ADDR:PORT")->excludes(down_inst);
+    down->add_option("--config", config_file, config_help + "; only listen counts");
 
     auto* status = app.add_subcommand("status", "node id, members, per-peer connection state and counters");
     status->add_option("-i,--instance", o.instance, "one instance (default: all)");
@@ -498,7 +568,17 @@ int run(int argc, char** argv)
         break;
     }
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> args(argv, argv + argc);
+        const auto cmd_at =
+            std::find_if(args.begin() + 1, args.end(), [](const std::string& w) { return !w.starts_with("-"); });
+        const std::string command = cmd_at == args.end() ? "" : *cmd_at;
+        args = with_config(std::move(args), app, command);
+        std::reverse(args.begin(), args.end()); // CLI11 takes them last first
+        args.pop_back();                        // without the program's name
+        app.parse(std::move(args));
+    } catch (const UsageError& e) {
+        std::cerr << "litectl: " << e.msg << "\n";
+        return kUsage;
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) { // --help, --version
             app.exit(e);

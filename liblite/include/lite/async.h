@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include <linux/io_uring.h>
-#include <linux/lite.h>
+#include "linux/lite.h" // the uapi header, installed beside this one (lite/linux/lite.h)
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <linux/lite.h>
+#include "linux/lite.h" // the uapi header, installed beside this one (lite/linux/lite.h)
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,7 +16,7 @@
 #include <system_error>
 #include <vector>
 
-#include <linux/lite.h>
+#include "linux/lite.h" // the uapi header, installed beside this one (lite/linux/lite.h)
 
 namespace lite
 {
