@@ -196,8 +196,15 @@ void wire_parse()
     message("lmr-chunks-reply", LITE_MSG_LMR_CHUNKS, true, chunks(2, 1, 3, 4096));
     message("lmr-chunks-reply-full", LITE_MSG_LMR_CHUNKS, true,
             chunks(0, LITE_WIRE_MAX_CHUNKS, LITE_WIRE_MAX_CHUNKS + 1, 4096));
+    ref.start = 0;
     message("lmr-free", LITE_MSG_LMR_FREE, false, raw(ref));
     message("lmr-free-reply", LITE_MSG_LMR_FREE, true, {});
+    ref.grant = htole64(0x9e3779b97f4a7c15ULL);
+    message("lmr-unkey", LITE_MSG_LMR_UNKEY, false, raw(ref));
+    message("lmr-unkey-reply", LITE_MSG_LMR_UNKEY, true, {});
+    ref.perms = htole32(LITE_WIRE_PERMS);
+    message("lmr-grant", LITE_MSG_LMR_GRANT, false, raw(ref));
+    message("lmr-grant-reply", LITE_MSG_LMR_GRANT, true, {});
 
     message("share", LITE_MSG_SHARE, false, raw(share("counter", 0)));
     lite_wire_share_id sid{};

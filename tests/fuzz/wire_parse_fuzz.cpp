@@ -154,18 +154,31 @@ void check_request(const lite_msg& m)
                    (le32toh(a->how) & ~LITE_WIRE_ALLOC_HOW) == 0 && a->size != 0);
         break;
     }
-    case LITE_MSG_LMR_CHUNKS:
-        FUZZ_CHECK(m.len == sizeof(lite_wire_lmr_ref) && as<lite_wire_lmr_ref>(m)->flags == 0);
+    case LITE_MSG_LMR_CHUNKS: {
+        const auto* r = as<lite_wire_lmr_ref>(m);
+        FUZZ_CHECK(m.len == sizeof(*r) && r->flags == 0 && r->perms == 0 && r->reserved == 0);
         break;
-    case LITE_MSG_LMR_FREE:
-        FUZZ_CHECK(m.len == sizeof(lite_wire_lmr_ref) &&
-                   (le32toh(as<lite_wire_lmr_ref>(m)->flags) & ~LITE_WIRE_FREE_UNMAPPED) == 0);
+    }
+    case LITE_MSG_LMR_FREE: {
+        const auto* r = as<lite_wire_lmr_ref>(m);
+        FUZZ_CHECK(m.len == sizeof(*r) && (le32toh(r->flags) & ~LITE_WIRE_FREE_UNMAPPED) == 0);
+        FUZZ_CHECK(r->start == 0 && r->grant == 0 && r->perms == 0 && r->reserved == 0);
         break;
+    }
+    case LITE_MSG_LMR_GRANT:
+    case LITE_MSG_LMR_UNKEY: {
+        const auto* r = as<lite_wire_lmr_ref>(m);
+        FUZZ_CHECK(m.len == sizeof(*r) && r->start == 0 && r->flags == 0 && r->grant != 0 && r->reserved == 0);
+        if (m.type == LITE_MSG_LMR_GRANT)
+            FUZZ_CHECK(r->perms != 0 && (le32toh(r->perms) & ~LITE_WIRE_PERMS) == 0);
+        else
+            FUZZ_CHECK(r->perms == 0);
+        break;
+    }
     case LITE_MSG_SHARE: {
         const auto* s = as<lite_wire_share>(m);
-        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0 &&
-                   s->reserved0 == 0);
-        FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
+        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0);
+        FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX && (s->kind != LITE_SHARE_DSM || s->grant == 0));
         check_name(s->name);
         FUZZ_CHECK(s->share_id == 0 && s->size != 0 && node_id_ok(s->mem_node));
         FUZZ_CHECK((le32toh(s->perms) & ~LITE_WIRE_PERMS) == 0);
@@ -285,9 +298,8 @@ void check_reply(const lite_msg& m)
         break;
     case LITE_MSG_LOOKUP: {
         const auto* s = as<lite_wire_share>(m);
-        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0 && s->reserved == 0 &&
-                   s->reserved0 == 0);
-        FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX);
+        FUZZ_CHECK(m.len == sizeof(*s) && (s->flags & ~LITE_WIRE_LMR_FLAGS) == 0);
+        FUZZ_CHECK(s->kind <= LITE_SHARE_KIND_MAX && (s->kind != LITE_SHARE_DSM || s->grant == 0));
         check_name(s->name);
         FUZZ_CHECK(s->share_id != 0 && s->size != 0 && node_id_ok(s->mem_node));
         FUZZ_CHECK((le32toh(s->perms) & ~LITE_WIRE_PERMS) == 0);
@@ -329,6 +341,8 @@ void check_reply(const lite_msg& m)
     case LITE_MSG_DSM_DONE:
     case LITE_MSG_MEMBER_ADD:
     case LITE_MSG_LMR_FREE:
+    case LITE_MSG_LMR_GRANT:
+    case LITE_MSG_LMR_UNKEY:
     case LITE_MSG_UNSHARE:
     case LITE_MSG_INVALIDATE:
         FUZZ_CHECK(m.len == 0);
