@@ -169,10 +169,11 @@ void check_request(const lite_msg& m)
     case LITE_MSG_LMR_UNKEY: {
         const auto* r = as<lite_wire_lmr_ref>(m);
         FUZZ_CHECK(m.len == sizeof(*r) && r->start == 0 && r->flags == 0 && r->grant != 0 && r->reserved == 0);
-        if (m.type == LITE_MSG_LMR_GRANT)
+        if (m.type == LITE_MSG_LMR_GRANT) {
             FUZZ_CHECK(r->perms != 0 && (le32toh(r->perms) & ~LITE_WIRE_PERMS) == 0);
-        else
+        } else {
             FUZZ_CHECK(r->perms == 0);
+        }
         break;
     }
     case LITE_MSG_SHARE: {
