@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -311,6 +313,23 @@ TEST_F(Cluster, LitectlJsonEveryCommand)
     auto ping = nlohmann::json::parse(r.output);
     ASSERT_EQ(ping["rtt_ns"].size(), 2u);
     EXPECT_GT(ping["rtt_ns"][0].get<int64_t>(), 0);
+
+    // top: one JSON object per line and round, with the pings' traffic.
+    r = run(litectl() + " top --json -n 2 -d 0.3 -i " + std::to_string(inst));
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::istringstream rounds(r.output);
+    std::string line;
+    int n = 0;
+    while (std::getline(rounds, line)) {
+        auto round = nlohmann::json::parse(line);
+        EXPECT_EQ(round["round"], ++n);
+        EXPECT_GT(round["interval_s"].get<double>(), 0.2);
+        ASSERT_EQ(round["nodes"].size(), 1u);
+        EXPECT_EQ(round["nodes"][0]["node_id"], 1);
+        ASSERT_EQ(round["nodes"][0]["members"].size(), 2u);
+        EXPECT_GE(round["nodes"][0]["members"][1]["tx_msgs_per_s"].get<double>(), 0.0);
+    }
+    EXPECT_EQ(n, 2) << r.output;
 
     r = run(litectl() + " info --json");
     ASSERT_EQ(r.status, 0) << r.output;

@@ -20,6 +20,8 @@
 #include <lite/lite.hpp>
 #include <optional>
 #include <string>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace
@@ -121,6 +123,9 @@ struct Options {
     uint32_t timeout_ms = 0;
     // ping
     uint32_t count = 3;
+    // top
+    uint32_t rounds = 0; // 0: until interrupted
+    double interval_s = 1.0;
     uint32_t node = 0;
 };
 
@@ -183,6 +188,7 @@ public:
     [[nodiscard]] int status() const;
     [[nodiscard]] int ping() const;
     [[nodiscard]] int info() const;
+    [[nodiscard]] int top() const;
 
 private:
     Options& o_;
@@ -435,6 +441,132 @@ int Cli::ping() const
     return finish(j, text);
 }
 
+// The rates of one member between two samples, per second.
+json member_rates(const lite::Member& now, const lite::Member* then, double dt)
+{
+    auto rate = [&](uint64_t a, uint64_t b) {
+        return then != nullptr && a >= b ? static_cast<double>(a - b) / dt : 0.0;
+    };
+    return {{"node_id", now.node_id},
+            {"state", lite::peer_state_name(now.state)},
+            {"tx_msgs_per_s", rate(now.tx_msgs, then ? then->tx_msgs : 0)},
+            {"rx_msgs_per_s", rate(now.rx_msgs, then ? then->rx_msgs : 0)},
+            {"tx_bytes_per_s", rate(now.tx_bytes, then ? then->tx_bytes : 0)},
+            {"rx_bytes_per_s", rate(now.rx_bytes, then ? then->rx_bytes : 0)},
+            {"last_rtt_ns", now.last_rtt.count()},
+            {"credits", now.credits},
+            {"backlog", now.backlog}};
+}
+
+// One round of top for a node: its counters now and what changed per
+// second since @then (the previous round's status of the same instance).
+json node_rates(const lite::NodeStatus& now, const lite::NodeStatus& then, double dt)
+{
+    auto rate = [dt](uint64_t a, uint64_t b) { return a >= b ? static_cast<double>(a - b) / dt : 0.0; };
+    json j;
+    j["instance"] = now.instance;
+    j["node_id"] = now.node_id;
+    j["mem_bytes"] = now.counters.mem_bytes;
+    j["mem_lmrs"] = now.counters.mem_lmrs;
+    j["async_inflight"] = now.async_inflight;
+    j["timeouts_per_s"] = rate(now.counters.timeouts, then.counters.timeouts);
+    j["bad_msgs_per_s"] = rate(now.counters.bad_msgs, then.counters.bad_msgs);
+    j["dsm_faults_per_s"] =
+        rate(now.dsm.read_faults + now.dsm.write_faults, then.dsm.read_faults + then.dsm.write_faults);
+    j["lease_hits_per_s"] = rate(now.lease.hits, then.lease.hits);
+    j["members"] = json::array();
+    for (const auto& m : now.members) {
+        const lite::Member* before = nullptr;
+        for (const auto& b : then.members) {
+            if (b.node_id == m.node_id)
+                before = &b;
+        }
+        j["members"].push_back(member_rates(m, before, dt));
+    }
+    return j;
+}
+
+std::string top_text(const json& round)
+{
+    std::string out;
+    char line[256];
+    for (const auto& n : round["nodes"]) {
+        (void)std::snprintf(line, sizeof(line),
+                            "instance %u, node %u: %llu LMRs (%llu bytes) held, %u async in flight; per s: "
+                            "%.0f timeouts, %.0f bad msgs, %.0f DSM faults, %.0f lease hits\n",
+                            n["instance"].get<unsigned>(), n["node_id"].get<unsigned>(),
+                            n["mem_lmrs"].get<unsigned long long>(), n["mem_bytes"].get<unsigned long long>(),
+                            n["async_inflight"].get<unsigned>(), n["timeouts_per_s"].get<double>(),
+                            n["bad_msgs_per_s"].get<double>(), n["dsm_faults_per_s"].get<double>(),
+                            n["lease_hits_per_s"].get<double>());
+        out += line;
+        (void)std::snprintf(line, sizeof(line), "  %-5s %-11s %10s %10s %10s %10s %9s %7s %7s\n", "NODE", "STATE",
+                            "TX MSG/S", "RX MSG/S", "TX KB/S", "RX KB/S", "RTT US", "CREDITS", "BACKLOG");
+        out += line;
+        for (const auto& m : n["members"]) {
+            (void)std::snprintf(line, sizeof(line), "  %-5u %-11s %10.0f %10.0f %10.1f %10.1f %9.1f %7u %7u\n",
+                                m["node_id"].get<unsigned>(), m["state"].get<std::string>().c_str(),
+                                m["tx_msgs_per_s"].get<double>(), m["rx_msgs_per_s"].get<double>(),
+                                m["tx_bytes_per_s"].get<double>() / 1024, m["rx_bytes_per_s"].get<double>() / 1024,
+                                static_cast<double>(m["last_rtt_ns"].get<long long>()) / 1000,
+                                m["credits"].get<unsigned>(), m["backlog"].get<unsigned>());
+            out += line;
+        }
+    }
+    return out;
+}
+
+// litectl top: every interval, the counters of the nodes (one, or all) and
+// their rates since the round before; --json: one JSON object per line and
+// round. Runs --count rounds, or until interrupted.
+int Cli::top() const
+{
+    auto dev = lite::Device::open();
+    auto ids = o_.instance ? std::vector<uint32_t>{*o_.instance} : dev.instances();
+    auto sample = [&] {
+        std::vector<lite::NodeStatus> all;
+        all.reserve(ids.size());
+        for (auto id : ids)
+            all.push_back(dev.status(id));
+        return all;
+    };
+    std::vector<lite::NodeStatus> then;
+    try {
+        then = sample();
+    } catch (const lite::Error& e) {
+        return fail("top", explain(e, "top", o_.instance ? std::to_string(*o_.instance) : ""));
+    }
+    const bool tty = ::isatty(STDOUT_FILENO) != 0 && !o_.json;
+    auto last = std::chrono::steady_clock::now();
+    for (uint32_t r = 0; o_.rounds == 0 || r < o_.rounds; r++) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(o_.interval_s));
+        std::vector<lite::NodeStatus> now;
+        try {
+            now = sample();
+        } catch (const lite::Error& e) {
+            return fail("top", explain(e, "top", ""));
+        }
+        const auto at = std::chrono::steady_clock::now();
+        const double dt = std::chrono::duration<double>(at - last).count();
+        json round;
+        round["round"] = r + 1;
+        round["interval_s"] = dt;
+        round["nodes"] = json::array();
+        for (size_t i = 0; i < now.size(); i++)
+            round["nodes"].push_back(node_rates(now[i], then[i], dt));
+        if (o_.json) {
+            std::cout << round.dump() << "\n" << std::flush;
+        } else {
+            std::cout << (tty ? "\033[H\033[2J" : "") << "litectl top: round " << r + 1 << ", every " << o_.interval_s
+                      << " s\n"
+                      << top_text(round) << std::flush;
+        }
+        then = std::move(now);
+        last = at;
+    }
+    return kOk;
+}
+
 int Cli::info() const
 {
     auto dev = lite::Device::open();
@@ -547,6 +679,13 @@ int run(int argc, char** argv)
 
     auto* info = app.add_subcommand("info", "version, ABI version and instances");
 
+    auto* top = app.add_subcommand("top", "a live view of the counters: rates per second, every interval");
+    top->add_option("-i,--instance", o.instance, "one instance (default: all)");
+    top->add_option("-n,--count", o.rounds, "rounds to show (default: until interrupted)")
+        ->check(CLI::Range(1U, 1000000U));
+    top->add_option("-d,--interval", o.interval_s, "seconds between rounds (default 1)")
+        ->check(CLI::Range(0.1, 3600.0));
+
     auto* help = app.add_subcommand("help", "this help, or a command's: litectl help COMMAND");
     std::string help_for;
     help->add_option("COMMAND", help_for, "the command");
@@ -595,7 +734,7 @@ int run(int argc, char** argv)
                 std::cout << usage;
                 return kOk;
             }
-            for (auto* c : {up, down, status, ping, info}) {
+            for (auto* c : {up, down, status, ping, info, top}) {
                 if (c->get_name() == help_for) {
                     std::cout << c->help();
                     return kOk;
@@ -611,6 +750,8 @@ int run(int argc, char** argv)
             return cli.status();
         if (cmd == "ping")
             return cli.ping();
+        if (cmd == "top")
+            return cli.top();
         return cli.info();
     } catch (const UsageError& e) {
         return cli.fail(cmd, {kUsage, e.msg, EINVAL});
