@@ -109,7 +109,10 @@ void lite_node_drop_member(struct lite_node *node, u16 id, bool left)
 		lite_conn_close(node->peers[id]);
 		lite_node_set_conn(node, id, NULL);
 	}
-	atomic64_inc(left ? &node->stats.leaves : &node->stats.losses);
+	if (left)
+		atomic64_inc(&node->stats.leaves);
+	else
+		lite_count_error(node, id, LITE_ERR_LOST, 0);
 	pr_info("lite%u: node %u %s\n", node->instance, id,
 		left ? "left" : "lost");
 	lite_broadcast_del(node, id, left);
@@ -143,7 +146,7 @@ static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
 	/* Mutual: the other side must hold the secret too. */
 	if (!lite_auth_verify(node->secret, node->secret_len, &hs->auth,
 			      LITE_ROLE_PASSIVE, proof->mac)) {
-		atomic64_inc(&node->stats.auth_failures);
+		lite_count_error(node, msg->src, LITE_ERR_AUTH, -EACCES);
 		return -EKEYREJECTED;
 	}
 	mutex_lock(&node->lock);
@@ -601,7 +604,7 @@ void lite_cluster_handle_auth(struct lite_conn *conn,
 	}
 	if (!lite_auth_verify(node->secret, node->secret_len, &conn->auth,
 			      LITE_ROLE_ACTIVE, auth->mac)) {
-		atomic64_inc(&node->stats.auth_failures);
+		lite_count_error(node, msg->src, LITE_ERR_AUTH, -EACCES);
 		pr_info("lite%u: refused a node with the wrong secret\n",
 			node->instance);
 		lite_reply(conn, msg, -EKEYREJECTED, NULL, 0);

@@ -13,8 +13,10 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/random.h>
+#include <linux/seq_file.h>
 
 #include "internal.h"
+#include "lite_trace.h"
 
 static unsigned int ack_timeout = LITE_ACK_TIMEOUT;
 module_param(ack_timeout, uint, 0644);
@@ -52,12 +54,12 @@ static void lite_conn_release(struct kref *ref)
 	struct lite_node *node = conn->node;
 
 	WARN_ON(conn->state != LITE_CONN_CLOSING);
-	lite_conn_hooks_run(conn, LITE_HOOK_RELEASE);
-	lite_conn_free_rx(conn);
-
+	/* Off the list first: debugfs readers (node lock) see it whole. */
 	mutex_lock(&node->lock);
 	list_del(&conn->node_entry);
 	mutex_unlock(&node->lock);
+	lite_conn_hooks_run(conn, LITE_HOOK_RELEASE);
+	lite_conn_free_rx(conn);
 	kfree(conn);
 
 	if (atomic_dec_and_test(&node->n_conns))
@@ -121,6 +123,8 @@ static void lite_conn_set_state(struct lite_conn *conn,
 				enum lite_conn_state state)
 {
 	lockdep_assert_held(&conn->lock);
+	trace_lite_conn_state(conn->node->instance, conn->peer_id, conn->active,
+			      conn->state, state);
 	WRITE_ONCE(conn->state, state);
 }
 
@@ -139,8 +143,8 @@ int lite_conn_set_ready(struct lite_conn *conn, u16 peer_id)
 
 	spin_lock_bh(&conn->lock);
 	if (conn->state == LITE_CONN_HANDSHAKE) {
+		conn->peer_id = peer_id;	/* first: the trace names it */
 		lite_conn_set_state(conn, LITE_CONN_READY);
-		conn->peer_id = peer_id;
 		ret = 0;
 	}
 	spin_unlock_bh(&conn->lock);
@@ -477,7 +481,7 @@ static int lite_conn_check_pdata(struct lite_node *node, const void *data,
 	if (node && !lite_auth_cm_check(node->secret, node->secret_len,
 					pd->nonce, &node->listen_addr,
 					pd->tag)) {
-		atomic64_inc(&node->stats.auth_failures);
+		lite_count_error(node, 0, LITE_ERR_AUTH, -EACCES);
 		return -EKEYREJECTED;
 	}
 	return 0;
@@ -808,6 +812,9 @@ static int lite_tx_post_locked(struct lite_conn *conn, struct lite_tx *tx)
 	conn->tx_inflight++;
 	atomic64_inc(&conn->tx_msgs);
 	atomic64_add(tx->len, &conn->tx_bytes);
+	trace_lite_msg_send(conn->node->instance, conn->peer_id, h->type,
+			    le16_to_cpu(h->flags) & LITE_MSGF_REPLY,
+			    le32_to_cpu(h->req_id), tx->len);
 	return 0;
 }
 
@@ -1174,4 +1181,82 @@ static void lite_conn_close_work(struct work_struct *work)
 	 */
 	lite_conn_hooks_run(conn, LITE_HOOK_CLOSED);
 	lite_conn_put(conn);
+}
+
+static const char *lite_conn_state_name(enum lite_conn_state state)
+{
+	switch (state) {
+	case LITE_CONN_CONNECTING:
+		return "connecting";
+	case LITE_CONN_HANDSHAKE:
+		return "handshake";
+	case LITE_CONN_READY:
+		return "ready";
+	case LITE_CONN_CLOSING:
+		return "closing";
+	}
+	return "unknown";
+}
+
+/* The inbound RPC ring's size and positions, or dashes before RING. */
+static void lite_conn_show_rx_ring(struct seq_file *m, struct lite_conn *conn)
+{
+	struct lite_ring_rx *ring = smp_load_acquire(&conn->ring);
+
+	if (!ring) {
+		seq_puts(m, " - - - -");
+		return;
+	}
+	spin_lock_bh(&ring->lock);
+	seq_printf(m, " %llu %llu %llu %llu", ring->buf.size, ring->head,
+		   ring->tail, ring->acked);
+	spin_unlock_bh(&ring->lock);
+}
+
+/**
+ * lite_conns_show - list the node's connections (debugfs "conns")
+ * @m: the file
+ * @node: the node
+ *
+ * A header, then one line per connection, installed or not: the peer's
+ * id (0 before the handshake named it), who connected (active: we did),
+ * the state, send credits, free send-queue slots, messages waiting for
+ * either, control sends in flight, free one-sided slots, and the RPC
+ * rings: ours (size, head, tail, the tail last told to the peer) and the
+ * peer's as we write it (size, head, posted, tail), "-" before they exist.
+ *
+ * Return: 0.
+ */
+int lite_conns_show(struct seq_file *m, struct lite_node *node)
+{
+	struct lite_conn *conn;
+	u64 tx[4];
+	bool tx_ready;
+
+	seq_puts(m, "peer dir state credits sq_avail backlog tx_inflight data_avail rx_size rx_head rx_tail rx_acked tx_size tx_head tx_posted tx_tail\n");
+	mutex_lock(&node->lock);
+	list_for_each_entry(conn, &node->conns, node_entry) {
+		tx_ready = smp_load_acquire(&conn->tx_ring.ready);
+		spin_lock_bh(&conn->lock);
+		seq_printf(m, "%u %s %s %u %u %u %u %u", conn->peer_id,
+			   conn->active ? "active" : "passive",
+			   lite_conn_state_name(conn->state),
+			   conn->credits.send, conn->sq_avail, conn->n_backlog,
+			   conn->tx_inflight, conn->data_avail);
+		if (tx_ready) {
+			tx[0] = conn->tx_ring.size;
+			tx[1] = conn->tx_ring.head;
+			tx[2] = smp_load_acquire(&conn->tx_ring.posted);
+			tx[3] = conn->tx_ring.tail;
+		}
+		spin_unlock_bh(&conn->lock);
+		lite_conn_show_rx_ring(m, conn);
+		if (tx_ready)
+			seq_printf(m, " %llu %llu %llu %llu\n", tx[0], tx[1],
+				   tx[2], tx[3]);
+		else
+			seq_puts(m, " - - - -\n");
+	}
+	mutex_unlock(&node->lock);
+	return 0;
 }

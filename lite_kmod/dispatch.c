@@ -6,6 +6,7 @@
  * lite_conn_hooks[]. Nothing else routes messages or tears state down.
  */
 #include "internal.h"
+#include "lite_trace.h"
 
 /* Where a request or one-way message is handled. */
 enum lite_run {
@@ -204,6 +205,9 @@ void lite_msg_received(struct lite_rx *rx)
 	spin_unlock_bh(&conn->lock);
 	if (bad)
 		goto bad_msg;
+	/* The sender's id as it claims it: checked once READY. */
+	trace_lite_msg_recv(node->instance, msg->src, msg->type, msg->reply,
+			    msg->req_id, rx->byte_len);
 
 	h = lite_handler(msg);
 	if (msg->reply) {
@@ -231,7 +235,7 @@ void lite_msg_received(struct lite_rx *rx)
 	return;
 
 bad_msg:
-	atomic64_inc(&node->stats.bad_msgs);
+	lite_count_error(node, conn->peer_id, LITE_ERR_BAD_MSG, -EBADMSG);
 	pr_info_ratelimited("lite%u: dropping connection after malformed or unexpected message\n",
 			    node->instance);
 	lite_conn_close(conn);
@@ -253,7 +257,8 @@ void lite_msg_work(struct work_struct *work)
 	if (lite_msg_allowed(conn, h)) {
 		h->fn(conn, &rx->msg);
 	} else if (lite_conn_state(conn) != LITE_CONN_CLOSING) {
-		atomic64_inc(&conn->node->stats.bad_msgs);
+		lite_count_error(conn->node, conn->peer_id, LITE_ERR_BAD_MSG,
+				 -EPROTO);
 		lite_conn_close(conn);	/* the handshake again, say */
 	}
 	lite_conn_repost(rx);

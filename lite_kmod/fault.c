@@ -2,7 +2,8 @@
 /*
  * lite fault injection, so that one guest can drive every recovery path.
  * Off by default; root sets it per node in debugfs, under
- * /sys/kernel/debug/lite/lite<instance>/:
+ * /sys/kernel/debug/lite/lite<instance>/ (debugfs.c makes the directory
+ * and the read-only files beside these):
  *
  *   fail_posts        the next N posts (control sends and one-sided work
  *                     requests) fail with -EIO, as a broken QP would
@@ -14,12 +15,6 @@
  *   hb_stop           send no heartbeats: the manager declares us dead
  *   break_conn        write a member id (0: the loopback connection): the
  *                     connection closes as on a transport error
- *   exports           (read-only) the LMR chunks this node holds for
- *                     others: wire id, owner, size, flags, chunk index,
- *                     address, length and key
- *   dsm_frames        (read-only) the DSM page frames of this node's
- *                     regions: region id, page, address, key, local state
- *                     and whether it holds its last grant's bytes
  *   raw_rdma          only with the module parameter raw_rdma=1 (tests):
  *                     write "read NODE ADDR KEY LEN" or "write NODE ADDR
  *                     KEY LEN BYTE" to post one RDMA READ or WRITE of LEN
@@ -46,8 +41,6 @@ static bool lite_raw_rdma;
 module_param_named(raw_rdma, lite_raw_rdma, bool, 0444);
 MODULE_PARM_DESC(raw_rdma,
 		 "tests only: a raw_rdma file in each node's debugfs directory posts RDMA to any address and key (default off)");
-
-static struct dentry *lite_debugfs_root;
 
 /**
  * lite_fault_fail_post - whether to fail this post (fail_posts)
@@ -110,19 +103,6 @@ static int lite_fault_break_set(void *data, u64 val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(lite_fault_break_fops, NULL, lite_fault_break_set,
 			 "%llu\n");
-
-/* The node's exports and DSM frames, one seq_file each. */
-static int lite_exports_seq_show(struct seq_file *m, void *unused)
-{
-	return lite_exports_show(m, m->private);
-}
-DEFINE_SHOW_ATTRIBUTE(lite_exports_seq);
-
-static int lite_dsm_frames_seq_show(struct seq_file *m, void *unused)
-{
-	return lite_dsm_frames_show(m, m->private);
-}
-DEFINE_SHOW_ATTRIBUTE(lite_dsm_frames_seq);
 
 /* One raw RDMA op to member @id; node->faults.raw_lock held. */
 static int lite_raw_post(struct lite_node *node, u16 id, u64 addr, u32 rkey,
@@ -219,64 +199,23 @@ static const struct file_operations lite_raw_fops = {
 };
 
 /**
- * lite_fault_node_init - create the node's fault injection files
- * @node: the node; its files go before it does (lite_fault_node_exit())
+ * lite_fault_node_init - set up the node's fault injection
+ * @node: the node
+ * @dir: its debugfs directory (debugfs.c), or NULL: no faults then
  */
-void lite_fault_node_init(struct lite_node *node)
+void lite_fault_node_init(struct lite_node *node, struct dentry *dir)
 {
-	char name[24];
-	struct dentry *d;
-
 	mutex_init(&node->faults.raw_lock);
-	if (!lite_debugfs_root)
+	if (!dir)
 		return;
-	snprintf(name, sizeof(name), "lite%u", node->instance);
-	d = debugfs_create_dir(name, lite_debugfs_root);
-	node->debugfs = d;
-	debugfs_create_atomic_t("fail_posts", 0600, d,
+	debugfs_create_atomic_t("fail_posts", 0600, dir,
 				&node->faults.fail_posts);
-	debugfs_create_u32("drop_rx_permille", 0600, d,
+	debugfs_create_u32("drop_rx_permille", 0600, dir,
 			   &node->faults.drop_rx_permille);
-	debugfs_create_u32("delay_rx_ms", 0600, d, &node->faults.delay_rx_ms);
-	debugfs_create_bool("hb_stop", 0600, d, &node->faults.hb_stop);
-	debugfs_create_file_unsafe("break_conn", 0200, d, node,
+	debugfs_create_u32("delay_rx_ms", 0600, dir,
+			   &node->faults.delay_rx_ms);
+	debugfs_create_bool("hb_stop", 0600, dir, &node->faults.hb_stop);
+	debugfs_create_file_unsafe("break_conn", 0200, dir, node,
 				   &lite_fault_break_fops);
-	debugfs_create_file("exports", 0400, d, node, &lite_exports_seq_fops);
-	debugfs_create_file("dsm_frames", 0400, d, node,
-			    &lite_dsm_frames_seq_fops);
-	debugfs_create_file("raw_rdma", 0600, d, node, &lite_raw_fops);
-}
-
-/**
- * lite_fault_node_exit - remove the node's fault injection files
- * @node: the node; returns once no file operation runs on it
- */
-void lite_fault_node_exit(struct lite_node *node)
-{
-	debugfs_remove(node->debugfs);
-	node->debugfs = NULL;
-}
-
-/**
- * lite_fault_init - create /sys/kernel/debug/lite
- *
- * Called at module load. If debugfs fails, nodes get no fault injection
- * files and every fault stays off.
- */
-void lite_fault_init(void)
-{
-	struct dentry *d = debugfs_create_dir("lite", NULL);
-
-	lite_debugfs_root = IS_ERR(d) ? NULL : d;
-}
-
-/**
- * lite_fault_exit - remove /sys/kernel/debug/lite
- *
- * Called at module unload (or when loading fails), once no node is left.
- */
-void lite_fault_exit(void)
-{
-	debugfs_remove(lite_debugfs_root);
-	lite_debugfs_root = NULL;
+	debugfs_create_file("raw_rdma", 0600, dir, node, &lite_raw_fops);
 }

@@ -179,6 +179,14 @@ enum lite_conn_state {
 	LITE_CONN_CLOSING,	/* being torn down; no more posts */
 };
 
+/* What lite_count_error() counts (trace.c): one counter each. */
+enum lite_err_kind {
+	LITE_ERR_BAD_MSG,	/* stats.bad_msgs: malformed or unexpected */
+	LITE_ERR_TIMEOUT,	/* stats.timeouts: a wait ran out */
+	LITE_ERR_AUTH,		/* stats.auth_failures: a handshake failed */
+	LITE_ERR_LOST,		/* stats.losses: a member died */
+};
+
 struct lite_node_stats {
 	atomic64_t joins;
 	atomic64_t leaves;
@@ -608,14 +616,16 @@ struct lite_lmr {
 	u16 mem_node;			/* immutable */
 	u64 mr_id;			/* immutable */
 	u32 flags;			/* immutable: LITE_WIRE_LMR_* */
-	u64 share_id;			/* immutable: mapped via; 0 if own */
+	u64 share_id;			/* mapped via; 0 if own. Set once, after
+					 * it is on node->lmrs (WRITE_ONCE) */
 	u64 grant;			/* immutable: the share's key grant
 					 * (core/wire.h); 0 if own or none */
 	kuid_t uid;			/* immutable: the user charged for it */
 	u64 charged;			/* immutable: bytes charged to @uid's
 					 * quota (0: a mapping, nothing) */
-	u64 held;			/* immutable: bytes its memory node
-					 * holds for it (a lease's: the class) */
+	u64 held;			/* bytes its memory node holds for it (a
+					 * lease's: the class). Set once, after
+					 * it is on node->lmrs (WRITE_ONCE) */
 	struct lite_layout layout;	/* immutable once handed out (a
 					 * lease's stock is cut to size) */
 	struct lite_chunk *chunks;	/* immutable, layout's array */
@@ -1054,11 +1064,18 @@ void lite_dsm_handle_close(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_dsm_handle_req(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_dsm_handle_done(struct lite_conn *conn, const struct lite_msg *msg);
 
+/* trace.c */
+void lite_count_error(struct lite_node *node, u16 peer,
+		      enum lite_err_kind kind, int err);
+
+/* debugfs.c: the node's directory, read-only state */
+void lite_debugfs_node_init(struct lite_node *node);
+void lite_debugfs_node_exit(struct lite_node *node);
+void lite_debugfs_init(void);
+void lite_debugfs_exit(void);
+
 /* fault.c: fault injection through debugfs */
-void lite_fault_node_init(struct lite_node *node);
-void lite_fault_node_exit(struct lite_node *node);
-void lite_fault_init(void);
-void lite_fault_exit(void);
+void lite_fault_node_init(struct lite_node *node, struct dentry *dir);
 bool lite_fault_fail_post(struct lite_node *node);
 bool lite_fault_drop_rx(struct lite_node *node, const struct lite_msg *msg);
 void lite_fault_delay_rx(struct lite_node *node);
@@ -1123,6 +1140,8 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 				   const u8 *secret, u32 secret_len,
 				   u32 cq_mode, u32 isolation);
 void lite_node_publish(struct lite_ctx *ctx, struct lite_node *node);
+void lite_node_status_fill(struct lite_node *node, struct lite_node_status *st,
+			   struct lite_member_info *mi, u32 cap);
 void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node);
 void lite_node_get(struct lite_node *node);
 void lite_node_put(struct lite_node *node);
@@ -1193,6 +1212,10 @@ void lite_exports_drop_owner(struct lite_node *node, u16 owner);
 void lite_exports_free_all(struct lite_node *node);
 void lite_exports_reap(struct work_struct *work);
 int lite_exports_show(struct seq_file *m, struct lite_node *node);
+int lite_conns_show(struct seq_file *m, struct lite_node *node);
+int lite_lmrs_show(struct seq_file *m, struct lite_node *node);
+int lite_rpc_show(struct seq_file *m, struct lite_node *node);
+int lite_sync_show(struct seq_file *m, struct lite_node *node);
 atomic64_t *lite_export_word(struct lite_node *node, u64 mr_id, u64 off,
 			     int *err);
 void lite_lmrs_mem_gone(struct lite_node *node, u16 mem_node);

@@ -13,6 +13,7 @@
  */
 #include <linux/slab.h>
 #include <linux/mm.h>
+#include <linux/seq_file.h>
 
 #include "internal.h"
 
@@ -616,7 +617,7 @@ static int lite_alloc_req_wait(struct lite_alloc_req *ar, u16 mem_node,
 	}
 	*abandoned = true;
 	if (!left)
-		atomic64_inc(&node->stats.timeouts);
+		lite_count_error(node, mem_node, LITE_ERR_TIMEOUT, -ETIMEDOUT);
 	lite_alloc_cancel(node, mem_node, req_id);
 	return left ? -EINTR : -ETIMEDOUT;
 
@@ -640,7 +641,7 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 			   flags);
 	if (!lmr)
 		return -ENOMEM;
-	lmr->held = size;
+	WRITE_ONCE(lmr->held, size);	/* debugfs reads it */
 	if (le64_to_cpu(rep->size) != size || le32_to_cpu(rep->flags) != flags)
 		ret = -EPROTO;
 	else
@@ -814,7 +815,7 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 			       sh->flags);
 	if (!lk->lmr)
 		return -ENOMEM;
-	lk->lmr->share_id = le64_to_cpu(sh->share_id);
+	WRITE_ONCE(lk->lmr->share_id, le64_to_cpu(sh->share_id));
 	lk->granted = le32_to_cpu(sh->perms);
 	lk->lmr->grant = le64_to_cpu(sh->grant);
 	return 0;
@@ -1083,4 +1084,49 @@ int lite_invalidate_on(struct lite_node *node, u16 id,
 	}
 	lite_conn_put(conn);
 	return ret;
+}
+
+/**
+ * lite_lmrs_show - list the LMRs of the node (debugfs "lmrs")
+ * @m: the file
+ * @node: the node
+ *
+ * A header, then one line per LMR made or mapped on this node: its wire
+ * id (hex), memory node, size, the bytes its memory node holds for it (a
+ * lease's: the whole size class; 0 until the allocation is complete), the
+ * share it was mapped through (0: allocated here), and flags:
+ * nic_atomic, published, revoked, mem_gone ("-": none).
+ *
+ * Return: 0.
+ */
+int lite_lmrs_show(struct seq_file *m, struct lite_node *node)
+{
+	struct lite_lmr *lmr;
+
+	seq_puts(m, "mr_id mem_node size held share_id flags\n");
+	mutex_lock(&node->lock);
+	list_for_each_entry(lmr, &node->lmrs, map_entry) {
+		const char *flag[] = {
+			lmr->flags & LITE_WIRE_LMR_NIC_ATOMIC ? "nic_atomic" :
+			NULL,
+			READ_ONCE(lmr->published) ? "published" : NULL,
+			READ_ONCE(lmr->revoked) ? "revoked" : NULL,
+			READ_ONCE(lmr->mem_gone) ? "mem_gone" : NULL,
+		};
+		const char *sep = " ";
+		int i;
+
+		seq_printf(m, "%llx %u %llu %llu %llu", lmr->mr_id,
+			   lmr->mem_node, READ_ONCE(lmr->layout.size),
+			   READ_ONCE(lmr->held), READ_ONCE(lmr->share_id));
+		for (i = 0; i < ARRAY_SIZE(flag); i++) {
+			if (!flag[i])
+				continue;
+			seq_printf(m, "%s%s", sep, flag[i]);
+			sep = ",";
+		}
+		seq_puts(m, *sep == ' ' ? " -\n" : "\n");
+	}
+	mutex_unlock(&node->lock);
+	return 0;
 }

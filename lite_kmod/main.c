@@ -83,7 +83,7 @@ static int __init lite_init(void)
 	ret = ib_register_client(&lite_ctx.client);
 	if (ret)
 		return ret;
-	lite_fault_init();
+	lite_debugfs_init();
 	ret = lite_dsm_init();
 	if (ret)
 		goto err_debugfs;
@@ -96,7 +96,7 @@ static int __init lite_init(void)
 err_dsm:
 	lite_dsm_exit();
 err_debugfs:
-	lite_fault_exit();
+	lite_debugfs_exit();
 	ib_unregister_client(&lite_ctx.client);
 	return ret;
 }
@@ -109,7 +109,7 @@ static void __exit lite_exit(void)
 	WARN_ON(!xa_empty(&lite_ctx.nodes));
 	xa_destroy(&lite_ctx.nodes);
 	lite_dsm_exit();
-	lite_fault_exit();
+	lite_debugfs_exit();
 	pr_info("lite: unloaded\n");
 }
 

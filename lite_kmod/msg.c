@@ -160,7 +160,8 @@ void lite_call_expire(struct lite_call *call)
 
 	if (xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) != call)
 		return;
-	atomic64_inc(&node->stats.timeouts);
+	lite_count_error(node, call->conn->peer_id, LITE_ERR_TIMEOUT,
+			 -ETIMEDOUT);
 	call->status = -ETIMEDOUT;
 	call->done_fn(call);
 }
@@ -190,7 +191,8 @@ int lite_call_wait(struct lite_call *call, unsigned long deadline)
 	if (xa_cmpxchg_bh(&node->calls, call->req_id, call, NULL, 0) == call) {
 		if (left < 0)
 			return -EINTR;
-		atomic64_inc(&node->stats.timeouts);
+		lite_count_error(node, call->conn->peer_id, LITE_ERR_TIMEOUT,
+				 -ETIMEDOUT);
 		return -ETIMEDOUT;
 	}
 	/* A reply or a failure took it first: it completes now. */

@@ -351,7 +351,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	if (ret)
 		goto err_poller;
 	list_add_tail(&node->dev_entry, &ibdev->nodes);
-	lite_fault_node_init(node);
+	lite_debugfs_node_init(node);
 	lite_dsm_start(node);
 	return node;
 
@@ -373,6 +373,115 @@ err_xa:
 err_free:
 	lite_node_put(node);
 	return ERR_PTR(ret);
+}
+
+/* Status: LITE_IOC_NODE_STATUS (chardev.c) and debugfs (debugfs.c). */
+
+static void lite_addr_to_user(const struct lite_naddr *a, struct lite_addr *ua)
+{
+	memset(ua, 0, sizeof(*ua));
+	ua->family = a->family == LITE_WIRE_AF_INET ? AF_INET : AF_INET6;
+	ua->port = a->port;
+	memcpy(ua->addr, a->addr, a->family == LITE_WIRE_AF_INET ? 4 : 16);
+}
+
+static u32 lite_peer_state(struct lite_node *node, u16 id)
+{
+	struct lite_conn *conn = node->peers[id];
+
+	if (id == node->mb.self)
+		return LITE_PEER_SELF;
+	if (!conn)
+		return LITE_PEER_CONNECTING;
+	return lite_conn_state(conn) == LITE_CONN_READY ?
+	       LITE_PEER_CONNECTED : LITE_PEER_DOWN;
+}
+
+static void lite_member_fill(struct lite_node *node, u16 id,
+			     struct lite_member_info *mi)
+{
+	struct lite_conn *conn = node->peers[id];
+	unsigned long flags;
+
+	memset(mi, 0, sizeof(*mi));
+	mi->node_id = id;
+	mi->state = lite_peer_state(node, id);
+	lite_addr_to_user(&node->mb.addr[id], &mi->addr);
+	if (!conn)
+		return;
+	mi->tx_msgs = atomic64_read(&conn->tx_msgs);
+	mi->rx_msgs = atomic64_read(&conn->rx_msgs);
+	mi->tx_bytes = atomic64_read(&conn->tx_bytes);
+	mi->rx_bytes = atomic64_read(&conn->rx_bytes);
+	mi->last_rtt_ns = atomic64_read(&conn->last_rtt_ns);
+	spin_lock_irqsave(&conn->lock, flags);
+	mi->credits = conn->credits.send;
+	mi->backlog = conn->n_backlog;
+	spin_unlock_irqrestore(&conn->lock, flags);
+}
+
+/**
+ * lite_node_status_fill - what LITE_IOC_NODE_STATUS and debugfs report
+ * @node: the node
+ * @st: filled but for the caller's inputs (instance, members_cap/ptr)
+ * @mi: room for @cap member entries, or NULL with @cap 0
+ * @cap: entries at @mi; st->n_members tells how many there were
+ *
+ * Takes node->lock; sleeps.
+ */
+void lite_node_status_fill(struct lite_node *node, struct lite_node_status *st,
+			   struct lite_member_info *mi, u32 cap)
+{
+	struct lite_node_counters *c = &st->counters;
+	u32 n = 0;
+	u16 id;
+
+	mutex_lock(&node->lock);
+	st->node_id = node->mb.self;
+	st->manager_id = node->mb.manager;
+	st->n_members = node->mb.count;
+	st->epoch = node->mb.epoch;
+	st->flags = (node->expelled ? LITE_STATUS_EXPELLED : 0) |
+		    (node->mb.self && !lite_mbr_present(&node->mb,
+							node->mb.manager) ?
+		     LITE_STATUS_NO_MANAGER : 0) |
+		    (lite_isolated(node) ? LITE_STATUS_ISOLATED : 0);
+	for (id = 1; id <= LITE_MAX_NODES && n < cap; id++)
+		if (lite_mbr_present(&node->mb, id))
+			lite_member_fill(node, id, &mi[n++]);
+	mutex_unlock(&node->lock);
+
+	strscpy(st->dev_name, node->dev_name, sizeof(st->dev_name));
+	st->port_num = node->port_num;
+	st->cq_mode = node->cq_mode;
+	lite_addr_to_user(&node->listen_addr, &st->listen);
+	c->joins = atomic64_read(&node->stats.joins);
+	c->leaves = atomic64_read(&node->stats.leaves);
+	c->losses = atomic64_read(&node->stats.losses);
+	c->auth_failures = atomic64_read(&node->stats.auth_failures);
+	c->bad_msgs = atomic64_read(&node->stats.bad_msgs);
+	c->timeouts = atomic64_read(&node->stats.timeouts);
+	c->mem_bytes = atomic64_read(&node->mem_bytes);
+	c->mem_lmrs = atomic64_read(&node->mem_lmrs);
+	st->lease.hits = atomic64_read(&node->stats.lease_hits);
+	st->lease.misses = atomic64_read(&node->stats.lease_misses);
+	st->lease.stock_lmrs = atomic64_read(&node->stats.lease_stock_lmrs);
+	st->lease.stock_bytes = atomic64_read(&node->stats.lease_stock_bytes);
+	st->lease.granted_lmrs = atomic64_read(&node->stats.lease_lmrs);
+	st->lease.granted_bytes = atomic64_read(&node->stats.lease_bytes);
+	st->async_inflight = atomic_read(&node->aops);
+	st->async_peak = atomic_read(&node->aops_peak);
+	st->reconnects = (u32)atomic64_read(&node->stats.reconnects);
+	st->dsm.regions = atomic64_read(&node->dsm_stats.regions);
+	st->dsm.pages = atomic64_read(&node->dsm_stats.pages);
+	st->dsm.read_faults = atomic64_read(&node->dsm_stats.read_faults);
+	st->dsm.write_faults = atomic64_read(&node->dsm_stats.write_faults);
+	st->dsm.fetches = atomic64_read(&node->dsm_stats.fetches);
+	st->dsm.invalidations = atomic64_read(&node->dsm_stats.invalidations);
+	st->dsm.home_txns = atomic64_read(&node->dsm_stats.home_txns);
+	st->dsm.sigbus = atomic64_read(&node->dsm_stats.sigbus);
+	st->dsm.prot_changes = atomic64_read(&node->dsm_stats.prot_changes);
+	st->dsm.prot_ns = atomic64_read(&node->dsm_stats.prot_ns);
 }
 
 /**
@@ -419,7 +528,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	lite_lease_node_down(node);	/* before close_wq goes */
 	lite_health_stop(node);
 	lite_dsm_node_down(node);
-	lite_fault_node_exit(node);
+	lite_debugfs_node_exit(node);
 	rdma_destroy_id(node->listen_id);
 	node->listen_id = NULL;
 	lite_rpc_node_down(node);	/* what it holds keeps conns alive */

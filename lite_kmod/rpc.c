@@ -31,8 +31,10 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/sched/signal.h>
+#include <linux/seq_file.h>
 
 #include "internal.h"
+#include "lite_trace.h"
 
 #define LITE_RING_CHUNKS	128	/* at least 64 KiB each */
 #define LITE_REPLY_HDR		sizeof(struct lite_wire_rpc_reply)
@@ -286,6 +288,8 @@ static void lite_rpc_entry_arrived(struct lite_conn *conn, u32 imm)
 	list_add_tail(&ent->entry, &ring->ents);
 	ring->head = pos + e.size;
 	spin_unlock_bh(&ring->lock);
+	trace_lite_rpc_request(conn->node->instance, conn->peer_id, e.port,
+			       e.call_id, e.len);
 
 	lite_conn_get(conn);
 	in->conn = conn;
@@ -300,7 +304,8 @@ unlock:
 	kfree(in);
 bad:
 	if (ret == -EBADMSG)
-		atomic64_inc(&conn->node->stats.bad_msgs);
+		lite_count_error(conn->node, conn->peer_id, LITE_ERR_BAD_MSG,
+				 ret);
 	pr_info_ratelimited("lite%u: dropping connection after bad RPC entry (%d)\n",
 			    conn->node->instance, ret);
 	lite_conn_close(conn);
@@ -331,7 +336,8 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 		xa_unlock_bh(&node->rpc_calls);
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
 			return;	/* the close failed that call already */
-		atomic64_inc(&node->stats.bad_msgs);
+		lite_count_error(node, conn->peer_id, LITE_ERR_BAD_MSG,
+				 -ENOENT);
 		pr_info_ratelimited("lite%u: dropping connection after reply to no call\n",
 				    node->instance);
 		lite_conn_close(conn);
@@ -341,13 +347,15 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 	abandoned = call->abandoned;
 	lite_kbuf_read(&call->buf, 0, &w, sizeof(w));
 	if (lite_rpc_reply_parse(&w, id, call->cap, &status, &len)) {
-		atomic64_inc(&node->stats.bad_msgs);
+		lite_count_error(node, conn->peer_id, LITE_ERR_BAD_MSG,
+				 -EBADMSG);
 		status = -EBADMSG;
 		len = 0;
 	}
 	call->status = status;
 	call->len = len;
 	done_fn = call->done_fn;
+	trace_lite_rpc_done(node->instance, conn->peer_id, id, status, len);
 	xa_unlock_bh(&node->rpc_calls);
 	/*
 	 * The write is complete and no other reply comes: an abandoned call
@@ -985,6 +993,9 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 			       LITE_IMM_REPLY | in->e.call_id);
 	if (ret && ret != -EFAULT)
 		lite_conn_close(conn);
+	if (!ret)
+		trace_lite_rpc_reply(conn->node->instance, conn->peer_id,
+				     in->e.call_id, status, send);
 	/* On its way: a failure from here on closes the connection. */
 	if (inl)
 		lite_rpc_tx_finish(tx, 0);	/* nothing to wait for */
@@ -1076,7 +1087,8 @@ void lite_rpc_ack(struct lite_conn *conn, const struct lite_msg *msg)
 		conn->tx_ring.tail = tail;
 	spin_unlock_bh(&conn->lock);
 	if (bad) {
-		atomic64_inc(&conn->node->stats.bad_msgs);
+		lite_count_error(conn->node, conn->peer_id, LITE_ERR_BAD_MSG,
+				 -ERANGE);
 		pr_info_ratelimited("lite%u: dropping connection after bad ring ack\n",
 				    conn->node->instance);
 		lite_conn_close(conn);
@@ -1907,12 +1919,14 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	struct lite_conn *conn;
 	struct lite_rpc_tx tx;
 	long left;
+	u16 peer;
 	int ret;
 
 	conn = lite_node_conn_wait(node, a->node_id ?: READ_ONCE(node->self_id),
 				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
 		return -ENOTCONN;
+	peer = conn->peer_id;	/* the call owns @conn's reference below */
 	ret = lite_rcall_start(node, conn, a->reply_cap, &call);
 	if (ret) {
 		lite_conn_put(conn);
@@ -1922,6 +1936,9 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	o.reply_buf = &call->buf;
 	lite_rpc_tx_init(&tx, conn, NULL);
 	ret = lite_ring_write(conn, &o, deadline, false, &tx);
+	if (!ret)
+		trace_lite_rpc_call(node->instance, peer, a->port, o.call_id,
+				    a->req_len);
 	if (ret) {
 		/* Not sent, or the connection is closing. */
 		lite_rpc_tx_finish(&tx, ret);
@@ -1935,7 +1952,8 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 			      max_t(long, (long)(deadline - jiffies), 1), true);
 	lite_rpc_tx_finish(&tx, 0);	/* failures closed the connection */
 	if (left <= 0 && !lite_rcall_leave(node, call, true)) {
-		atomic64_inc(&node->stats.timeouts);
+		lite_count_error(node, peer, LITE_ERR_TIMEOUT,
+				 left ? -EINTR : -ETIMEDOUT);
 		return left ? -EINTR : -ETIMEDOUT;
 	}
 	ret = call->status;
@@ -2070,7 +2088,8 @@ static void lite_acall_expire(struct work_struct *work)
 	xa_unlock_bh(&node->rpc_calls);
 	if (mine) {
 		ac->timed_out = true;
-		atomic64_inc(&node->stats.timeouts);
+		lite_count_error(node, ac->conn->peer_id, LITE_ERR_TIMEOUT,
+				 -ETIMEDOUT);
 		lite_acall_event(ac);
 	}
 }
@@ -2171,6 +2190,8 @@ int lite_rpc_acall_start(struct lite_node *node, const struct lite_rpc_call *a,
 		lite_acall_unwind(ac);
 		goto free_ac;
 	}
+	trace_lite_rpc_call(node->instance, conn->peer_id, a->port,
+			    o.call_id, a->req_len);
 	lite_rdma_op_release(&ac->tx.op);
 	*out = ac;
 	lite_acall_arm(ac);
@@ -2346,4 +2367,64 @@ void lite_rpc_node_down(struct lite_node *node)
 		lite_service_kill(node, svc, 0);	/* erases it */
 		lite_service_put(svc);
 	}
+}
+
+/* Entries on @head; its lock held. */
+static u32 lite_list_len(const struct list_head *head)
+{
+	const struct list_head *pos;
+	u32 n = 0;
+
+	list_for_each(pos, head)
+		n++;
+	return n;
+}
+
+/* Entries in @xa (RCU: a count that may be stale as soon as it is made). */
+static u32 lite_xa_count(struct xarray *xa)
+{
+	unsigned long id;
+	void *entry;
+	u32 n = 0;
+
+	xa_for_each(xa, id, entry)
+		n++;
+	return n;
+}
+
+/**
+ * lite_rpc_show - the node's RPC state (debugfs "rpc")
+ * @m: the file
+ * @node: the node
+ *
+ * "KEY VALUE" lines: calls_in_flight (calls from here waiting for their
+ * replies, or abandoned and waiting for the write that would land) and
+ * requests_held (taken by a server, not yet answered); then a blank line,
+ * a header and one line per port served here: requests queued for a
+ * receiver, io_uring receives parked, receivers polling, and whether the
+ * port is closing.
+ *
+ * Return: 0.
+ */
+int lite_rpc_show(struct seq_file *m, struct lite_node *node)
+{
+	struct lite_service *svc;
+	unsigned long port;
+
+	seq_printf(m, "calls_in_flight %u\nrequests_held %u\n\n",
+		   lite_xa_count(&node->rpc_calls),
+		   lite_xa_count(&node->rpc_held));
+	seq_puts(m, "port queued urecvs pollers dead\n");
+	rcu_read_lock();
+	xa_for_each(&node->services, port, svc) {
+		spin_lock_bh(&svc->lock);
+		seq_printf(m, "%lu %u %u %d %s\n", port,
+			   lite_list_len(&svc->queue),
+			   lite_list_len(&svc->urecvs),
+			   atomic_read(&svc->pollers),
+			   svc->dead ? "true" : "false");
+		spin_unlock_bh(&svc->lock);
+	}
+	rcu_read_unlock();
+	return 0;
 }

@@ -20,6 +20,7 @@
  * ticket is served. Holders are open files on the requesting node (lite_held_lock);
  * closing the file releases its locks.
  */
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 
 #include "internal.h"
@@ -653,4 +654,37 @@ void lite_sync_file_release(struct lite_file *lf)
 		list_del(&h->entry);
 		lite_held_release(h);
 	}
+}
+
+/**
+ * lite_sync_show - the lock and barrier requests this node's memory serves
+ *	(debugfs "locks")
+ * @m: the file
+ * @node: the node
+ *
+ * A header, then one line per request parked or holding: lock or barrier,
+ * the LMR's wire id (hex) and the word's offset, state (parked, held,
+ * abandoned), the lock ticket or barrier generation, the holder's token,
+ * the barrier's participants (0 for a lock) and the requester's node id.
+ *
+ * Return: 0.
+ */
+int lite_sync_show(struct seq_file *m, struct lite_node *node)
+{
+	static const char *const states[] = {
+		[LITE_SYNC_PARKED] = "parked",
+		[LITE_SYNC_HELD] = "held",
+		[LITE_SYNC_ABANDONED] = "abandoned",
+	};
+	struct lite_sync_wait *w;
+
+	seq_puts(m, "kind mr_id offset state ticket owner count peer\n");
+	mutex_lock(&node->lock);
+	list_for_each_entry(w, &node->sync_waits, entry)
+		seq_printf(m, "%s %llx %llu %s %u %u %u %u\n",
+			   w->kind == LITE_SYNC_LOCK ? "lock" : "barrier",
+			   w->mr_id, w->offset, states[w->state], w->ticket,
+			   w->owner, w->count, w->peer);
+	mutex_unlock(&node->lock);
+	return 0;
 }

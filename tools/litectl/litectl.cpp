@@ -287,11 +287,12 @@ json to_json(const lite::NodeStatus& s)
     j["listen"] = s.listen.to_string();
     j["cq_mode"] = lite::cq_mode_name(s.cq_mode);
     j["isolation"] = lite::isolation_name(s.isolation);
-    j["counters"] = {{"joins", c.joins},          {"leaves", c.leaves},
-                     {"losses", c.losses},        {"auth_failures", c.auth_failures},
-                     {"bad_msgs", c.bad_msgs},    {"timeouts", c.timeouts},
-                     {"mem_bytes", c.mem_bytes},  {"mem_lmrs", c.mem_lmrs},
-                     {"reconnects", s.reconnects}};
+    j["counters"] = {{"joins", c.joins},           {"leaves", c.leaves},
+                     {"losses", c.losses},         {"auth_failures", c.auth_failures},
+                     {"bad_msgs", c.bad_msgs},     {"timeouts", c.timeouts},
+                     {"mem_bytes", c.mem_bytes},   {"mem_lmrs", c.mem_lmrs},
+                     {"reconnects", s.reconnects}, {"async_inflight", s.async_inflight},
+                     {"async_peak", s.async_peak}};
     const auto& d = s.dsm;
     j["dsm"] = {{"regions", d.regions},           {"pages", d.pages},
                 {"read_faults", d.read_faults},   {"write_faults", d.write_faults},

@@ -56,6 +56,9 @@ mount -t tmpfs tmpfs /run
 if grep -qw debugfs /proc/filesystems && [ -d /sys/kernel/debug ]; then
 	mount -t debugfs debugfs /sys/kernel/debug
 fi
+if grep -qw tracefs /proc/filesystems && [ -d /sys/kernel/tracing ]; then
+	mount -t tracefs tracefs /sys/kernel/tracing
+fi
 
 run='' idx=''
 read -ra kargs </proc/cmdline
