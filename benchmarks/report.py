@@ -1,12 +1,101 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Tables, CSVs, figures and build/bench/summary.json from the raw CSVs
-that the benchmark programs wrote (benchmarks/bench.sh runs them).
+"""Every table, joined CSV, figure of dsm, mapreduce and sendfile, and
+build/bench/summary.json, from the raw CSVs that the benchmark programs
+wrote (benchmarks/bench.sh runs them and calls this script after each
+section; benchmarks/plot.py draws the other figures from the CSVs made
+here).
 
-Usage: python3 benchmarks/report.py DIR SECTION...
+Usage: python3 benchmarks/report.py DIR SECTION... [NAME=VALUE...]
+       python3 benchmarks/report.py perftest-row OP SIZE <OUTPUT
 
-Sections it knows (the others are still joined by bench.sh and plotted by
-plot.py):
+NAME=VALUE are the run's settings that a section's tables name (kver: the
+guest's kernel, dev: the device, iters, warmup, ... as bench.sh has them);
+each section needs the ones listed with it below, and no others may be
+given. perftest-row turns the output of one of perftest's latency tools
+(ib_write_lat, ib_read_lat, ib_atomic_lat) into its row of perftest.csv
+(op,size,iters,median_us,p99_us,mean_us; the median is perftest's
+t_typical) on stdout; it fails unless there was exactly one result line.
+
+Sections, in bench.sh's order. The joins (latency ... async) keep the raw
+CSVs' fields as the programs wrote them, "-" for a figure not measured;
+each native figure comes from both poll modes, busy and event, and the
+ratio is lite's over the better of the two, named in the "native" column:
+
+  latency
+        (kver dev iters warmup) DIR/native.csv, native-event.csv
+        (native-lat) and lite.csv (lite-lat; its atomics go to ops):
+        latency.txt and latency.csv by op and size; then, if lite-lat ran
+        them, copy.csv against zcopy.csv (lite-lat --path copy, zcopy)
+        in latency.txt and zcopy-threshold.csv.
+
+  rpc   (kver dev iters warmup) DIR/native-rpc.csv, native-rpc-event.csv,
+        lite-rpc.csv: rpc.txt, rpc.csv (round trips by size, median and
+        p99 ratios).
+
+  rpc_tput
+        (kver dev size secs depth) DIR/native-rpc-tput.csv,
+        native-rpc-tput-event.csv, lite-rpc-tput.csv,
+        lite-rpc-tput-ring.csv: rpc_tput.txt, rpc_tput.csv (calls/s by
+        client threads).
+
+  cq_modes
+        (kver dev iters warmup modes) DIR/cq-native-{rpc,lat}{,-event}.csv
+        and cq-MODE-{rpc,lat}.csv for each of the completion modes in
+        "modes": cq-all.csv (mode,op,size,median,p99 of every run),
+        cq_modes.txt, cq_modes.csv (each mode against native).
+
+  breakdown
+        from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
+        bench.sh rpc_breakdown) and DIR/bd-MODE-rpc.csv: rpc_breakdown.txt
+        and rpc_breakdown.csv, one row per mode: the traced round trip,
+        system calls, sleeps and wake-up latency, rxe's tasklet time (the
+        emulated wire), lite's CQ handling in softirq, and the rest.
+
+  ops   (kver dev iters warmup lite) DIR/native-ops.csv,
+        native-ops-event.csv, perftest.csv and lite-lat's CSV, DIR/LITE
+        (lite=LITE; lite= for none): ops.txt, ops.csv (native-ops' rows as
+        they are, lite's, perftest's and lite's CPU atomics) by operation
+        and size.
+
+  first_op
+        (kver dev runs) DIR/first-op-native.csv, first-op-lite.csv:
+        first_op.txt, first_op.csv.
+
+  reg   (kver dev node) DIR/reg-cost.csv: reg.txt, reg.csv (with the
+        ratios of lite's alloc + free over native reg + dereg).
+
+  mr_scale
+        (kver dev secs node) DIR/mr-{memory,regions}-{native,native-event,
+        lite}.csv (mr-scale): mr_scale.txt, mr_scale.csv.
+
+  async (kver dev len secs) DIR/async-MODE-OP.csv (async-tput; modes
+        native, native-event, lite-ring, lite-ring-poll, lite-sync; ops
+        write, read): async-all.csv (their rows), async.txt, async.csv.
+
+  sendfile
+        from DIR/sendfile-raw.csv (sendfile-bench): sendfile.txt,
+        sendfile.csv (MB/s and CPU per MiB by size: native registration
+        per request and cached, pread + LITE_write, LITE_sendfile, NFS over
+        RDMA), sendfile.png; summary keys sendfile_64k, sendfile_64m,
+        sendfile_vs_copy_64k, sendfile_vs_nfsrdma.
+
+  isolation
+        from DIR/iso-MODE-rN-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv
+        (lite-lat, lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in
+        isolation MODE, global and lmr, in round N; the modes take turns):
+        isolation.txt and isolation.csv (each figure in both modes, the
+        median over the rounds, lmr over global); summary keys iso_write_lat_8,
+        iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
+        iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
+        ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
+        iso_alloc_4096, iso_alloc_1m (LITE_alloc + LITE_free back to back
+        with leases off: each a request to the memory node),
+        iso_alloc_4096_lease, iso_alloc_16m (back to back with leases on;
+        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease),
+        iso_dsm_read_fault, iso_dsm_write_fault (the kernel DSM's read fault
+        of a SHARED page and write fault of a page the home holds, median us):
+        "lite" is lmr mode, "native" global mode (native_mode says so).
 
   dsm   from DIR/dsm-lat.csv (dsm-lat) and DIR/dsm-apps-{kernel,user,local,
         ga}.csv (dsm-apps, dsm-apps-ga): dsm.txt (the three tables), dsm.csv
@@ -27,7 +116,7 @@ plot.py):
         three nodes over the single-process baseline), all on 256 MiB
         except the inverted index (64 files, 32 MiB).
 
-  core  from the tables bench.sh's other sections wrote (rpc.csv,
+  core  from the tables of the sections above (rpc.csv,
         rpc_tput.csv, latency.csv, ops.csv, async.csv, first_op.csv,
         reg.csv), whichever are there: summary keys rpc_lat_8,
         rpc_lat_64, rpc_lat_4096, rpc_lat_65536 (median round trip against
@@ -47,29 +136,9 @@ plot.py):
         its native baseline in "native_mode". rpc_tput_ring_1, _2, _4:
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
-  isolation
-        from DIR/iso-MODE-rN-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv
-        (lite-lat, lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in
-        isolation MODE, global and lmr, in round N; the modes take turns):
-        isolation.txt and isolation.csv (each figure in both modes, the
-        median over the rounds, lmr over global); summary keys iso_write_lat_8,
-        iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
-        iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
-        ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
-        iso_alloc_4096, iso_alloc_1m (LITE_alloc + LITE_free back to back
-        with leases off: each a request to the memory node),
-        iso_alloc_4096_lease, iso_alloc_16m (back to back with leases on;
-        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease),
-        iso_dsm_read_fault, iso_dsm_write_fault (the kernel DSM's read fault
-        of a SHARED page and write fault of a page the home holds, median us):
-        "lite" is lmr mode, "native" global mode (native_mode says so).
-
-  breakdown
-        from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
-        bench.sh rpc_breakdown) and DIR/bd-MODE-rpc.csv: rpc_breakdown.txt
-        and rpc_breakdown.csv, one row per mode: the traced round trip,
-        system calls, sleeps and wake-up latency, rxe's tasklet time (the
-        emulated wire), lite's CQ handling in softirq, and the rest.
+  failed
+        (note tables) bench.sh's note of the runs that failed, appended to
+        each of the tables (DIR/NAME.txt for NAME in "tables").
 
 DIR/summary.json maps each headline figure's key to {"lite", "native",
 "ratio", "unit"} (lite's figure, the baseline's from the same run, lite
@@ -77,8 +146,13 @@ over baseline) or {"value", "unit"}; this script replaces the keys of the
 sections it ran and keeps the others. A figure that was not measured is
 left out of summary.json (and shows as "-" in the tables).
 
+summary.json is rewritten when a section with summary keys ran (sendfile,
+isolation, dsm, mapreduce, core).
+
 Exit status: 0 if every section had all its inputs, 1 otherwise, 2 on bad
-usage. Figures need matplotlib (Debian's python3-matplotlib, Agg backend).
+usage; the joins (latency ... async) make their tables whatever is missing
+(bench.sh counts the programs that failed). Figures need matplotlib
+(Debian's python3-matplotlib, Agg backend); the tables do not.
 """
 
 import csv
