@@ -4,9 +4,13 @@
 # same Soft-RoCE device in the same guest run.
 #
 # Brings up two lite nodes on rxe0 (the first instance is node 1, the
-# manager; the second joins as node 2) and measures, each table printed and
-# written to $LITE_OUT as .txt and .csv (the raw CSVs of every program stay
-# there too):
+# manager; the second joins as node 2) and runs the programs of each
+# section, which write their raw CSVs to $LITE_OUT. This script only runs
+# them: after each section benchmarks/report.py makes its tables (printed
+# and written to $LITE_OUT as NAME.txt and NAME.csv, with any joined CSVs
+# and figures) from the raw CSVs, and at the end the summary.json keys;
+# benchmarks/plot.py draws the other sections' figures from the CSVs.
+# The sections:
 #
 #   latency      LITE_write/LITE_read (lite-lat, node 1 to an LMR on node 2)
 #                against RDMA WRITE/READ (native-lat, an RC connection from
@@ -456,8 +460,9 @@ run_to "$out/native-ops-event.csv" "$native_ops" --addr "$addr" --poll event "${
 
 # perftest's own latency tools, as users know them, on the same device
 # (rdma_cm, one process each side): write and read of 8 bytes and
-# ib_atomic_lat's fetch-and-add. Its t_typical is the median. Rows of
-# perftest.csv: op,size,iters,median_us,p99_us,mean_us.
+# ib_atomic_lat's fetch-and-add. report.py perftest-row turns each tool's
+# output into its row of perftest.csv (op,size,iters,median_us,p99_us,
+# mean_us; t_typical is the median) and fails unless it has one result.
 perftest_lat() { # tool op size
 	local tool=$1 op=$2 size=$3 port=19990 srv st=0
 	local args=(-R -d "$dev" -n "$ops_iters" -p "$port" -F)
@@ -755,6 +760,7 @@ case " $only " in
 	;;
 esac
 
+# The runs that failed: a note on the terminal and under each table.
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
