@@ -243,36 +243,74 @@ def finish(fig, ax, labels, ylabel, what, path, rotation=0):
 # latency ... async join the raw CSVs of the native and lite programs. The
 # fields stay text: the tables and joined CSVs show them as the programs
 # wrote them, "-" where a program did not measure or failed (its CSV left
-# empty by bench.sh). Where a field is used as a number, the number it
-# starts with counts (none: 0); two fields compared are compared as numbers
-# if both are numbers, else as text. Ratios have two places.
+# empty by bench.sh). These tables were made by awk (mawk) until issue 17,
+# and their numbers are read and compared as there, so that they stay the
+# same: a field used as a number is the number it starts with as C's
+# strtod reads it (none: 0; hex, inf and nan too); two fields compared are
+# compared as numbers if both are numbers (see is_number), else as text; a
+# NaN compares equal to anything. Ratios have two places.
 
-NUMBER = re.compile(r"[ \t\n]*([-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))", re.IGNORECASE)
-WHOLE_NUMBER = re.compile(r"[ \t\n]*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[ \t\n]*")
+NUMBER = re.compile(r"[ \t\n\v\f\r]*([-+]?(?:0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[-+]?[0-9]+)?"
+                    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?))",
+                    re.IGNORECASE)
+BLANKS = re.compile(r"[ \t\n\v\f\r]*")
+INT_MAX = 2147483647
 FIELDS = 16  # a raw row's fields, at least (the missing ones empty)
 
 
 def number(text):
     """The number a field starts with; 0.0 if it starts with none."""
     m = NUMBER.match(text)
-    return float(m.group(1)) if m else 0.0
+    if not m:
+        return 0.0
+    t = m.group(1)
+    if "x" in t.lower():
+        return float.fromhex(t)
+    if "n" in t.lower() and "i" not in t.lower():  # nan, nan(...), with its sign
+        return math.copysign(math.nan, -1.0 if t.startswith("-") else 1.0)
+    return float(t)
+
+
+def is_number(text):
+    """Whether a field is a number: one that number() reads from all of it
+    but blanks, not inf or nan, and not out of a double's range."""
+    m = NUMBER.match(text)
+    if m is None or BLANKS.fullmatch(text, m.end()) is None:
+        return False
+    t = m.group(1).lstrip("+-").lower()
+    if t[0] in "in":
+        return False
+    x = abs(number(t))
+    digits = t[2:].partition("p")[0] if t.startswith("0x") else t.partition("e")[0]
+    return math.isfinite(x) and not (x < sys.float_info.min and re.search("[1-9a-f]", digits))
 
 
 def whole(text):
-    """A field as an integer (a count in a table's heading)."""
-    return int(number(text))
+    """A field as a C int (a count in a table's heading)."""
+    x = number(text)
+    if x >= INT_MAX:
+        return INT_MAX
+    return int(x) if x > -INT_MAX else -INT_MAX
 
 
 def less(a, b):
     """a < b for two fields: as numbers if both are numbers, else as text."""
-    if WHOLE_NUMBER.fullmatch(a) and WHOLE_NUMBER.fullmatch(b):
+    if is_number(a) and is_number(b):
         return number(a) < number(b)
     return a < b
 
 
 def num_text(x):
-    """A computed number as text: an integer if it is whole, else 6 significant digits."""
-    return str(int(x)) if x == int(x) else f"{x:.6g}"
+    """A computed number as text: an integer if it is whole, else 6
+    significant digits."""
+    if math.isnan(x):
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return str(int(x)) if math.isfinite(x) and x == int(x) else f"{x:.6g}"
+
+
+def fixed2(x):
+    """A ratio to 2 places, as C's printf "%.2f" writes it."""
+    return num_text(x) if math.isnan(x) else f"{x:.2f}"
 
 
 def human(n):
@@ -280,7 +318,8 @@ def human(n):
     evenly; otherwise as it is."""
     x = number(n) if isinstance(n, str) else n
     for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if math.fmod(x, div) == 0:
+        rest = math.fmod(x, div) if math.isfinite(x) else math.nan
+        if not (rest < 0 or rest > 0):  # 0, or NaN
             return num_text(x / div) + unit
     return str(n)
 
@@ -340,12 +379,12 @@ def ratio_cell(lite, lk, busy, event, nk, col, mode):
         return "-"
     row = (busy if mode == "busy" else event).get(nk)
     den = number(row[col]) if row else 0.0
-    return f"{number(lite[lk][col]) / den:.2f}" if den > 0 else "-"
+    return fixed2(number(lite[lk][col]) / den) if den > 0 else "-"
 
 
 def quotient(a, b):
     """Two fields' quotient to 2 places, "-" if the divisor is not above 0."""
-    return f"{number(a) / number(b):.2f}" if number(b) > 0 else "-"
+    return fixed2(number(a) / number(b)) if number(b) > 0 else "-"
 
 
 def join_native(d, sources, key):
@@ -627,9 +666,9 @@ def section_reg(d, summary, p):
     """reg-cost's CSV (size; reg, dereg, alloc, free back to back; the same
     paced; "-" for a side skipped on ENOMEM or not paced) with the ratios."""
     def cost_ratio(reg, dereg, alloc, free):
-        if "-" in (reg, dereg, alloc, free) or number(reg) + number(dereg) <= 0:
+        if "-" in (reg, dereg, alloc, free) or not number(reg) + number(dereg) > 0:
             return "-"
-        return f"{(number(alloc) + number(free)) / (number(reg) + number(dereg)):.2f}"
+        return fixed2((number(alloc) + number(free)) / (number(reg) + number(dereg)))
 
     row = "%6s %9s %9s %10s %10s %6s | %9s %9s %10s %10s %6s"
     lines = ["", "making memory usable, guest kernel %s, %s on QEMU/TCG; median us per call" % (p["kver"], p["dev"]),
