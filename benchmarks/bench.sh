@@ -290,7 +290,6 @@ else
 	rm -f "$out/copy.csv" "$out/zcopy.csv"
 fi
 
-
 # Where zero copy starts to pay: the copy path (kernel buffer) against the
 # zero-copy path (pinned user pages) per size; the kernel switches at
 # zcopy_min_kb (module parameter, lite_kmod/params.c), chosen from this table.
