@@ -363,9 +363,9 @@ def cell(rows, k, col):
 
 
 def better(busy, event, k, col, lower):
-    """The native mode with the better figure (field COL) at K: "event" if
-    it is lower (LOWER) or higher than busy's, else "busy"; "-" unless both
-    were measured."""
+    """The native mode with the better figure in field COL at K, "busy" or
+    "event": the lower if LOWER, else the higher; busy on a tie; "-" unless
+    both were measured."""
     if k not in busy or k not in event:
         return "-"
     e, b = number(event[k][col]), number(busy[k][col])
@@ -389,15 +389,17 @@ def quotient(a, b):
 
 def join_native(d, sources, key):
     """{source: {key: row}} of raw CSVs (source, file name) and the keys in
-    the order they first appear; KEY(row) is a row's key (op without -event,
-    size...). A later row of the same key replaces the earlier."""
+    the order they first appear; KEY(source, row) is a row's key (op without
+    -event, size...), None to leave the row out. A later row of the same key
+    replaces the earlier."""
     runs, order = {}, {}
     for src, name in sources:
         rows = runs.setdefault(src, {})
         for r in raw_rows(d, name):
-            k = key(r)
-            order.setdefault(k)
-            rows[k] = r
+            k = key(src, r)
+            if k is not None:
+                order.setdefault(k)
+                rows[k] = r
     return runs, list(order)
 
 
@@ -407,15 +409,12 @@ MED, P99, MEAN = 3, 4, 5  # the latency programs' median_us, p99_us, mean_us
 def section_latency(d, summary, p):
     """native-lat (busy, event) and lite-lat by op and size; then copy
     against zero copy if lite-lat ran both (copy.csv is there)."""
-    runs, order = {}, {}
-    for src, name in (("busy", "native.csv"), ("event", "native-event.csv"), ("lite", "lite.csv")):
-        runs[src] = {}
-        for r in raw_rows(d, name):
-            if src == "lite" and re.fullmatch(r"(cpu-)?(fetch-add|cmp-swap)", r[0]):
-                continue  # in the ops table
-            k = f"{less_event(r[0])},{r[1]}"
-            order.setdefault(k)
-            runs[src][k] = r
+    def key(src, r):
+        if src == "lite" and re.fullmatch(r"(cpu-)?(fetch-add|cmp-swap)", r[0]):
+            return None  # in the ops table
+        return f"{less_event(r[0])},{r[1]}"
+
+    runs, order = join_native(d, (("busy", "native.csv"), ("event", "native-event.csv"), ("lite", "lite.csv")), key)
     b, e, lt = runs["busy"], runs["event"], runs["lite"]
     row = "%-6s %6s %9s %9s %9s %9s %9s %9s %6s %6s"
     lines = ["lite latency, guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up)"
@@ -469,7 +468,7 @@ def zcopy_table(d):
 def section_rpc(d, summary, p):
     """native-rpc (busy, event) and lite-rpc round trips by size."""
     runs, order = join_native(d, (("busy", "native-rpc.csv"), ("event", "native-rpc-event.csv"),
-                                  ("lite", "lite-rpc.csv")), lambda r: r[1])
+                                  ("lite", "lite-rpc.csv")), lambda _, r: r[1])
     b, e, lt = runs["busy"], runs["event"], runs["lite"]
     row = "%8s %9s %9s %9s %9s %9s %9s %6s %9s %6s"
     lines = ["", "RPC latency (request of SIZE bytes, the same echoed back), guest kernel %s, %s on QEMU/TCG:"
@@ -501,7 +500,7 @@ def section_rpc_tput(d, summary, p):
     calls, secs, rate = 2, 3, 4  # threads,size,calls,seconds,calls_per_s
     runs, order = join_native(d, (("busy", "native-rpc-tput.csv"), ("event", "native-rpc-tput-event.csv"),
                                   ("lite", "lite-rpc-tput.csv"), ("ring", "lite-rpc-tput-ring.csv")),
-                              lambda r: r[0])
+                              lambda _, r: r[0])
     b, e, lt, ring = runs["busy"], runs["event"], runs["lite"], runs["ring"]
     depth = whole(p["depth"])
     row = "%8s %15s %15s %15s %6s %6s %15s"
@@ -581,7 +580,7 @@ def section_ops(d, summary, p):
     (busy, then lite's, then event with their -event ops, then perftest's
     and lite's CPU atomics)."""
     runs, order = join_native(d, (("busy", "native-ops.csv"), ("event", "native-ops-event.csv")),
-                              lambda r: f"{less_event(r[0])},{r[1]}")
+                              lambda _, r: f"{less_event(r[0])},{r[1]}")
     b, e = runs["busy"], runs["event"]
     measured = {less_event(r[0]) for rows in (b, e) for r in rows.values()}
     lt = {f"{r[0]},{r[1]}": r for r in raw_rows(d, p["lite"])} if p["lite"] else {}
