@@ -254,6 +254,11 @@ run_info=(kver="$kver" dev="$dev")
 report() {
 	"$py" "$(dirname "$0")/report.py" "$out" "$@" >/dev/null || { say "FAILED: report.py $1"; rc=1; }
 }
+# show NAME: prints the table NAME.txt, if report.py could make it (a
+# failure there must not end the run).
+show() {
+	if [ -f "$out/$1.txt" ]; then cat "$out/$1.txt"; fi
+}
 
 head -c 32 /dev/urandom | base64 >"$work/secret"
 say "bringing up 2 lite nodes on $dev ($addr:18515, $addr:18516)"
@@ -307,7 +312,7 @@ fi
 # if lite-lat ran them) follows it in latency.txt, with
 # zcopy-threshold.csv.
 report latency "${run_info[@]}" iters="$iters" warmup="$warmup"
-cat "$out/latency.txt"
+show latency
 fi # latency
 
 if want rpc; then
@@ -324,7 +329,7 @@ run_to "$out/lite-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server
 
 # The table joins the three CSVs on size.
 report rpc "${run_info[@]}" iters="$rpc_iters" warmup="$warmup"
-cat "$out/rpc.txt"
+show rpc
 fi # rpc
 
 if want rpc_tput; then
@@ -347,7 +352,7 @@ run_to "$out/lite-rpc-tput-ring.csv" "$lite_rpc_ring" --client-instance "$client
 
 # The table joins the four CSVs on threads.
 report rpc_tput "${run_info[@]}" size="$tput_size" secs="$tput_secs" depth="$ring_depth"
-cat "$out/rpc_tput.txt"
+show rpc_tput
 fi # rpc_tput
 
 if want cq_modes; then
@@ -386,7 +391,7 @@ fi
 # p99; native first, as modes native-busy and native-event), each lite mode
 # against native by op and size.
 report cq_modes "${run_info[@]}" iters="$cq_iters" warmup="$warmup" modes="$cq_modes"
-cat "$out/cq_modes.txt"
+show cq_modes
 fi # cq_modes
 
 if want rpc_breakdown; then
@@ -441,7 +446,7 @@ if [ -n "$bd_modes" ] && ! { nodes_down && nodes_up; }; then
 	rc=1
 fi
 report breakdown
-cat "$out/rpc_breakdown.txt"
+show rpc_breakdown
 fi # rpc_breakdown
 
 if want ops; then
@@ -501,7 +506,7 @@ fi
 # out of its CSV and says so on stderr: its rows are then missing here, and
 # the table says so.
 report ops "${run_info[@]}" iters="$ops_iters" warmup="$ops_warmup" lite="$lite_csv"
-cat "$out/ops.txt"
+show ops
 fi # ops
 
 if want first_op; then
@@ -515,7 +520,7 @@ run_to "$out/first-op-lite.csv" "$first_op" --mode lite --runs "$first_runs" --i
 # The table joins the two one-row CSVs; first_op.csv has both rows, the
 # lite one with the ratio.
 report first_op "${run_info[@]}" runs="$first_runs"
-cat "$out/first_op.txt"
+show first_op
 fi # first_op
 
 if want reg; then
@@ -529,7 +534,7 @@ run_to "$out/reg-cost.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" 
 # back, then the same paced; "-" for a side skipped on ENOMEM or not paced)
 # with the ratios added.
 report reg "${run_info[@]}" node="$server_node"
-cat "$out/reg.txt"
+show reg
 fi # reg
 if want mr_scale; then
 # MR scalability: random writes into one region of growing size and into a
@@ -562,7 +567,7 @@ say "MR scalability: $((SECONDS - mr_start)) s"
 # The table joins the six CSVs on sweep, regions, region size and write
 # size; a point not measured ("-", or a failed program) shows as "-".
 report mr_scale "${run_info[@]}" secs="$mr_secs" node="$server_node"
-cat "$out/mr_scale.txt"
+show mr_scale
 fi # mr_scale
 
 if want async; then
@@ -587,7 +592,7 @@ done
 # The table: async-tput's rows of every run, gathered in async-all.csv,
 # joined on op and queue depth; async.csv has the table with the ratios.
 report async "${run_info[@]}" len="$async_len" secs="$async_secs"
-cat "$out/async.txt"
+show async
 fi # async
 
 if want sendfile; then
@@ -617,7 +622,7 @@ if [ ${#nfs_opt[@]} -gt 0 ]; then
 fi
 rm -rf "$sf_dir"
 report sendfile
-cat "$out/sendfile.txt"
+show sendfile
 fi # sendfile
 
 if want isolation; then
@@ -665,7 +670,7 @@ if ! nodes_down || ! nodes_up; then
 	rc=1
 fi
 report isolation
-cat "$out/isolation.txt"
+show isolation
 fi # isolation
 
 if want dsm; then
@@ -692,7 +697,7 @@ run_to "$out/dsm-apps-ga.csv" mpirun --allow-run-as-root --oversubscribe -np 3 -
 	"$dsm_apps_ga" --app all --runs "$dsm_app_runs" || true
 third_down
 report dsm
-cat "$out/dsm.txt"
+show dsm
 fi # dsm
 
 if want mapreduce; then
@@ -748,7 +753,7 @@ mr_job histogram bytes-256m.bin 256m 3 serial
 mr_job invindex docs-32m docs-32m 3 serial
 third_down
 report mapreduce
-cat "$out/mapreduce.txt"
+show mapreduce
 fi # mapreduce
 
 # The headline figures of the sections above (their tables are made) into
