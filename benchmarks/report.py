@@ -578,7 +578,7 @@ def section_ops(d, summary, p):
     (perftest.csv) and lite-lat's (p["lite"], the latency section's CSV;
     empty: none) beside them. ops.csv has native-ops' rows as they are
     (busy, then lite's, then event with their -event ops, then perftest's
-    and lite's CPU atomics)."""
+    in perftest.csv's order, then lite's CPU atomics)."""
     runs, order = join_native(d, (("busy", "native-ops.csv"), ("event", "native-ops-event.csv")),
                               lambda _, r: f"{less_event(r[0])},{r[1]}")
     b, e = runs["busy"], runs["event"]
