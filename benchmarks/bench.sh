@@ -4,9 +4,13 @@
 # same Soft-RoCE device in the same guest run.
 #
 # Brings up two lite nodes on rxe0 (the first instance is node 1, the
-# manager; the second joins as node 2) and measures, each table printed and
-# written to $LITE_OUT as .txt and .csv (the raw CSVs of every program stay
-# there too):
+# manager; the second joins as node 2) and runs the programs of each
+# section, which write their raw CSVs to $LITE_OUT. This script only runs
+# them: after each section benchmarks/report.py makes its tables (printed
+# and written to $LITE_OUT as NAME.txt and NAME.csv, with any joined CSVs
+# and figures) from the raw CSVs, and at the end the summary.json keys;
+# benchmarks/plot.py draws the other sections' figures from the CSVs.
+# The sections:
 #
 #   latency      LITE_write/LITE_read (lite-lat, node 1 to an LMR on node 2)
 #                against RDMA WRITE/READ (native-lat, an RC connection from
@@ -238,45 +242,23 @@ run_to() {
 	return 1
 }
 
-# report NAME: benchmarks/report.py's section NAME (tables, CSVs, figures,
-# summary.json keys from the raw CSVs in $out); Debian's python3 first,
-# which has matplotlib. A failure counts as a failed run.
+# report NAME [SETTING=VALUE...]: benchmarks/report.py's section NAME makes
+# its tables (NAME.txt), CSVs, figures and summary.json keys from the raw
+# CSVs in $out; the settings are the run's that its tables name (run_info:
+# the kernel and the device, for all of the joins). This script only runs
+# the programs. Debian's python3 first, which has matplotlib. A failure
+# counts as a failed run.
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+run_info=(kver="$kver" dev="$dev")
 report() {
-	"$py" "$(dirname "$0")/report.py" "$out" "$1" >/dev/null || { say "FAILED: report.py $1"; rc=1; }
+	"$py" "$(dirname "$0")/report.py" "$out" "$@" >/dev/null || { say "FAILED: report.py $1"; rc=1; }
 }
-
-# awk functions for the joins below, which read native busy numbers into
-# arrays b*, native event numbers into e*, lite's into l*:
-#   v(a, k)       a[k], or "-" if there is none
-#   better(b, e, k, lower)
-#                 the native mode with the better number at k: "busy" or
-#                 "event", whichever is lower (lower=1) or higher (lower=0),
-#                 busy on a tie; "-" unless both were measured
-#   ratio(l, lk, b, e, nk, mode)
-#                 l[lk] divided by b[nk] (mode "busy") or e[nk] ("event"),
-#                 to 2 places; "-" if a number is missing or the divisor is 0
-#   human(b)      a byte count as 4K, 16M, 1G where it divides evenly
-awk_lib='
-function human(b) {
-	if (b % 1073741824 == 0) return (b / 1073741824) "G"
-	if (b % 1048576 == 0) return (b / 1048576) "M"
-	if (b % 1024 == 0) return (b / 1024) "K"
-	return b
+# show NAME: prints the table NAME.txt, if report.py could make it (a
+# failure there must not end the run).
+show() {
+	if [ -f "$out/$1.txt" ]; then cat "$out/$1.txt"; fi
 }
-function v(a, k) { return (k in a) ? a[k] : "-" }
-function better(b, e, k, lower) {
-	if (!(k in b) || !(k in e)) return "-"
-	if (lower) return (e[k] + 0 < b[k] + 0) ? "event" : "busy"
-	return (e[k] + 0 > b[k] + 0) ? "event" : "busy"
-}
-function ratio(l, lk, b, e, nk, mode,    d) {
-	if (mode == "-" || !(lk in l)) return "-"
-	d = (mode == "busy") ? b[nk] : e[nk]
-	return (d + 0 > 0) ? sprintf("%.2f", l[lk] / d) : "-"
-}
-'
 
 head -c 32 /dev/urandom | base64 >"$work/secret"
 say "bringing up 2 lite nodes on $dev ($addr:18515, $addr:18516)"
@@ -310,42 +292,8 @@ else
 	say "$lite not built (liblite has no C API yet?): no lite numbers"
 	rc=1
 	: >"$out/lite.csv"
+	rm -f "$out/copy.csv" "$out/zcopy.csv"
 fi
-
-# Join the three CSVs (op,size,iters,median_us,p99_us,min_us) on op (less
-# native-lat's -event suffix) and size, in native-lat's order; a side that
-# is missing shows as "-".
-awk -F, -v kver="$kver" -v iters="$iters" -v warmup="$warmup" -v dev="$dev" \
-	-v csv="$out/latency.csv" "$awk_lib"'
-	FNR == 1 { next }
-	src == "lite" && $1 ~ /^(cpu-)?(fetch-add|cmp-swap)$/ { next }	# in the ops table
-	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
-	src == "busy" { bmed[k] = $4; bp99[k] = $5; next }
-	src == "event" { emed[k] = $4; ep99[k] = $5; next }
-	{ lmed[k] = $4; lp99[k] = $5 }
-	END {
-		printf "lite latency, guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up)\n",
-			kver, dev, iters, warmup
-		printf "times in us; native busy: busy-polled CQ, native event: completion channel\n"
-		fmt = "%-6s %6s %9s %9s %9s %9s %9s %9s %6s %6s\n"
-		printf fmt, "op", "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99",
-			"ratio", "native"
-		print "op,size,native_busy_median_us,native_busy_p99_us,native_event_median_us,native_event_p99_us," \
-			"lite_median_us,lite_p99_us,ratio,native_mode,iters,kernel" >csv
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			split(k, f, ",")
-			m = better(bmed, emed, k, 1)
-			r = ratio(lmed, k, bmed, emed, k, m)
-			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(emed, k), v(ep99, k), v(lmed, k), v(lp99, k), r, m
-			print k "," v(bmed, k) "," v(bp99, k) "," v(emed, k) "," v(ep99, k) "," v(lmed, k) "," v(lp99, k) \
-				"," r "," m "," iters "," kver >csv
-		}
-		printf "ratio = lite median / the lower native median, from the native mode named;\n"
-		printf "absolute times under TCG emulation mean little\n"
-	}' src=busy "$out/native.csv" src=event "$out/native-event.csv" src=lite "$out/lite.csv" |
-	tee "$out/latency.txt"
-say "CSV in $out/latency.csv"
 
 # Where zero copy starts to pay: the copy path (kernel buffer) against the
 # zero-copy path (pinned user pages) per size; the kernel switches at
@@ -358,23 +306,13 @@ if [ -x "$lite" ]; then
 		--path copy "${zopts[@]}" || true
 	run_to "$out/zcopy.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 1048576 \
 		--path zcopy "${zopts[@]}" || true
-	awk -F, -v csv="$out/zcopy-threshold.csv" '
-		FNR == 1 || $1 == "fetch-add" || $1 == "cmp-swap" { next }	# no copy in atomics
-		FILENAME ~ /\/copy\.csv$/ { key = $1 "," $2; order[++n] = key; c[key] = $4; next }
-		{ z[$1 "," $2] = $4 }
-		END {
-			printf "\ncopy path vs zero-copy path (lite, median us)\n"
-			printf "%-6s %8s %10s %10s %8s\n", "op", "size", "copy", "zcopy", "faster"
-			print "op,size,copy_median_us,zcopy_median_us" >csv
-			for (i = 1; i <= n; i++) {
-				k = order[i]
-				split(k, f, ",")
-				faster = (k in z) ? (z[k] < c[k] ? "zcopy" : "copy") : "-"
-				printf "%-6s %8s %10s %10s %8s\n", f[1], f[2], c[k], (k in z) ? z[k] : "-", faster
-				print k "," c[k] "," ((k in z) ? z[k] : "-") >csv
-			}
-		}' "$out/copy.csv" "$out/zcopy.csv" | tee -a "$out/latency.txt"
 fi
+# The table joins the three latency CSVs on op (less native-lat's -event
+# suffix) and size; the copy path against zero copy (copy.csv, zcopy.csv,
+# if lite-lat ran them) follows it in latency.txt, with
+# zcopy-threshold.csv.
+report latency "${run_info[@]}" iters="$iters" warmup="$warmup"
+show latency
 fi # latency
 
 if want rpc; then
@@ -389,36 +327,9 @@ say "RPC latency, lite: $lite_rpc (node 1 calls node $server_node)"
 run_to "$out/lite-rpc.csv" "$lite_rpc" --client-instance "$client_inst" --server-instance "$server_inst" \
 	"${rpc_opts[@]}" || true
 
-# Joins the three latency CSVs (op,size,iters,median_us,p99_us,mean_us) on
-# size; a side that is missing shows as "-".
-awk -F, -v kver="$kver" -v iters="$rpc_iters" -v warmup="$warmup" -v dev="$dev" -v csv="$out/rpc.csv" "$awk_lib"'
-	FNR == 1 { next }
-	{ k = $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
-	src == "busy" { bmed[k] = $4; bp99[k] = $5; bmean[k] = $6; next }
-	src == "event" { emed[k] = $4; ep99[k] = $5; emean[k] = $6; next }
-	{ lmed[k] = $4; lp99[k] = $5; lmean[k] = $6 }
-	END {
-		printf "\nRPC latency (request of SIZE bytes, the same echoed back), guest kernel %s, %s on QEMU/TCG:\n", kver, dev
-		printf "%d calls per size (after %d warm-up); times in us, native busy and event as above\n", iters, warmup
-		fmt = "%8s %9s %9s %9s %9s %9s %9s %6s %9s %6s\n"
-		printf fmt, "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99", "ratio",
-			"p99 ratio", "native"
-		print "size,native_busy_median_us,native_busy_p99_us,native_busy_mean_us,native_event_median_us," \
-			"native_event_p99_us,native_event_mean_us,lite_median_us,lite_p99_us,lite_mean_us,ratio,p99_ratio," \
-			"native_mode,iters,kernel" >csv
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			m = better(bmed, emed, k, 1)
-			r = ratio(lmed, k, bmed, emed, k, m)
-			r99 = ratio(lp99, k, bp99, ep99, k, m)
-			printf fmt, k, v(bmed, k), v(bp99, k), v(emed, k), v(ep99, k), v(lmed, k), v(lp99, k), r, r99, m
-			print k "," v(bmed, k) "," v(bp99, k) "," v(bmean, k) "," v(emed, k) "," v(ep99, k) "," v(emean, k) \
-				"," v(lmed, k) "," v(lp99, k) "," v(lmean, k) "," r "," r99 "," m "," iters "," kver >csv
-		}
-		printf "ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99,\n"
-		printf "both against the native mode named (the one with the lower median)\n"
-	}' src=busy "$out/native-rpc.csv" src=event "$out/native-rpc-event.csv" src=lite "$out/lite-rpc.csv" |
-	tee "$out/rpc.txt"
+# The table joins the three CSVs on size.
+report rpc "${run_info[@]}" iters="$rpc_iters" warmup="$warmup"
+show rpc
 fi # rpc
 
 if want rpc_tput; then
@@ -439,41 +350,9 @@ run_to "$out/lite-rpc-tput-ring.csv" "$lite_rpc_ring" --client-instance "$client
 	--server-instance "$server_inst" --depth "$ring_depth" --threads "$tput_threads" --size "$tput_size" \
 	--seconds "$tput_secs" || true
 
-# Joins the four throughput CSVs (threads,size,calls,seconds,calls_per_s)
-# on threads.
-awk -F, -v kver="$kver" -v size="$tput_size" -v secs="$tput_secs" -v dev="$dev" -v csv="$out/rpc_tput.csv" \
-	-v depth="$ring_depth" "$awk_lib"'
-	FNR == 1 { next }
-	{ k = $1; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
-	src == "busy" { bc[k] = $3; bs[k] = $4; br[k] = $5; next }
-	src == "event" { ec[k] = $3; es[k] = $4; er[k] = $5; next }
-	src == "ring" { rr[k] = $5; next }
-	{ lc[k] = $3; ls[k] = $4; lr[k] = $5 }
-	END {
-		printf "\nRPC throughput (%d-byte calls echoed, about %d s per point), guest kernel %s, %s on QEMU/TCG;\n",
-			size, secs, kver, dev
-		printf "native: one connection and one server thread per client thread, every thread busy-polling\n"
-		printf "(busy) or sleeping on a completion channel (event); lite: as many server threads\n"
-		printf "(LITE_rpc_reply_recv) as the most client threads, one call in flight per thread; lite ring:\n"
-		printf "%d calls in flight per client thread on io_uring, server with %d receives on io_uring\n", depth, depth
-		fmt = "%8s %15s %15s %15s %6s %6s %15s\n"
-		printf fmt, "threads", "busy calls/s", "event calls/s", "lite calls/s", "ratio", "native", "lite ring"
-		print "threads,size,native_busy_calls,native_busy_seconds,native_busy_calls_per_s,native_event_calls," \
-			"native_event_seconds,native_event_calls_per_s,lite_calls,lite_seconds,lite_calls_per_s,ratio," \
-			"native_mode,kernel,lite_ring_calls_per_s,ring_depth" >csv
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			m = better(br, er, k, 0)
-			r = ratio(lr, k, br, er, k, m)
-			printf fmt, k, v(br, k), v(er, k), v(lr, k), r, m, v(rr, k)
-			print k "," size "," v(bc, k) "," v(bs, k) "," v(br, k) "," v(ec, k) "," v(es, k) "," v(er, k) \
-				"," v(lc, k) "," v(ls, k) "," v(lr, k) "," r "," m "," kver "," v(rr, k) "," depth >csv
-		}
-		printf "ratio = lite calls/s / the higher native calls/s, from the native mode named (lite ring: pipelined,\n"
-		printf "not comparable with the one-in-flight native runs; no ratio)\n"
-	}' src=busy "$out/native-rpc-tput.csv" src=event "$out/native-rpc-tput-event.csv" src=lite "$out/lite-rpc-tput.csv" \
-	src=ring "$out/lite-rpc-tput-ring.csv" |
-	tee "$out/rpc_tput.txt"
+# The table joins the four CSVs on threads.
+report rpc_tput "${run_info[@]}" size="$tput_size" secs="$tput_secs" depth="$ring_depth"
+show rpc_tput
 fi # rpc_tput
 
 if want cq_modes; then
@@ -492,20 +371,6 @@ run_to "$out/cq-native-lat.csv" "$native" --addr "$addr" --poll busy "${cq_opts[
 run_to "$out/cq-native-rpc-event.csv" "$native_rpc" --addr "$addr" --poll event --mode lat "${cq_opts[@]}" \
 	--sizes "$cq_sizes" || true
 run_to "$out/cq-native-lat-event.csv" "$native" --addr "$addr" --poll event "${cq_opts[@]}" --sizes 8 || true
-# mode,op,size,median,p99 of every run, native first (modes "native-busy"
-# and "native-event"; their ops are native-rpc's and native-lat's, so
-# rpc-event, write-event, read-event in event mode).
-cq_rows() {
-	local mode=$1 f
-	shift
-	for f in "$@"; do
-		awk -F, -v mode="$mode" 'FNR > 1 { print mode "," $1 "," $2 "," $4 "," $5 }' "$f"
-	done
-}
-{
-	cq_rows native-busy "$out/cq-native-rpc.csv" "$out/cq-native-lat.csv"
-	cq_rows native-event "$out/cq-native-rpc-event.csv" "$out/cq-native-lat-event.csv"
-} >"$out/cq-all.csv"
 for mode in $cq_modes; do
 	: >"$out/cq-$mode-rpc.csv"
 	: >"$out/cq-$mode-lat.csv"
@@ -514,7 +379,6 @@ for mode in $cq_modes; do
 		--mode lat "${cq_opts[@]}" --sizes "$cq_sizes" || true
 	run_to "$out/cq-$mode-lat.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 65536 \
 		"${cq_opts[@]}" --sizes 8 || true
-	cq_rows "$mode" "$out/cq-$mode-rpc.csv" "$out/cq-$mode-lat.csv" >>"$out/cq-all.csv"
 done
 say "leaving the nodes in the default completion mode"
 if ! nodes_down || ! nodes_up; then
@@ -523,44 +387,11 @@ if ! nodes_down || ! nodes_up; then
 	rc=1
 fi
 
-awk -F, -v kver="$kver" -v iters="$cq_iters" -v warmup="$warmup" -v dev="$dev" -v modes="$cq_modes" \
-	-v csv="$out/cq_modes.csv" "$awk_lib"'
-	$1 ~ /^native-/ {
-		op = $2
-		sub(/-event$/, "", op)
-		k = op "," $3
-		if (!(k in seen)) { seen[k] = 1; korder[++nk] = k }
-		if ($1 == "native-busy") { bmed[k] = $4; bp99[k] = $5 } else { emed[k] = $4; ep99[k] = $5 }
-		next
-	}
-	{ k = $1 "," $2 "," $3; lmed[k] = $4; lp99[k] = $5 }
-	END {
-		printf "\nlite by completion-delivery mode (litectl up --cq MODE), guest kernel %s, %s on QEMU/TCG:\n", kver, dev
-		printf "%d calls per point (after %d warm-up); times in us; native measured once in each poll\n", iters, warmup
-		printf "mode (busy, event), the same for every lite mode\n"
-		fmt = "%-10s %-6s %6s %9s %9s %9s %9s %9s %9s %6s %9s %6s\n"
-		printf fmt, "mode", "op", "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99",
-			"ratio", "p99 ratio", "native"
-		print "mode,op,size,native_busy_median_us,native_busy_p99_us,native_event_median_us,native_event_p99_us," \
-			"lite_median_us,lite_p99_us,ratio,p99_ratio,native_mode,iters,kernel" >csv
-		nm = split(modes, lm, " ")
-		for (j = 1; j <= nm; j++) {
-			for (i = 1; i <= nk; i++) {
-				nkey = korder[i]
-				lkey = lm[j] "," nkey
-				split(nkey, f, ",")
-				m = better(bmed, emed, nkey, 1)
-				r = ratio(lmed, lkey, bmed, emed, nkey, m)
-				r99 = ratio(lp99, lkey, bp99, ep99, nkey, m)
-				printf fmt, lm[j], f[1], f[2], v(bmed, nkey), v(bp99, nkey), v(emed, nkey), v(ep99, nkey),
-					v(lmed, lkey), v(lp99, lkey), r, r99, m
-				print lkey "," v(bmed, nkey) "," v(bp99, nkey) "," v(emed, nkey) "," v(ep99, nkey) "," \
-					v(lmed, lkey) "," v(lp99, lkey) "," r "," r99 "," m "," iters "," kver >csv
-			}
-		}
-		printf "ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99, both\n"
-		printf "against the native mode named (rpc: native-rpc; write, read: native-lat)\n"
-	}' "$out/cq-all.csv" | tee "$out/cq_modes.txt"
+# The table: every run's rows gathered in cq-all.csv (mode,op,size,median,
+# p99; native first, as modes native-busy and native-event), each lite mode
+# against native by op and size.
+report cq_modes "${run_info[@]}" iters="$cq_iters" warmup="$warmup" modes="$cq_modes"
+show cq_modes
 fi # cq_modes
 
 if want rpc_breakdown; then
@@ -615,13 +446,13 @@ if [ -n "$bd_modes" ] && ! { nodes_down && nodes_up; }; then
 	rc=1
 fi
 report breakdown
-cat "$out/rpc_breakdown.txt"
+show rpc_breakdown
 fi # rpc_breakdown
 
 if want ops; then
 # lite's latency by operation comes from the latency section (lite-lat).
-lite_csv=/dev/null
-if want latency; then lite_csv=$out/lite.csv; fi
+lite_csv=''
+if want latency; then lite_csv=lite.csv; fi
 # The transport's ceiling: native verbs latency by operation and size.
 ops_iters=${BENCH_OPS_ITERS:-500}
 ops_sizes=${BENCH_OPS_SIZES:-$sizes}
@@ -633,8 +464,9 @@ run_to "$out/native-ops-event.csv" "$native_ops" --addr "$addr" --poll event "${
 
 # perftest's own latency tools, as users know them, on the same device
 # (rdma_cm, one process each side): write and read of 8 bytes and
-# ib_atomic_lat's fetch-and-add. Its t_typical is the median. Rows of
-# perftest.csv: op,size,iters,median_us,p99_us,mean_us.
+# ib_atomic_lat's fetch-and-add. report.py perftest-row turns each tool's
+# output into its row of perftest.csv (op,size,iters,median_us,p99_us,
+# mean_us; t_typical is the median) and fails unless it has one result.
 perftest_lat() { # tool op size
 	local tool=$1 op=$2 size=$3 port=19990 srv st=0
 	local args=(-R -d "$dev" -n "$ops_iters" -p "$port" -F)
@@ -642,10 +474,9 @@ perftest_lat() { # tool op size
 	timeout 180 "$tool" "${args[@]}" >/dev/null 2>&1 &
 	srv=$!
 	sleep 2
+	# shellcheck disable=SC2094 # both only append to the log
 	timeout 120 "$tool" "${args[@]}" "$addr" 2>>"$out/perftest.log" | tee -a "$out/perftest.log" |
-		awk -v op="$op" -v size="$size" '
-		$1 == size && $2 ~ /^[0-9]+$/ && NF >= 8 { print op "," size "," $2 "," $5 "," $8 "," $6; n++ }
-		END { exit n != 1 }' || st=1
+		"$py" "$(dirname "$0")/report.py" perftest-row "$op" "$size" || st=1
 	wait "$srv" 2>/dev/null || st=1
 	return "$st"
 }
@@ -668,74 +499,14 @@ else
 	echo "op,size,iters,median_us,p99_us,mean_us" >"$out/perftest.csv"
 fi
 
-# Joins the two CSVs (op,size,iters,median_us,p99_us,mean_us) on op (less
-# the -event suffix) and size for the table; ops.csv has native-ops' rows as
-# they are (busy, then event with their -event ops) and the kernel. native-ops leaves an operation that failed
-# (the atomics, if the device refuses them) out of its CSV and says so on
-# stderr: its rows are then missing here, and the table says so.
-awk -F, -v kver="$kver" -v iters="$ops_iters" -v warmup="$ops_warmup" -v dev="$dev" -v csv="$out/ops.csv" \
-	"$awk_lib"'
-	FNR == 1 { next }
-	src == "lite" { lmed[$1 "," $2] = $4; next }	# lite-lat: write, read, fetch-add, cmp-swap, cpu-*
-	src == "perftest" { pmed[$1 "," $2] = $4; pp99[$1 "," $2] = $5; pmean[$1 "," $2] = $6; next }
-	{ op = $1; sub(/-event$/, "", op); k = op "," $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k }; ops[op] = 1 }
-	src == "busy" { bmed[k] = $4; bp99[k] = $5; bmean[k] = $6; next }
-	{ emed[k] = $4; ep99[k] = $5; emean[k] = $6 }
-	END {
-		printf "\nlatency by operation: native verbs (the transport'"'"'s ceiling) and lite where it has the\n"
-		printf "operation (lite-lat: LITE_write, LITE_read, LITE_fetch_add, LITE_cmp_swap; send and\n"
-		printf "write-imm have no one-sided lite counterpart, RPC is in the rpc table),\n"
-		printf "guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up);\n", kver, dev, iters,
-			warmup
-		printf "times in us at the sender'"'"'s completion; busy: busy-polled CQ, event: completion channel;\n"
-		printf "perftest: ib_write_lat, ib_read_lat, ib_atomic_lat (t_typical); lite'"'"'s atomics on an LMR of\n"
-		printf "LITE_LMR_NIC_ATOMIC (one-sided), lite cpu: on any other LMR (the memory node'"'"'s CPU)\n"
-		fmt = "%-10s %6s %9s %9s %9s %9s %9s %9s %9s %9s %6s %6s\n"
-		printf fmt, "op", "size", "busy med", "busy p99", "busy mean", "event med", "event p99", "event mean",
-			"perftest", "lite med", "ratio", "native"
-		print "op,size,iters,median_us,p99_us,mean_us,kernel" >csv
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			split(k, f, ",")
-			m = better(bmed, emed, k, 1)
-			r = ratio(lmed, k, bmed, emed, k, m)
-			printf fmt, f[1], f[2], v(bmed, k), v(bp99, k), v(bmean, k), v(emed, k), v(ep99, k), v(emean, k),
-				v(pmed, k), v(lmed, k), r, (k in lmed) ? m : "-"
-			if (k in bmed)
-				print k "," iters "," bmed[k] "," bp99[k] "," bmean[k] "," kver >csv
-		}
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			split(k, f, ",")
-			if (k in lmed)
-				print "lite-" f[1] "," f[2] ",," lmed[k] ",,," kver >csv
-		}
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			split(k, f, ",")
-			if (k in emed)
-				print f[1] "-event," f[2] "," iters "," emed[k] "," ep99[k] "," emean[k] "," kver >csv
-		}
-		for (k in pmed) {
-			split(k, f, ",")
-			print "perftest-" f[1] "," f[2] "," iters "," pmed[k] "," pp99[k] "," pmean[k] "," kver >csv
-		}
-		split("cpu-fetch-add cpu-cmp-swap", cpu, " ")
-		for (j = 1; j <= 2; j++) {
-			k = cpu[j] ",8"
-			if (!(k in lmed))
-				continue
-			print "lite-" k ",," lmed[k] ",,," kver >csv
-			nk = substr(cpu[j], 5) ",8"
-			printf "lite cpu %s 8 B: %s us, %s against native busy\n", substr(cpu[j], 5), lmed[k],
-				ratio(lmed, k, bmed, emed, nk, "busy")
-		}
-		nm = split("send write write-imm read fetch-add cmp-swap", want, " ")
-		for (j = 1; j <= nm; j++)
-			if (!(want[j] in ops))
-				printf "%s: not measured (failed or not supported; see the log)\n", want[j]
-	}' src=busy "$out/native-ops.csv" src=event "$out/native-ops-event.csv" src=lite "$lite_csv" \
-	src=perftest "$out/perftest.csv" | tee "$out/ops.txt"
+# The table joins the two CSVs on op (less the -event suffix) and size,
+# with perftest's and lite-lat's rows beside them; ops.csv has native-ops'
+# rows as they are (busy, then event with their -event ops). native-ops
+# leaves an operation that failed (the atomics, if the device refuses them)
+# out of its CSV and says so on stderr: its rows are then missing here, and
+# the table says so.
+report ops "${run_info[@]}" iters="$ops_iters" warmup="$ops_warmup" lite="$lite_csv"
+show ops
 fi # ops
 
 if want first_op; then
@@ -746,27 +517,10 @@ run_to "$out/first-op-native.csv" "$first_op" --mode native --runs "$first_runs"
 run_to "$out/first-op-lite.csv" "$first_op" --mode lite --runs "$first_runs" --instance "$client_inst" \
 	--node "$server_node" || true
 
-# Joins the two one-row CSVs (mode,runs,median_us,p99_us,min_us); first_op.csv
-# has both rows, the lite one with the ratio.
-awk -F, -v kver="$kver" -v dev="$dev" -v runs="$first_runs" -v csv="$out/first_op.csv" '
-	FNR == 1 { next }
-	{ med[$1] = $3; p99[$1] = $4; mn[$1] = $5 }
-	function g(a, k) { return (k in a) ? a[k] : "-" }
-	END {
-		printf "\ntime to first operation: fork + exec of a fresh process to its first completed 8-byte\n"
-		printf "remote write, guest kernel %s, %s on QEMU/TCG, %d runs each; times in us\n", kver, dev, runs
-		printf "native: rdma_cm id, resolve, PD, CQ, QP, 4 KiB MR, connect (to a listener thread), RDMA WRITE\n"
-		printf "lite: LITE_open, LITE_alloc of 4 KiB on the other node, LITE_write\n"
-		fmt = "%-8s %10s %10s %10s\n"
-		printf fmt, "mode", "median", "p99", "min"
-		printf fmt, "native", g(med, "native"), g(p99, "native"), g(mn, "native")
-		printf fmt, "lite", g(med, "lite"), g(p99, "lite"), g(mn, "lite")
-		r = ("lite" in med && "native" in med && med["native"] + 0 > 0) ? sprintf("%.2f", med["lite"] / med["native"]) : "-"
-		printf "ratio (lite median / native median): %s\n", r
-		print "mode,runs,median_us,p99_us,min_us,ratio,kernel" >csv
-		print "native," runs "," g(med, "native") "," g(p99, "native") "," g(mn, "native") ",-," kver >csv
-		print "lite," runs "," g(med, "lite") "," g(p99, "lite") "," g(mn, "lite") "," r "," kver >csv
-	}' "$out/first-op-native.csv" "$out/first-op-lite.csv" | tee "$out/first_op.txt"
+# The table joins the two one-row CSVs; first_op.csv has both rows, the
+# lite one with the ratio.
+report first_op "${run_info[@]}" runs="$first_runs"
+show first_op
 fi # first_op
 
 if want reg; then
@@ -776,36 +530,11 @@ say "registration cost: $reg_cost --sizes $reg_sizes (LMRs on node $server_node)
 run_to "$out/reg-cost.csv" "$reg_cost" --addr "$addr" --instance "$client_inst" --node "$server_node" \
 	--sizes "$reg_sizes" || true
 
-# reg-cost's CSV (size, then reg, dereg, alloc, free back to back, then the
-# same paced; "-" for a side skipped on ENOMEM or not paced) with the
-# ratios added.
-awk -F, -v kver="$kver" -v dev="$dev" -v node="$server_node" -v csv="$out/reg.csv" "$awk_lib"'
-	function cost_ratio(nr, nd, la, lf) {
-		if (nr == "-" || nd == "-" || la == "-" || lf == "-" || nr + nd <= 0)
-			return "-"
-		return sprintf("%.2f", (la + lf) / (nr + nd))
-	}
-	BEGIN {
-		printf "\nmaking memory usable, guest kernel %s, %s on QEMU/TCG; median us per call\n", kver, dev
-		printf "native: ibv_reg_mr / ibv_dereg_mr of a touched buffer; lite: LITE_alloc / LITE_free on node %s\n", node
-		printf "back to back, and paced (10 ms of computing before each call; sizes up to 1M, which lite serves from its lease)\n"
-		fmt = "%6s %9s %9s %10s %10s %6s | %9s %9s %10s %10s %6s\n"
-		printf fmt, "size", "reg", "dereg", "lite alloc", "lite free", "ratio", "reg", "dereg", "lite alloc", "lite free", "ratio"
-		print "size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us,ratio," \
-		      "native_reg_paced_us,native_dereg_paced_us,lite_alloc_paced_us,lite_free_paced_us,ratio_paced,kernel" >csv
-	}
-	FNR == 1 { next }
-	{
-		r = cost_ratio($2, $3, $4, $5)
-		rp = cost_ratio($6, $7, $8, $9)
-		printf fmt, human($1), $2, $3, $4, $5, r, $6, $7, $8, $9, rp
-		print $1 "," $2 "," $3 "," $4 "," $5 "," r "," $6 "," $7 "," $8 "," $9 "," rp "," kver >csv
-	}
-	END {
-		printf "ratio = (lite alloc + free) / (native reg + dereg); \"-\": not measured (ENOMEM skips are\n"
-		printf "in the log) or not paced; lite also allocates and zeroes the memory, native only registers it;\n"
-		printf "back to back, the lease runs dry after its depth and lite asks the memory node\n"
-	}' "$out/reg-cost.csv" | tee "$out/reg.txt"
+# The table: reg-cost's CSV (size, then reg, dereg, alloc, free back to
+# back, then the same paced; "-" for a side skipped on ENOMEM or not paced)
+# with the ratios added.
+report reg "${run_info[@]}" node="$server_node"
+show reg
 fi # reg
 if want mr_scale; then
 # MR scalability: random writes into one region of growing size and into a
@@ -835,55 +564,10 @@ for sweep in memory regions; do
 done
 say "MR scalability: $((SECONDS - mr_start)) s"
 
-# Joins the six CSVs (sweep,mode,poll,qd,regions,region_bytes,total_bytes,
-# len,ops,seconds,ops_per_s,setup_s,teardown_s) on sweep, regions, region
-# size and write size; a point not measured ("-", or a failed program) shows
-# as "-".
-awk -F, -v kver="$kver" -v secs="$mr_secs" -v dev="$dev" -v node="$server_node" -v csv="$out/mr_scale.csv" \
-	"$awk_lib"'
-	# lower(b, e, k): the lower of b[k] and e[k], or the one there is, or "-"
-	function lower(b, e, k) {
-		if ((k in b) && (k in e)) return (e[k] + 0 < b[k] + 0) ? e[k] : b[k]
-		return (k in b) ? b[k] : v(e, k)
-	}
-	FNR == 1 { next }
-	{
-		k = $1 "," $5 "," $6 "," $8
-		if (!(k in seen)) { seen[k] = 1; order[++n] = k; total[k] = $7; qd[k] = $4 }
-		if ($11 == "-") next
-	}
-	src == "busy" { br[k] = $11; bo[k] = $9; bs[k] = $10; bset[k] = $12; bdown[k] = $13; next }
-	src == "event" { er[k] = $11; eo[k] = $9; es[k] = $10; eset[k] = $12; edown[k] = $13; next }
-	{ lr[k] = $11; lo[k] = $9; ls[k] = $10; lset[k] = $12; ldown[k] = $13 }
-	END {
-		printf "\nMR scalability, guest kernel %s, %s on QEMU/TCG: random remote writes, one at a time\n", kver, dev
-		printf "(queue depth 1), about %d s per point, each to a random region at a random offset; native:\n", secs
-		printf "one MR per region (ibv_reg_mr), RDMA WRITE, busy-polled or event-driven; lite: one LMR per\n"
-		printf "region on node %s, LITE_write. Setup in s: mmap + ibv_reg_mr of every region (native: the\n", node
-		printf "faster of the busy and event runs, which set up the same) or LITE_alloc of every region (lite)\n"
-		fmt = "%-7s %7s %6s %6s %5s %10s %10s %10s %6s %6s %9s %9s\n"
-		printf fmt, "sweep", "regions", "region", "total", "len", "busy w/s", "event w/s", "lite w/s", "ratio",
-			"native", "nat setup", "lite setup"
-		print "sweep,regions,region_bytes,total_bytes,len,qd,native_busy_ops_per_s,native_event_ops_per_s," \
-			"lite_ops_per_s,ratio,native_mode,native_busy_ops,native_busy_seconds,native_event_ops," \
-			"native_event_seconds,lite_ops,lite_seconds,native_busy_setup_s,native_event_setup_s,lite_setup_s," \
-			"native_busy_teardown_s,native_event_teardown_s,lite_teardown_s,kernel" >csv
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			split(k, f, ",")
-			m = better(br, er, k, 0)
-			r = ratio(lr, k, br, er, k, m)
-			printf fmt, f[1], f[2], human(f[3]), human(total[k]), f[4], v(br, k), v(er, k), v(lr, k), r, m,
-				lower(bset, eset, k), v(lset, k)
-			print f[1] "," f[2] "," f[3] "," total[k] "," f[4] "," qd[k] "," v(br, k) "," v(er, k) "," v(lr, k) "," r "," m "," v(bo, k) "," \
-				v(bs, k) "," v(eo, k) "," v(es, k) "," v(lo, k) "," v(ls, k) "," v(bset, k) "," v(eset, k) "," \
-				v(lset, k) "," v(bdown, k) "," v(edown, k) "," v(ldown, k) "," kver >csv
-		}
-		printf "ratio = lite writes/s / the higher native writes/s, from the native mode named;\n"
-		printf "\"-\": not measured (ENOMEM skips and failures are in the log)\n"
-	}' src=busy "$out/mr-memory-native.csv" src=event "$out/mr-memory-native-event.csv" \
-	src=lite "$out/mr-memory-lite.csv" src=busy "$out/mr-regions-native.csv" \
-	src=event "$out/mr-regions-native-event.csv" src=lite "$out/mr-regions-lite.csv" | tee "$out/mr_scale.txt"
+# The table joins the six CSVs on sweep, regions, region size and write
+# size; a point not measured ("-", or a failed program) shows as "-".
+report mr_scale "${run_info[@]}" secs="$mr_secs" node="$server_node"
+show mr_scale
 fi # mr_scale
 
 if want async; then
@@ -893,7 +577,6 @@ async_qds=${BENCH_ASYNC_QDS:-1,2,4,8,16,32,64}
 async_len=${BENCH_ASYNC_LEN:-64}
 async_secs=${BENCH_ASYNC_SECONDS:-1}
 async_opts=(--qd "$async_qds" --len "$async_len" --seconds "$async_secs")
-: >"$out/async-all.csv"
 for op in write read; do
 	say "async throughput ($op, $async_len B, queue depths $async_qds): $async_tput"
 	run_to "$out/async-native-$op.csv" "$async_tput" --mode native --poll busy --op "$op" --addr "$addr" \
@@ -904,45 +587,12 @@ for op in write read; do
 		run_to "$out/async-$m-$op.csv" "$async_tput" --mode "$m" --op "$op" --instance "$client_inst" \
 			--node "$server_node" "${async_opts[@]}" || true
 	done
-	for f in native native-event lite-ring lite-ring-poll lite-sync; do
-		tail -n +2 "$out/async-$f-$op.csv" >>"$out/async-all.csv"
-	done
 done
 
-# async-tput's rows (mode,op,qd,len,ops,seconds,ops_per_s) joined on op and
-# queue depth; async.csv has the table with the ratios.
-awk -F, -v kver="$kver" -v dev="$dev" -v len="$async_len" -v secs="$async_secs" -v csv="$out/async.csv" \
-	"$awk_lib"'
-	{ k = $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
-	$1 == "native_busy" { b[k] = $7 }
-	$1 == "native_event" { e[k] = $7 }
-	$1 == "lite_ring" { l[k] = $7 }
-	$1 == "lite_sync" { sy[k] = $7 }
-	$1 == "lite_ring_poll" { pl[k] = $7 }
-	END {
-		printf "\nasynchronous throughput by queue depth (operations in flight), %d-byte operations,\n", len
-		printf "guest kernel %s, %s on QEMU/TCG, %d s per point; operations per second\n", kver, dev, secs
-		printf "lite ring: lite::Ring (io_uring URING_CMD); polled: the same ring with IORING_SETUP_IOPOLL;\n"
-		printf "lite sync: QD threads, one ioctl each;\n"
-		printf "native: QD work requests outstanding on one RC QP (busy-polled or completion channel)\n"
-		fmt = "%-6s %4s %11s %11s %11s %11s %7s %6s %9s %11s %7s\n"
-		printf fmt, "op", "qd", "busy", "event", "lite ring", "lite sync", "ratio", "native", "ring/sync", \
-			"polled", "ratio"
-		print "op,qd,len,native_busy_ops_s,native_event_ops_s,lite_ring_ops_s,lite_sync_ops_s,ratio,native_mode," \
-			"ring_over_sync,kernel,lite_ring_poll_ops_s,poll_ratio" >csv
-		for (i = 1; i <= n; i++) {
-			k = order[i]
-			split(k, f, ",")
-			m = better(b, e, k, 0)
-			r = ratio(l, k, b, e, k, m)
-			rs = (k in l && k in sy && sy[k] + 0 > 0) ? sprintf("%.2f", l[k] / sy[k]) : "-"
-			rp = ratio(pl, k, b, e, k, m)
-			printf fmt, f[1], f[2], v(b, k), v(e, k), v(l, k), v(sy, k), r, m, rs, v(pl, k), rp
-			print k "," len "," v(b, k) "," v(e, k) "," v(l, k) "," v(sy, k) "," r "," m "," rs "," kver "," \
-				v(pl, k) "," rp >csv
-		}
-		printf "ratio = lite ring (polled) / the higher native throughput, from the native mode named\n"
-	}' "$out/async-all.csv" | tee "$out/async.txt"
+# The table: async-tput's rows of every run, gathered in async-all.csv,
+# joined on op and queue depth; async.csv has the table with the ratios.
+report async "${run_info[@]}" len="$async_len" secs="$async_secs"
+show async
 fi # async
 
 if want sendfile; then
@@ -972,7 +622,7 @@ if [ ${#nfs_opt[@]} -gt 0 ]; then
 fi
 rm -rf "$sf_dir"
 report sendfile
-cat "$out/sendfile.txt"
+show sendfile
 fi # sendfile
 
 if want isolation; then
@@ -1020,7 +670,7 @@ if ! nodes_down || ! nodes_up; then
 	rc=1
 fi
 report isolation
-cat "$out/isolation.txt"
+show isolation
 fi # isolation
 
 if want dsm; then
@@ -1047,7 +697,7 @@ run_to "$out/dsm-apps-ga.csv" mpirun --allow-run-as-root --oversubscribe -np 3 -
 	"$dsm_apps_ga" --app all --runs "$dsm_app_runs" || true
 third_down
 report dsm
-cat "$out/dsm.txt"
+show dsm
 fi # dsm
 
 if want mapreduce; then
@@ -1103,7 +753,7 @@ mr_job histogram bytes-256m.bin 256m 3 serial
 mr_job invindex docs-32m docs-32m 3 serial
 third_down
 report mapreduce
-cat "$out/mapreduce.txt"
+show mapreduce
 fi # mapreduce
 
 # The headline figures of the sections above (their tables are made) into
@@ -1114,12 +764,11 @@ case " $only " in
 	;;
 esac
 
+# The runs that failed: a note on the terminal and under each table.
 if [ ${#failed[@]} -gt 0 ]; then
 	note="FAILED: $(printf '%s; ' "${failed[@]}")no numbers from these runs (\"-\")"
 	echo "$note"
-	for t in $only; do
-		echo "$note" >>"$out/$t.txt"
-	done
+	report failed note="$note" tables="$only"
 fi
 csvs=''
 for t in $only; do

@@ -1,12 +1,101 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Tables, CSVs, figures and build/bench/summary.json from the raw CSVs
-that the benchmark programs wrote (benchmarks/bench.sh runs them).
+"""Every table, joined CSV, figure of dsm, mapreduce and sendfile, and
+build/bench/summary.json, from the raw CSVs that the benchmark programs
+wrote (benchmarks/bench.sh runs them and calls this script after each
+section; benchmarks/plot.py draws the other figures from the CSVs made
+here).
 
-Usage: python3 benchmarks/report.py DIR SECTION...
+Usage: python3 benchmarks/report.py DIR SECTION... [NAME=VALUE...]
+       python3 benchmarks/report.py perftest-row OP SIZE <OUTPUT
 
-Sections it knows (the others are still joined by bench.sh and plotted by
-plot.py):
+NAME=VALUE are the run's settings that a section's tables name (kver: the
+guest's kernel, dev: the device, iters, warmup, ... as bench.sh has them);
+each section needs the ones listed with it below, and no others may be
+given. perftest-row turns the output of one of perftest's latency tools
+(ib_write_lat, ib_read_lat, ib_atomic_lat) into its row of perftest.csv
+(op,size,iters,median_us,p99_us,mean_us; the median is perftest's
+t_typical) on stdout; it fails unless there was exactly one result line.
+
+Sections, in bench.sh's order. The joins (latency ... async) keep the raw
+CSVs' fields as the programs wrote them, "-" for a figure not measured;
+each native figure comes from both poll modes, busy and event, and the
+ratio is lite's over the better of the two, named in the "native" column:
+
+  latency
+        (kver dev iters warmup) DIR/native.csv, native-event.csv
+        (native-lat) and lite.csv (lite-lat; its atomics go to ops):
+        latency.txt and latency.csv by op and size; then, if lite-lat ran
+        them, copy.csv against zcopy.csv (lite-lat --path copy, zcopy)
+        in latency.txt and zcopy-threshold.csv.
+
+  rpc   (kver dev iters warmup) DIR/native-rpc.csv, native-rpc-event.csv,
+        lite-rpc.csv: rpc.txt, rpc.csv (round trips by size, median and
+        p99 ratios).
+
+  rpc_tput
+        (kver dev size secs depth) DIR/native-rpc-tput.csv,
+        native-rpc-tput-event.csv, lite-rpc-tput.csv,
+        lite-rpc-tput-ring.csv: rpc_tput.txt, rpc_tput.csv (calls/s by
+        client threads).
+
+  cq_modes
+        (kver dev iters warmup modes) DIR/cq-native-{rpc,lat}{,-event}.csv
+        and cq-MODE-{rpc,lat}.csv for each of the completion modes in
+        "modes": cq-all.csv (mode,op,size,median,p99 of every run),
+        cq_modes.txt, cq_modes.csv (each mode against native).
+
+  breakdown
+        from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
+        bench.sh rpc_breakdown) and DIR/bd-MODE-rpc.csv: rpc_breakdown.txt
+        and rpc_breakdown.csv, one row per mode: the traced round trip,
+        system calls, sleeps and wake-up latency, rxe's tasklet time (the
+        emulated wire), lite's CQ handling in softirq, and the rest.
+
+  ops   (kver dev iters warmup lite) DIR/native-ops.csv,
+        native-ops-event.csv, perftest.csv and lite-lat's CSV, DIR/LITE
+        (lite=LITE; lite= for none): ops.txt, ops.csv (native-ops' rows as
+        they are, lite's, perftest's and lite's CPU atomics) by operation
+        and size.
+
+  first_op
+        (kver dev runs) DIR/first-op-native.csv, first-op-lite.csv:
+        first_op.txt, first_op.csv.
+
+  reg   (kver dev node) DIR/reg-cost.csv: reg.txt, reg.csv (with the
+        ratios of lite's alloc + free over native reg + dereg).
+
+  mr_scale
+        (kver dev secs node) DIR/mr-{memory,regions}-{native,native-event,
+        lite}.csv (mr-scale): mr_scale.txt, mr_scale.csv.
+
+  async (kver dev len secs) DIR/async-MODE-OP.csv (async-tput; modes
+        native, native-event, lite-ring, lite-ring-poll, lite-sync; ops
+        write, read): async-all.csv (their rows), async.txt, async.csv.
+
+  sendfile
+        from DIR/sendfile-raw.csv (sendfile-bench): sendfile.txt,
+        sendfile.csv (MB/s and CPU per MiB by size: native registration
+        per request and cached, pread + LITE_write, LITE_sendfile, NFS over
+        RDMA), sendfile.png; summary keys sendfile_64k, sendfile_64m,
+        sendfile_vs_copy_64k, sendfile_vs_nfsrdma.
+
+  isolation
+        from DIR/iso-MODE-rN-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv
+        (lite-lat, lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in
+        isolation MODE, global and lmr, in round N; the modes take turns):
+        isolation.txt and isolation.csv (each figure in both modes, the
+        median over the rounds, lmr over global); summary keys iso_write_lat_8,
+        iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
+        iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
+        ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
+        iso_alloc_4096, iso_alloc_1m (LITE_alloc + LITE_free back to back
+        with leases off: each a request to the memory node),
+        iso_alloc_4096_lease, iso_alloc_16m (back to back with leases on;
+        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease),
+        iso_dsm_read_fault, iso_dsm_write_fault (the kernel DSM's read fault
+        of a SHARED page and write fault of a page the home holds, median us):
+        "lite" is lmr mode, "native" global mode (native_mode says so).
 
   dsm   from DIR/dsm-lat.csv (dsm-lat) and DIR/dsm-apps-{kernel,user,local,
         ga}.csv (dsm-apps, dsm-apps-ga): dsm.txt (the three tables), dsm.csv
@@ -27,7 +116,7 @@ plot.py):
         three nodes over the single-process baseline), all on 256 MiB
         except the inverted index (64 files, 32 MiB).
 
-  core  from the tables bench.sh's other sections wrote (rpc.csv,
+  core  from the tables of the sections above (rpc.csv,
         rpc_tput.csv, latency.csv, ops.csv, async.csv, first_op.csv,
         reg.csv), whichever are there: summary keys rpc_lat_8,
         rpc_lat_64, rpc_lat_4096, rpc_lat_65536 (median round trip against
@@ -47,29 +136,9 @@ plot.py):
         its native baseline in "native_mode". rpc_tput_ring_1, _2, _4:
         calls/s pipelined on io_uring (value only; "in_flight" per thread).
 
-  isolation
-        from DIR/iso-MODE-rN-{lat,rpc,tput-write,tput-read,reg,reg-nolease,dsm}.csv
-        (lite-lat, lite-rpc, async-tput, reg-cost, dsm-lat with the nodes in
-        isolation MODE, global and lmr, in round N; the modes take turns):
-        isolation.txt and isolation.csv (each figure in both modes, the
-        median over the rounds, lmr over global); summary keys iso_write_lat_8,
-        iso_read_lat_8, iso_write_lat_4096, iso_read_lat_4096 (median us),
-        iso_write_tput_qd32, iso_read_tput_qd32 (4 KiB ops/s on a lite
-        ring), iso_rpc_lat_8, iso_rpc_lat_4096 (median round trip),
-        iso_alloc_4096, iso_alloc_1m (LITE_alloc + LITE_free back to back
-        with leases off: each a request to the memory node),
-        iso_alloc_4096_lease, iso_alloc_16m (back to back with leases on;
-        16 MiB is above them), iso_alloc_4096_paced (paced, from the lease),
-        iso_dsm_read_fault, iso_dsm_write_fault (the kernel DSM's read fault
-        of a SHARED page and write fault of a page the home holds, median us):
-        "lite" is lmr mode, "native" global mode (native_mode says so).
-
-  breakdown
-        from DIR/trace-MODE.txt (ftrace events of lite-rpc's 8-byte calls,
-        bench.sh rpc_breakdown) and DIR/bd-MODE-rpc.csv: rpc_breakdown.txt
-        and rpc_breakdown.csv, one row per mode: the traced round trip,
-        system calls, sleeps and wake-up latency, rxe's tasklet time (the
-        emulated wire), lite's CQ handling in softirq, and the rest.
+  failed
+        (note tables) bench.sh's note of the runs that failed, appended to
+        each of the tables (DIR/NAME.txt for NAME in "tables").
 
 DIR/summary.json maps each headline figure's key to {"lite", "native",
 "ratio", "unit"} (lite's figure, the baseline's from the same run, lite
@@ -77,22 +146,23 @@ over baseline) or {"value", "unit"}; this script replaces the keys of the
 sections it ran and keeps the others. A figure that was not measured is
 left out of summary.json (and shows as "-" in the tables).
 
+summary.json is rewritten when a section with summary keys ran (sendfile,
+isolation, dsm, mapreduce, core).
+
 Exit status: 0 if every section had all its inputs, 1 otherwise, 2 on bad
-usage. Figures need matplotlib (Debian's python3-matplotlib, Agg backend).
+usage; the joins (latency ... async) make their tables whatever is missing
+(bench.sh counts the programs that failed). Figures need matplotlib
+(Debian's python3-matplotlib, Agg backend); the tables do not.
 """
 
 import csv
 import glob
 import json
+import math
 import os
 import re
 import statistics
 import sys
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402 (after selecting the backend)
 
 WHERE = "QEMU/TCG Soft-RoCE, same guest run"
 
@@ -129,6 +199,601 @@ def pair(lite, native, unit):
     if lite is None or native is None or native == 0:
         return None
     return {"lite": round(lite, 4), "native": round(native, 4), "ratio": round(lite / native, 3), "unit": unit}
+
+
+def num(row, key):
+    """A dict row's number in column KEY, None if it was not measured."""
+    return None if row is None or row.get(key) in (None, "", "-") else float(row[key])
+
+
+def save_text(d, name, lines):
+    """A table's lines into DIR/NAME.txt, and onto stdout."""
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, imported when a figure is made
+    (the tables need no matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def finish(fig, ax, labels, ylabel, what, path, rotation=0):
+    """Labels, title and legend of a bar chart; saves it to PATH."""
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=rotation)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{what} ({WHERE})", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+    print(path)
+
+
+# ---- the raw CSVs of native and lite runs, joined into tables ---------------
+#
+# latency ... async join the raw CSVs of the native and lite programs. The
+# fields stay text: the tables and joined CSVs show them as the programs
+# wrote them, "-" where a program did not measure or failed (its CSV left
+# empty by bench.sh). These tables were made by awk (mawk) until issue 17,
+# and their numbers are read and compared as there, so that they stay the
+# same: a field used as a number is the number it starts with as C's
+# strtod reads it (none: 0; hex, inf and nan too); two fields compared are
+# compared as numbers if both are numbers (see is_number), else as text; a
+# NaN compares equal to anything. Ratios have two places.
+
+NUMBER = re.compile(r"[ \t\n\v\f\r]*([-+]?(?:0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[-+]?[0-9]+)?"
+                    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?))",
+                    re.IGNORECASE)
+BLANKS = re.compile(r"[ \t\n\v\f\r]*")
+INT_MAX = 2147483647
+FIELDS = 16  # a raw row's fields, at least (the missing ones empty)
+
+
+def number(text):
+    """The number a field starts with; 0.0 if it starts with none."""
+    m = NUMBER.match(text)
+    if not m:
+        return 0.0
+    t = m.group(1)
+    if "x" in t.lower():
+        return float.fromhex(t)
+    if "n" in t.lower() and "i" not in t.lower():  # nan, nan(...), with its sign
+        return math.copysign(math.nan, -1.0 if t.startswith("-") else 1.0)
+    return float(t)
+
+
+def is_number(text):
+    """Whether a field is a number: one that number() reads from all of it
+    but blanks, not inf or nan, and not out of a double's range."""
+    m = NUMBER.match(text)
+    if m is None or BLANKS.fullmatch(text, m.end()) is None:
+        return False
+    t = m.group(1).lstrip("+-").lower()
+    if t[0] in "in":
+        return False
+    x = abs(number(t))
+    digits = t[2:].partition("p")[0] if t.startswith("0x") else t.partition("e")[0]
+    return math.isfinite(x) and not (x < sys.float_info.min and re.search("[1-9a-f]", digits))
+
+
+def whole(text):
+    """A field as a C int (a count in a table's heading)."""
+    x = number(text)
+    if x >= INT_MAX:
+        return INT_MAX
+    return int(x) if x > -INT_MAX else -INT_MAX
+
+
+def less(a, b):
+    """a < b for two fields: as numbers if both are numbers, else as text."""
+    if is_number(a) and is_number(b):
+        return number(a) < number(b)
+    return a < b
+
+
+def num_text(x):
+    """A computed number as text: an integer if it is whole, else 6
+    significant digits."""
+    if math.isnan(x):
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return str(int(x)) if math.isfinite(x) and x == int(x) else f"{x:.6g}"
+
+
+def fixed2(x):
+    """A ratio to 2 places, as C's printf "%.2f" writes it."""
+    return num_text(x) if math.isnan(x) else f"{x:.2f}"
+
+
+def human(n):
+    """A byte count (an int, or a field) as 4K, 16M, 1G where it divides
+    evenly; otherwise as it is."""
+    x = number(n) if isinstance(n, str) else n
+    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        rest = math.fmod(x, div) if math.isfinite(x) else math.nan
+        if not (rest < 0 or rest > 0):  # 0, or NaN
+            return num_text(x / div) + unit
+    return str(n)
+
+
+def text_lines(path):
+    """The lines of a file, without their newlines; none if it is missing."""
+    if not os.path.exists(path):
+        note(f"{os.path.basename(path)} missing")
+        return []
+    with open(path, newline="", errors="surrogateescape") as f:
+        lines = f.read().split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def fields(line):
+    """A CSV line's fields (no quoting), FIELDS of them at least."""
+    f = line.split(",")
+    return f + [""] * (FIELDS - len(f))
+
+
+def raw_rows(d, name):
+    """The rows of a program's raw CSV DIR/NAME, header skipped, as lists of
+    text fields; none if it is missing or empty."""
+    return [fields(line) for line in text_lines(os.path.join(d, name))[1:]]
+
+
+def write_lines(d, name, lines):
+    """Lines into DIR/NAME (a joined CSV)."""
+    with open(os.path.join(d, name), "w", errors="surrogateescape") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def less_event(op):
+    """An operation's name without native programs' -event suffix."""
+    return op[: -len("-event")] if op.endswith("-event") else op
+
+
+def cell(rows, k, col):
+    """rows[k]'s field COL, "-" if there is no row K."""
+    return rows[k][col] if k in rows else "-"
+
+
+def better(busy, event, k, col, lower):
+    """The native mode with the better figure in field COL at K, "busy" or
+    "event": the lower if LOWER, else the higher; busy on a tie; "-" unless
+    both were measured."""
+    if k not in busy or k not in event:
+        return "-"
+    e, b = number(event[k][col]), number(busy[k][col])
+    return "event" if (e < b if lower else e > b) else "busy"
+
+
+def ratio_cell(lite, lk, busy, event, nk, col, mode):
+    """lite[lk]'s field COL over native's at NK in MODE, to 2 places; "-" if
+    a figure is missing or the divisor is not above 0."""
+    if mode == "-" or lk not in lite:
+        return "-"
+    row = (busy if mode == "busy" else event).get(nk)
+    den = number(row[col]) if row else 0.0
+    return fixed2(number(lite[lk][col]) / den) if den > 0 else "-"
+
+
+def quotient(a, b):
+    """Two fields' quotient to 2 places, "-" if the divisor is not above 0."""
+    return fixed2(number(a) / number(b)) if number(b) > 0 else "-"
+
+
+def join_native(d, sources, key):
+    """{source: {key: row}} of raw CSVs (source, file name) and the keys in
+    the order they first appear; KEY(source, row) is a row's key (op without
+    -event, size...), None to leave the row out. A later row of the same key
+    replaces the earlier."""
+    runs, order = {}, {}
+    for src, name in sources:
+        rows = runs.setdefault(src, {})
+        for r in raw_rows(d, name):
+            k = key(src, r)
+            if k is not None:
+                order.setdefault(k)
+                rows[k] = r
+    return runs, list(order)
+
+
+MED, P99, MEAN = 3, 4, 5  # the latency programs' median_us, p99_us, mean_us
+
+
+def section_latency(d, summary, p):
+    """native-lat (busy, event) and lite-lat by op and size; then copy
+    against zero copy if lite-lat ran both (copy.csv is there)."""
+    def key(src, r):
+        if src == "lite" and re.fullmatch(r"(cpu-)?(fetch-add|cmp-swap)", r[0]):
+            return None  # in the ops table
+        return f"{less_event(r[0])},{r[1]}"
+
+    runs, order = join_native(d, (("busy", "native.csv"), ("event", "native-event.csv"), ("lite", "lite.csv")), key)
+    b, e, lt = runs["busy"], runs["event"], runs["lite"]
+    row = "%-6s %6s %9s %9s %9s %9s %9s %9s %6s %6s"
+    lines = ["lite latency, guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up)"
+             % (p["kver"], p["dev"], whole(p["iters"]), whole(p["warmup"])),
+             "times in us; native busy: busy-polled CQ, native event: completion channel",
+             row % ("op", "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99", "ratio",
+                    "native")]
+    out = ["op,size,native_busy_median_us,native_busy_p99_us,native_event_median_us,native_event_p99_us,"
+           "lite_median_us,lite_p99_us,ratio,native_mode,iters,kernel"]
+    for k in order:
+        m = better(b, e, k, MED, True)
+        r = ratio_cell(lt, k, b, e, k, MED, m)
+        cells = [cell(rows, k, c) for rows in (b, e, lt) for c in (MED, P99)]
+        lines.append(row % (*k.split(","), *cells, r, m))
+        out.append(",".join([k, *cells, r, m, p["iters"], p["kver"]]))
+    lines.append("ratio = lite median / the lower native median, from the native mode named;")
+    lines.append("absolute times under TCG emulation mean little")
+    write_lines(d, "latency.csv", out)
+    if os.path.exists(os.path.join(d, "copy.csv")):
+        lines += zcopy_table(d)
+    save_text(d, "latency.txt", lines)
+    return True
+
+
+def zcopy_table(d):
+    """Where zero copy starts to pay: lite-lat --path copy against --path
+    zcopy (median us) by op and size; zcopy-threshold.csv."""
+    copy, zcopy, order = {}, {}, []
+    for name in ("copy.csv", "zcopy.csv"):
+        for r in raw_rows(d, name):
+            if r[0] in ("fetch-add", "cmp-swap"):
+                continue  # no copy in atomics
+            k = f"{r[0]},{r[1]}"
+            if name == "copy.csv":
+                order.append(k)
+                copy[k] = r[MED]
+            else:
+                zcopy[k] = r[MED]
+    row = "%-6s %8s %10s %10s %8s"
+    lines = ["", "copy path vs zero-copy path (lite, median us)", row % ("op", "size", "copy", "zcopy", "faster")]
+    out = ["op,size,copy_median_us,zcopy_median_us"]
+    for k in order:
+        z = zcopy.get(k, "-")
+        faster = ("zcopy" if less(zcopy[k], copy[k]) else "copy") if k in zcopy else "-"
+        lines.append(row % (*k.split(","), copy[k], z, faster))
+        out.append(f"{k},{copy[k]},{z}")
+    write_lines(d, "zcopy-threshold.csv", out)
+    return lines
+
+
+def section_rpc(d, summary, p):
+    """native-rpc (busy, event) and lite-rpc round trips by size."""
+    runs, order = join_native(d, (("busy", "native-rpc.csv"), ("event", "native-rpc-event.csv"),
+                                  ("lite", "lite-rpc.csv")), lambda _, r: r[1])
+    b, e, lt = runs["busy"], runs["event"], runs["lite"]
+    row = "%8s %9s %9s %9s %9s %9s %9s %6s %9s %6s"
+    lines = ["", "RPC latency (request of SIZE bytes, the same echoed back), guest kernel %s, %s on QEMU/TCG:"
+             % (p["kver"], p["dev"]),
+             "%d calls per size (after %d warm-up); times in us, native busy and event as above"
+             % (whole(p["iters"]), whole(p["warmup"])),
+             row % ("size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99", "ratio",
+                    "p99 ratio", "native")]
+    out = ["size,native_busy_median_us,native_busy_p99_us,native_busy_mean_us,native_event_median_us,"
+           "native_event_p99_us,native_event_mean_us,lite_median_us,lite_p99_us,lite_mean_us,ratio,p99_ratio,"
+           "native_mode,iters,kernel"]
+    for k in order:
+        m = better(b, e, k, MED, True)
+        r, r99 = (ratio_cell(lt, k, b, e, k, c, m) for c in (MED, P99))
+        lines.append(row % (k, cell(b, k, MED), cell(b, k, P99), cell(e, k, MED), cell(e, k, P99),
+                            cell(lt, k, MED), cell(lt, k, P99), r, r99, m))
+        out.append(",".join([k] + [cell(rows, k, c) for rows in (b, e, lt) for c in (MED, P99, MEAN)] +
+                            [r, r99, m, p["iters"], p["kver"]]))
+    lines.append("ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99,")
+    lines.append("both against the native mode named (the one with the lower median)")
+    write_lines(d, "rpc.csv", out)
+    save_text(d, "rpc.txt", lines)
+    return True
+
+
+def section_rpc_tput(d, summary, p):
+    """native-rpc --mode tput (busy, event), lite-rpc and lite-rpc-ring
+    calls per second by client threads."""
+    calls, secs, rate = 2, 3, 4  # threads,size,calls,seconds,calls_per_s
+    runs, order = join_native(d, (("busy", "native-rpc-tput.csv"), ("event", "native-rpc-tput-event.csv"),
+                                  ("lite", "lite-rpc-tput.csv"), ("ring", "lite-rpc-tput-ring.csv")),
+                              lambda _, r: r[0])
+    b, e, lt, ring = runs["busy"], runs["event"], runs["lite"], runs["ring"]
+    depth = whole(p["depth"])
+    row = "%8s %15s %15s %15s %6s %6s %15s"
+    lines = ["", "RPC throughput (%d-byte calls echoed, about %d s per point), guest kernel %s, %s on QEMU/TCG;"
+             % (whole(p["size"]), whole(p["secs"]), p["kver"], p["dev"]),
+             "native: one connection and one server thread per client thread, every thread busy-polling",
+             "(busy) or sleeping on a completion channel (event); lite: as many server threads",
+             "(LITE_rpc_reply_recv) as the most client threads, one call in flight per thread; lite ring:",
+             "%d calls in flight per client thread on io_uring, server with %d receives on io_uring" % (depth, depth),
+             row % ("threads", "busy calls/s", "event calls/s", "lite calls/s", "ratio", "native", "lite ring")]
+    out = ["threads,size,native_busy_calls,native_busy_seconds,native_busy_calls_per_s,native_event_calls,"
+           "native_event_seconds,native_event_calls_per_s,lite_calls,lite_seconds,lite_calls_per_s,ratio,"
+           "native_mode,kernel,lite_ring_calls_per_s,ring_depth"]
+    for k in order:
+        m = better(b, e, k, rate, False)
+        r = ratio_cell(lt, k, b, e, k, rate, m)
+        lines.append(row % (k, cell(b, k, rate), cell(e, k, rate), cell(lt, k, rate), r, m, cell(ring, k, rate)))
+        out.append(",".join([k, p["size"]] + [cell(rows, k, c) for rows in (b, e, lt) for c in (calls, secs, rate)]
+                            + [r, m, p["kver"], cell(ring, k, rate), p["depth"]]))
+    lines.append("ratio = lite calls/s / the higher native calls/s, from the native mode named (lite ring: pipelined,")
+    lines.append("not comparable with the one-in-flight native runs; no ratio)")
+    write_lines(d, "rpc_tput.csv", out)
+    save_text(d, "rpc_tput.txt", lines)
+    return True
+
+
+def section_cq_modes(d, summary, p):
+    """lite-rpc and lite-lat in each completion mode (cq-MODE-{rpc,lat}.csv)
+    against native-rpc and native-lat (cq-native-*.csv), all gathered in
+    cq-all.csv (mode,op,size,median,p99)."""
+    modes = p["modes"].split()
+    runs = [("native-busy", ("cq-native-rpc.csv", "cq-native-lat.csv")),
+            ("native-event", ("cq-native-rpc-event.csv", "cq-native-lat-event.csv"))]
+    runs += [(mode, (f"cq-{mode}-rpc.csv", f"cq-{mode}-lat.csv")) for mode in modes]
+    gathered = [",".join((mode, r[0], r[1], r[MED], r[P99])) for mode, names in runs for name in names
+                for r in raw_rows(d, name)]
+    write_lines(d, "cq-all.csv", gathered)
+    b, e, lt, order = {}, {}, {}, {}
+    med, p99 = 3, 4
+    for r in map(fields, gathered):
+        if r[0].startswith("native-"):
+            k = f"{less_event(r[1])},{r[2]}"
+            order.setdefault(k)
+            (b if r[0] == "native-busy" else e)[k] = r
+        else:
+            lt[f"{r[0]},{r[1]},{r[2]}"] = r
+    row = "%-10s %-6s %6s %9s %9s %9s %9s %9s %9s %6s %9s %6s"
+    lines = ["", "lite by completion-delivery mode (litectl up --cq MODE), guest kernel %s, %s on QEMU/TCG:"
+             % (p["kver"], p["dev"]),
+             "%d calls per point (after %d warm-up); times in us; native measured once in each poll"
+             % (whole(p["iters"]), whole(p["warmup"])),
+             "mode (busy, event), the same for every lite mode",
+             row % ("mode", "op", "size", "busy med", "busy p99", "event med", "event p99", "lite med", "lite p99",
+                    "ratio", "p99 ratio", "native")]
+    out = ["mode,op,size,native_busy_median_us,native_busy_p99_us,native_event_median_us,native_event_p99_us,"
+           "lite_median_us,lite_p99_us,ratio,p99_ratio,native_mode,iters,kernel"]
+    for mode in modes:
+        for nk in order:
+            lk = f"{mode},{nk}"
+            m = better(b, e, nk, med, True)
+            r, r99 = (ratio_cell(lt, lk, b, e, nk, c, m) for c in (med, p99))
+            cells = [cell(rows, nk, c) for rows in (b, e) for c in (med, p99)] + \
+                [cell(lt, lk, med), cell(lt, lk, p99)]
+            lines.append(row % (mode, *nk.split(","), *cells, r, r99, m))
+            out.append(",".join([lk, *cells, r, r99, m, p["iters"], p["kver"]]))
+    lines.append("ratio = lite median / the lower native median, p99 ratio = lite p99 / native p99, both")
+    lines.append("against the native mode named (rpc: native-rpc; write, read: native-lat)")
+    write_lines(d, "cq_modes.csv", out)
+    save_text(d, "cq_modes.txt", lines)
+    return True
+
+
+def section_ops(d, summary, p):
+    """native-ops (busy, event) by operation and size, with perftest's
+    (perftest.csv) and lite-lat's (p["lite"], the latency section's CSV;
+    empty: none) beside them. ops.csv has native-ops' rows as they are
+    (busy, then lite's, then event with their -event ops, then perftest's
+    in perftest.csv's order, then lite's CPU atomics)."""
+    runs, order = join_native(d, (("busy", "native-ops.csv"), ("event", "native-ops-event.csv")),
+                              lambda _, r: f"{less_event(r[0])},{r[1]}")
+    b, e = runs["busy"], runs["event"]
+    measured = {less_event(r[0]) for rows in (b, e) for r in rows.values()}
+    lt = {f"{r[0]},{r[1]}": r for r in raw_rows(d, p["lite"])} if p["lite"] else {}
+    perf = {f"{r[0]},{r[1]}": r for r in raw_rows(d, "perftest.csv")}
+    row = "%-10s %6s %9s %9s %9s %9s %9s %9s %9s %9s %6s %6s"
+    lines = ["", "latency by operation: native verbs (the transport's ceiling) and lite where it has the",
+             "operation (lite-lat: LITE_write, LITE_read, LITE_fetch_add, LITE_cmp_swap; send and",
+             "write-imm have no one-sided lite counterpart, RPC is in the rpc table),",
+             "guest kernel %s, %s on QEMU/TCG: %d iterations per point (after %d warm-up);"
+             % (p["kver"], p["dev"], whole(p["iters"]), whole(p["warmup"])),
+             "times in us at the sender's completion; busy: busy-polled CQ, event: completion channel;",
+             "perftest: ib_write_lat, ib_read_lat, ib_atomic_lat (t_typical); lite's atomics on an LMR of",
+             "LITE_LMR_NIC_ATOMIC (one-sided), lite cpu: on any other LMR (the memory node's CPU)",
+             row % ("op", "size", "busy med", "busy p99", "busy mean", "event med", "event p99", "event mean",
+                    "perftest", "lite med", "ratio", "native")]
+    out = ["op,size,iters,median_us,p99_us,mean_us,kernel"]
+    for k in order:
+        m = better(b, e, k, MED, True)
+        r = ratio_cell(lt, k, b, e, k, MED, m)
+        lines.append(row % (*k.split(","), *(cell(rows, k, c) for rows in (b, e) for c in (MED, P99, MEAN)),
+                            cell(perf, k, MED), cell(lt, k, MED), r, m if k in lt else "-"))
+    its, kver = p["iters"], p["kver"]
+    out += [f"{k},{its},{b[k][MED]},{b[k][P99]},{b[k][MEAN]},{kver}" for k in order if k in b]
+    out += ["lite-{},{},,{},,,{}".format(*k.split(","), lt[k][MED], kver) for k in order if k in lt]
+    out += ["{}-event,{},{},{},{},{},{}".format(*k.split(","), its, e[k][MED], e[k][P99], e[k][MEAN], kver)
+            for k in order if k in e]
+    out += ["perftest-{},{},{},{},{},{},{}".format(*k.split(","), its, r[MED], r[P99], r[MEAN], kver)
+            for k, r in perf.items()]
+    for op in ("fetch-add", "cmp-swap"):
+        k = f"cpu-{op},8"
+        if k in lt:
+            out.append(f"lite-{k},,{lt[k][MED]},,,{kver}")
+            lines.append(f"lite cpu {op} 8 B: {lt[k][MED]} us, "
+                         f"{ratio_cell(lt, k, b, e, f'{op},8', MED, 'busy')} against native busy")
+    lines += [f"{op}: not measured (failed or not supported; see the log)"
+              for op in ("send", "write", "write-imm", "read", "fetch-add", "cmp-swap") if op not in measured]
+    write_lines(d, "ops.csv", out)
+    save_text(d, "ops.txt", lines)
+    return True
+
+
+def perftest_row(op, size):
+    """One perftest latency tool's output (stdin) as perftest.csv's row
+    (stdout): op,size,iters,median_us (t_typical),p99_us,mean_us. True if
+    there was exactly one result line."""
+    n = 0
+    for line in sys.stdin.buffer.read().decode(errors="surrogateescape").split("\n"):
+        f = re.split(r"[ \t]+", line.strip(" \t"))
+        if len(f) >= 8 and not less(f[0], size) and not less(size, f[0]) and re.fullmatch(r"[0-9]+", f[1]):
+            print(f"{op},{size},{f[1]},{f[4]},{f[7]},{f[5]}")
+            n += 1
+    return n == 1
+
+
+def section_first_op(d, summary, p):
+    """first-op's one-row CSVs (mode,runs,median_us,p99_us,min_us), native
+    and lite; first_op.csv has both rows, the lite one with the ratio."""
+    by = {r[0]: r for name in ("first-op-native.csv", "first-op-lite.csv") for r in raw_rows(d, name)}
+    med, p99, low = 2, 3, 4
+
+    def cells(mode):
+        return [cell(by, mode, c) for c in (med, p99, low)]
+
+    r = quotient(by["lite"][med], by["native"][med]) if "lite" in by and "native" in by else "-"
+    row = "%-8s %10s %10s %10s"
+    lines = ["", "time to first operation: fork + exec of a fresh process to its first completed 8-byte",
+             "remote write, guest kernel %s, %s on QEMU/TCG, %d runs each; times in us"
+             % (p["kver"], p["dev"], whole(p["runs"])),
+             "native: rdma_cm id, resolve, PD, CQ, QP, 4 KiB MR, connect (to a listener thread), RDMA WRITE",
+             "lite: LITE_open, LITE_alloc of 4 KiB on the other node, LITE_write",
+             row % ("mode", "median", "p99", "min"), row % ("native", *cells("native")),
+             row % ("lite", *cells("lite")), f"ratio (lite median / native median): {r}"]
+    out = ["mode,runs,median_us,p99_us,min_us,ratio,kernel",
+           ",".join(["native", p["runs"], *cells("native"), "-", p["kver"]]),
+           ",".join(["lite", p["runs"], *cells("lite"), r, p["kver"]])]
+    write_lines(d, "first_op.csv", out)
+    save_text(d, "first_op.txt", lines)
+    return True
+
+
+def section_reg(d, summary, p):
+    """reg-cost's CSV (size; reg, dereg, alloc, free back to back; the same
+    paced; "-" for a side skipped on ENOMEM or not paced) with the ratios."""
+    def cost_ratio(reg, dereg, alloc, free):
+        if "-" in (reg, dereg, alloc, free) or not number(reg) + number(dereg) > 0:
+            return "-"
+        return fixed2((number(alloc) + number(free)) / (number(reg) + number(dereg)))
+
+    row = "%6s %9s %9s %10s %10s %6s | %9s %9s %10s %10s %6s"
+    lines = ["", "making memory usable, guest kernel %s, %s on QEMU/TCG; median us per call" % (p["kver"], p["dev"]),
+             "native: ibv_reg_mr / ibv_dereg_mr of a touched buffer; lite: LITE_alloc / LITE_free on node "
+             + p["node"],
+             "back to back, and paced (10 ms of computing before each call; sizes up to 1M, which lite serves "
+             "from its lease)",
+             row % ("size", "reg", "dereg", "lite alloc", "lite free", "ratio", "reg", "dereg", "lite alloc",
+                    "lite free", "ratio")]
+    out = ["size,native_reg_us,native_dereg_us,lite_alloc_us,lite_free_us,ratio,native_reg_paced_us,"
+           "native_dereg_paced_us,lite_alloc_paced_us,lite_free_paced_us,ratio_paced,kernel"]
+    for f in raw_rows(d, "reg-cost.csv"):
+        r, rp = cost_ratio(*f[1:5]), cost_ratio(*f[5:9])
+        lines.append(row % (human(f[0]), *f[1:5], r, *f[5:9], rp))
+        out.append(",".join([*f[0:5], r, *f[5:9], rp, p["kver"]]))
+    lines.append('ratio = (lite alloc + free) / (native reg + dereg); "-": not measured (ENOMEM skips are')
+    lines.append("in the log) or not paced; lite also allocates and zeroes the memory, native only registers it;")
+    lines.append("back to back, the lease runs dry after its depth and lite asks the memory node")
+    write_lines(d, "reg.csv", out)
+    save_text(d, "reg.txt", lines)
+    return True
+
+
+def section_mr_scale(d, summary, p):
+    """mr-scale's CSVs (sweep,mode,poll,qd,regions,region_bytes,total_bytes,
+    len,ops,seconds,ops_per_s,setup_s,teardown_s), native busy and event and
+    lite, both sweeps, joined on sweep, regions, region size and write size;
+    a point not measured ("-") shows as "-"."""
+    ops, secs, rate, setup, down = 8, 9, 10, 11, 12
+    runs, order, first = {"busy": {}, "event": {}, "lite": {}}, {}, {}
+    for sweep in ("memory", "regions"):
+        for src, name in (("busy", "native"), ("event", "native-event"), ("lite", "lite")):
+            for r in raw_rows(d, f"mr-{sweep}-{name}.csv"):
+                k = ",".join((r[0], r[4], r[5], r[7]))
+                order.setdefault(k)
+                first.setdefault(k, r)  # total_bytes and qd from the first row of K
+                if r[rate] != "-":
+                    runs[src][k] = r
+    b, e, lt = runs["busy"], runs["event"], runs["lite"]
+
+    def lower_setup(k):
+        """The lower of the native runs' setup times, or the one there is."""
+        if k in b and k in e:
+            return e[k][setup] if number(e[k][setup]) < number(b[k][setup]) else b[k][setup]
+        return b[k][setup] if k in b else cell(e, k, setup)
+
+    row = "%-7s %7s %6s %6s %5s %10s %10s %10s %6s %6s %9s %9s"
+    lines = ["", "MR scalability, guest kernel %s, %s on QEMU/TCG: random remote writes, one at a time"
+             % (p["kver"], p["dev"]),
+             "(queue depth 1), about %d s per point, each to a random region at a random offset; native:"
+             % whole(p["secs"]),
+             "one MR per region (ibv_reg_mr), RDMA WRITE, busy-polled or event-driven; lite: one LMR per",
+             "region on node %s, LITE_write. Setup in s: mmap + ibv_reg_mr of every region (native: the" % p["node"],
+             "faster of the busy and event runs, which set up the same) or LITE_alloc of every region (lite)",
+             row % ("sweep", "regions", "region", "total", "len", "busy w/s", "event w/s", "lite w/s", "ratio",
+                    "native", "nat setup", "lite setup")]
+    out = ["sweep,regions,region_bytes,total_bytes,len,qd,native_busy_ops_per_s,native_event_ops_per_s,"
+           "lite_ops_per_s,ratio,native_mode,native_busy_ops,native_busy_seconds,native_event_ops,"
+           "native_event_seconds,lite_ops,lite_seconds,native_busy_setup_s,native_event_setup_s,lite_setup_s,"
+           "native_busy_teardown_s,native_event_teardown_s,lite_teardown_s,kernel"]
+    for k in order:
+        sweep, regions, region, length = k.split(",")
+        total, qd = first[k][6], first[k][3]
+        m = better(b, e, k, rate, False)
+        r = ratio_cell(lt, k, b, e, k, rate, m)
+        rates = [cell(rows, k, rate) for rows in (b, e, lt)]
+        lines.append(row % (sweep, regions, human(region), human(total), length, *rates, r, m, lower_setup(k),
+                            cell(lt, k, setup)))
+        out.append(",".join([sweep, regions, region, total, length, qd, *rates, r, m] +
+                            [cell(rows, k, c) for rows in (b, e, lt) for c in (ops, secs)] +
+                            [cell(rows, k, c) for c in (setup, down) for rows in (b, e, lt)] + [p["kver"]]))
+    lines.append("ratio = lite writes/s / the higher native writes/s, from the native mode named;")
+    lines.append('"-": not measured (ENOMEM skips and failures are in the log)')
+    write_lines(d, "mr_scale.csv", out)
+    save_text(d, "mr_scale.txt", lines)
+    return True
+
+
+ASYNC_MODES = ("native", "native-event", "lite-ring", "lite-ring-poll", "lite-sync")
+
+
+def section_async(d, summary, p):
+    """async-tput's rows (mode,op,qd,len,ops,seconds,ops_per_s) of every
+    mode and op (async-MODE-OP.csv), gathered in async-all.csv, joined on op
+    and queue depth."""
+    gathered = ""
+    for op in ("write", "read"):
+        for mode in ASYNC_MODES:
+            path = os.path.join(d, f"async-{mode}-{op}.csv")
+            if os.path.exists(path):
+                with open(path, newline="", errors="surrogateescape") as f:
+                    gathered += f.read().partition("\n")[2]
+    with open(os.path.join(d, "async-all.csv"), "w", errors="surrogateescape") as f:
+        f.write(gathered)
+    runs, order = {}, {}
+    rate = 6
+    for r in map(fields, text_lines(os.path.join(d, "async-all.csv"))):
+        k = f"{r[1]},{r[2]}"
+        order.setdefault(k)
+        runs.setdefault(r[0], {})[k] = r
+    b, e, lt, sy, pl = (runs.get(m, {}) for m in ("native_busy", "native_event", "lite_ring", "lite_sync",
+                                                  "lite_ring_poll"))
+    row = "%-6s %4s %11s %11s %11s %11s %7s %6s %9s %11s %7s"
+    lines = ["", "asynchronous throughput by queue depth (operations in flight), %d-byte operations,"
+             % whole(p["len"]),
+             "guest kernel %s, %s on QEMU/TCG, %d s per point; operations per second"
+             % (p["kver"], p["dev"], whole(p["secs"])),
+             "lite ring: lite::Ring (io_uring URING_CMD); polled: the same ring with IORING_SETUP_IOPOLL;",
+             "lite sync: QD threads, one ioctl each;",
+             "native: QD work requests outstanding on one RC QP (busy-polled or completion channel)",
+             row % ("op", "qd", "busy", "event", "lite ring", "lite sync", "ratio", "native", "ring/sync", "polled",
+                    "ratio")]
+    out = ["op,qd,len,native_busy_ops_s,native_event_ops_s,lite_ring_ops_s,lite_sync_ops_s,ratio,native_mode,"
+           "ring_over_sync,kernel,lite_ring_poll_ops_s,poll_ratio"]
+    for k in order:
+        m = better(b, e, k, rate, False)
+        r = ratio_cell(lt, k, b, e, k, rate, m)
+        rs = quotient(lt[k][rate], sy[k][rate]) if k in lt and k in sy else "-"
+        rp = ratio_cell(pl, k, b, e, k, rate, m)
+        cells = [cell(rows, k, rate) for rows in (b, e, lt, sy)]
+        lines.append(row % (*k.split(","), *cells, r, m, rs, cell(pl, k, rate), rp))
+        out.append(",".join([k, p["len"], *cells, r, m, rs, p["kver"], cell(pl, k, rate), rp]))
+    lines.append("ratio = lite ring (polled) / the higher native throughput, from the native mode named")
+    write_lines(d, "async.csv", out)
+    save_text(d, "async.txt", lines)
+    return True
 
 
 # ---- dsm ------------------------------------------------------------------
@@ -199,7 +864,7 @@ def dsm_apps(d):
     return out, missing
 
 
-def section_dsm(d, summary):
+def section_dsm(d, summary, p):
     ok = True
     lines = []
     try:
@@ -261,28 +926,13 @@ def section_dsm(d, summary):
         summary["dsm_read_fault"] = pair(by["read_fault"][2], raw, "us")
         summary["dsm_write_fault_2"] = pair(by["write_fault_2"][2], raw, "us")
         summary["dsm_kernel_vs_user"] = pair(by["read_fault"][2], by["read_fault"][3], "us")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(d, "dsm.txt"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    save_text(d, "dsm.txt", lines)
     plot_dsm(d, faults, raw, apps)
     return ok
 
 
-def finish(fig, ax, labels, ylabel, what, path, rotation=0):
-    """Labels, title and legend of a bar chart; saves it to PATH."""
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=rotation)
-    ax.set_ylabel(ylabel)
-    ax.set_title(f"{what} ({WHERE})", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(path)
-
-
 def plot_dsm(d, faults, raw, apps):
+    plt = pyplot()
     if faults:
         fig, ax = plt.subplots(figsize=(8, 4.5))
         xs = range(len(faults))
@@ -333,11 +983,7 @@ def mr_rows(d):
     return lite, mpi, serial
 
 
-def num(row, key):
-    return None if row is None or row.get(key) in (None, "", "-") else float(row[key])
-
-
-def section_mapreduce(d, summary):
+def section_mapreduce(d, summary, p):
     try:
         lite, mpi, serial = mr_rows(d)
     except Missing as e:
@@ -427,15 +1073,13 @@ def section_mapreduce(d, summary):
     k = ("wordcount", "256m", 3)
     summary["mr_wordcount_serial"] = pair(num(lite.get(k), "total_s"),
                                           num(serial.get(("wordcount", "256m")), "total_s"), "s")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(d, "mapreduce.txt"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    save_text(d, "mapreduce.txt", lines)
     plot_mapreduce(d, keys, lite, mpi, serial)
     return ok
 
 
 def plot_mapreduce(d, keys, lite, mpi, serial):
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.5))
     w = 0.27
     xs = range(len(keys))
@@ -492,7 +1136,7 @@ AGAINST_NATIVE = (
                            ("async_read_qd32_polled", "read", "32"))])
 
 
-def section_core(d, summary):
+def section_core(d, summary, p):
     found = False
     tables = {}
     for key, name, want, lite_col, suffix, lower, unit in AGAINST_NATIVE:
@@ -645,7 +1289,7 @@ def breakdown(events):
     return out
 
 
-def section_breakdown(d, summary):
+def section_breakdown(d, summary, p):
     modes = []
     for name in sorted(os.listdir(d)):
         m = re.fullmatch(r"trace-(\w+)\.txt", name)
@@ -695,10 +1339,7 @@ def section_breakdown(d, summary):
         lines.append(f"{r[0]:9} {r[1]:5d} {fmt(r[2]):>8} {fmt(r[3]):>8} {fmt(r[4], 2):>8} {fmt(r[5], 2):>6} "
                      f"{fmt(r[6]):>8} {fmt(r[7]):>8} {fmt(r[8]):>8} {fmt(r[9]):>8} {fmt(r[10]):>9}")
     lines.append("times in us; own med: lite-rpc's own median round trip in the traced run (tracing included).")
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(d, "rpc_breakdown.txt"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    save_text(d, "rpc_breakdown.txt", lines)
     return bool(rows)
 
 
@@ -708,14 +1349,7 @@ SF_WAYS = [("native_reg", "native, reg/req"), ("native_cache", "native, cached")
            ("sendfile", "LITE_sendfile"), ("nfs", "NFS/RDMA")]
 
 
-def human(n):
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n % div == 0:
-            return f"{n // div}{unit}"
-    return str(n)
-
-
-def section_sendfile(d, summary):
+def section_sendfile(d, summary, p):
     try:
         rows = rows_of(os.path.join(d, "sendfile-raw.csv"))
     except Missing as e:
@@ -765,16 +1399,14 @@ def section_sendfile(d, summary):
                                          "sendfile_vs_nfsrdma": "NFS/RDMA sequential read, 64 MiB"}.get(
                                              k, "native verbs, registration per request, " +
                                              by.get(size, {}).get("native_reg_mode", "-"))
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(d, "sendfile.txt"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    save_text(d, "sendfile.txt", lines)
     plot_sendfile(d, sorted(by), mbs)
     return all(summary[k] is not None for k in ("sendfile_64k", "sendfile_64m", "sendfile_vs_copy_64k",
                                                  "sendfile_vs_nfsrdma"))
 
 
 def plot_sendfile(d, sizes, mbs):
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for w, label in SF_WAYS:
         ys = [mbs[s][w] for s in sizes]
@@ -864,7 +1496,7 @@ ISO_KEYS = {"iso_write_lat_8": ("write_lat", 8), "iso_read_lat_8": ("read_lat", 
             "iso_dsm_read_fault": ("dsm_read_fault", 4096), "iso_dsm_write_fault": ("dsm_write_fault", 4096)}
 
 
-def section_isolation(d, summary):
+def section_isolation(d, summary, p):
     rounds = {m: iso_rounds(d, m) for m in ISO_MODES}
     for m in ISO_MODES:
         if not rounds[m]:
@@ -897,20 +1529,60 @@ def section_isolation(d, summary):
         if entry is not None and r is not None:
             entry["ratio"] = round(r, 3)  # paired by round, as the table
         summary[key] = entry
-    text = "\n".join(lines) + "\n"
-    with open(os.path.join(d, "isolation.txt"), "w") as f:
-        f.write(text)
-    print(text, end="")
+    save_text(d, "isolation.txt", lines)
     return all(summary[k] is not None for k in ISO_KEYS)
 
 
-SECTIONS = {"dsm": section_dsm, "mapreduce": section_mapreduce, "core": section_core,
-            "breakdown": section_breakdown, "sendfile": section_sendfile, "isolation": section_isolation}
+# ---- the end of a run --------------------------------------------------------
+
+
+def section_failed(d, summary, p):
+    """bench.sh's note of the runs that failed, appended to the tables
+    (DIR/NAME.txt for each NAME in p["tables"])."""
+    for name in p["tables"].split():
+        with open(os.path.join(d, f"{name}.txt"), "a") as f:
+            f.write(p["note"] + "\n")
+    return True
+
+
+# Each section: its function, the parameters it needs (NAME=VALUE on the
+# command line: the run's settings, as bench.sh has them) and whether it
+# has summary.json keys.
+RUN = ("kver", "dev")
+SECTIONS = {
+    "latency": (section_latency, RUN + ("iters", "warmup"), False),
+    "rpc": (section_rpc, RUN + ("iters", "warmup"), False),
+    "rpc_tput": (section_rpc_tput, RUN + ("size", "secs", "depth"), False),
+    "cq_modes": (section_cq_modes, RUN + ("iters", "warmup", "modes"), False),
+    "breakdown": (section_breakdown, (), False),
+    "ops": (section_ops, RUN + ("iters", "warmup", "lite"), False),
+    "first_op": (section_first_op, RUN + ("runs",), False),
+    "reg": (section_reg, RUN + ("node",), False),
+    "mr_scale": (section_mr_scale, RUN + ("secs", "node"), False),
+    "async": (section_async, RUN + ("len", "secs"), False),
+    "sendfile": (section_sendfile, (), True),
+    "isolation": (section_isolation, (), True),
+    "dsm": (section_dsm, (), True),
+    "mapreduce": (section_mapreduce, (), True),
+    "core": (section_core, (), True),
+    "failed": (section_failed, ("note", "tables"), False),
+}
+USAGE = f"""usage: report.py DIR SECTION... [NAME=VALUE...]
+       report.py perftest-row OP SIZE <perftest-output
+sections: {", ".join(SECTIONS)}"""
 
 
 def main(argv):
-    if len(argv) < 3 or any(s not in SECTIONS for s in argv[2:]):
-        print(f"usage: report.py DIR SECTION... (sections: {', '.join(SECTIONS)})", file=sys.stderr)
+    if len(argv) == 4 and argv[1] == "perftest-row":
+        return 0 if perftest_row(argv[2], argv[3]) else 1
+    names = [a for a in argv[2:] if "=" not in a]
+    params = dict(a.split("=", 1) for a in argv[2:] if "=" in a)
+    needed = {n for s in names if s in SECTIONS for n in SECTIONS[s][1]}
+    if len(argv) < 3 or not names or any(s not in SECTIONS for s in names) or set(params) != needed:
+        print(USAGE, file=sys.stderr)
+        if set(params) != needed:
+            print(f"report.py: {', '.join(names)} take {' '.join(sorted(needed)) or 'no NAME=VALUE'}",
+                  file=sys.stderr)
         return 2
     d = argv[1]
     path = os.path.join(d, "summary.json")
@@ -919,17 +1591,18 @@ def main(argv):
         with open(path) as f:
             summary = json.load(f)
     ok = True
-    for s in argv[2:]:
+    for s in names:
         fresh = {}
-        ok = SECTIONS[s](d, fresh) and ok
+        ok = SECTIONS[s][0](d, fresh, params) and ok
         for k, v in fresh.items():
             summary.pop(k, None)
             if v is not None:
                 summary[k] = v
-    with open(path + ".part", "w") as f:
-        json.dump(summary, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(path + ".part", path)
+    if any(SECTIONS[s][2] for s in names):
+        with open(path + ".part", "w") as f:
+            json.dump(summary, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(path + ".part", path)
     return 0 if ok else 1
 
 
