@@ -124,6 +124,18 @@ PY
 	fi
 }
 
+# multi_guest_run N DIR FILTER REPORT: the guest tests FILTER on N guests
+# (one node each, lite-vm's virtual network, $iso_args), each guest's
+# gtest report in DIR/REPORT-INDEX.json. Sets rc.
+multi_guest_run() {
+	rc=0
+	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
+	tools/vm/lite-vm --quiet --guests "$1" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} \
+		${iso_args[@]+"${iso_args[@]}"} --out "$2" -- \
+		env LITE_DETECT_SLACK_S="${DETECT_SLACK_S:-0}" sh -c 'exec "$0" --gtest_color=no --gtest_filter="$1" --gtest_output=json:/run/lite-out/$2-$LITE_GUEST_INDEX.json' \
+		"$build/tests/lite-guest-tests" "$3" "$4" || rc=$?
+}
+
 guest_tests() {
 	step "guest tests and guest fuzzing (ioctl, io_uring): one guest, nodes on rxe0 (lite-vm)"
 	rm -rf "$out/guest1" "$out/guest2" "$out/guest3"
@@ -157,7 +169,7 @@ guest_tests() {
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
 	record "guest tests (1 guest, lmr isolation)" "$rc" "$out/guest1-lmr/guest.json"
 
-	local n=${MULTI_GUESTS:-3} iso sfx g
+	local n=${MULTI_GUESTS:-3} iso sfx g reports=()
 	local iso_args=()
 	# Both isolation modes on the wire: global, then every node in lmr.
 	for iso in global lmr; do
@@ -166,24 +178,14 @@ guest_tests() {
 			iso_args=(--module-args isolation=2) sfx="-lmr"
 		fi
 		step "guest tests: $n guests on a virtual network, one node each, $iso isolation; 5% loss on one link for 30 s"
-		rc=0
-		# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
-		tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} \
-			${iso_args[@]+"${iso_args[@]}"} --out "$out/guest2$sfx" -- \
-			env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuest.*:MultiGuestLoss.*" --gtest_output=json:/run/lite-out/multi-$LITE_GUEST_INDEX.json' \
-			"$build/tests/lite-guest-tests" || rc=$?
+		multi_guest_run "$n" "$out/guest2$sfx" 'MultiGuest.*:MultiGuestLoss.*' multi || rc=$?
 		record "guest tests ($n guests, $iso isolation)" "$rc" "$out/guest2$sfx"/multi-*.json
 
 		# The last guest resets itself mid-test: it writes no report, the
 		# survivors' reports count.
 		step "guest tests: $n guests, $iso isolation, the last one reset mid-traffic"
-		rc=0
-		# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
-		tools/vm/lite-vm --quiet --guests "$n" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} \
-			${iso_args[@]+"${iso_args[@]}"} --out "$out/guest3$sfx" -- \
-			env LITE_DETECT_SLACK_S="$slack" sh -c 'exec "$0" --gtest_color=no --gtest_filter="MultiGuestReset.*" --gtest_output=json:/run/lite-out/reset-$LITE_GUEST_INDEX.json' \
-			"$build/tests/lite-guest-tests" || rc=$?
-		local reports=()
+		multi_guest_run "$n" "$out/guest3$sfx" 'MultiGuestReset.*' reset || rc=$?
+		reports=()
 		for ((g = 0; g < n - 1; g++)); do reports+=("$out/guest3$sfx/reset-$g.json"); done
 		record "guest tests ($n guests, $iso isolation, one reset)" "$rc" "${reports[@]}"
 	done
