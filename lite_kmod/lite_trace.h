@@ -140,31 +140,7 @@ DEFINE_EVENT(lite_msg_class, lite_msg_recv,
 	TP_ARGS(instance, peer, type, reply, req_id, len)
 );
 
-/* Call @call_id's request for @port on @node was posted (sync or io_uring). */
-TRACE_EVENT(lite_rpc_call,
-	TP_PROTO(u32 instance, u16 node, u32 port, u32 call_id, u32 len),
-	TP_ARGS(instance, node, port, call_id, len),
-	TP_STRUCT__entry(
-		__field(u32, instance)
-		__field(u16, node)
-		__field(u32, port)
-		__field(u32, call_id)
-		__field(u32, len)
-	),
-	TP_fast_assign(
-		__entry->instance = instance;
-		__entry->node = node;
-		__entry->port = port;
-		__entry->call_id = call_id;
-		__entry->len = len;
-	),
-	TP_printk("lite%u node=%u port=%u call_id=%u len=%u",
-		  __entry->instance, __entry->node, __entry->port,
-		  __entry->call_id, __entry->len)
-);
-
-/* A request (or, with call_id 0, a one-way message) for @port arrived. */
-TRACE_EVENT(lite_rpc_request,
+DECLARE_EVENT_CLASS(lite_call_class,
 	TP_PROTO(u32 instance, u16 peer, u32 port, u32 call_id, u32 len),
 	TP_ARGS(instance, peer, port, call_id, len),
 	TP_STRUCT__entry(
@@ -184,6 +160,18 @@ TRACE_EVENT(lite_rpc_request,
 	TP_printk("lite%u peer=%u port=%u call_id=%u len=%u",
 		  __entry->instance, __entry->peer, __entry->port,
 		  __entry->call_id, __entry->len)
+);
+
+/* Call @call_id's request for @port on @peer was posted (sync or io_uring). */
+DEFINE_EVENT(lite_call_class, lite_rpc_call,
+	TP_PROTO(u32 instance, u16 peer, u32 port, u32 call_id, u32 len),
+	TP_ARGS(instance, peer, port, call_id, len)
+);
+
+/* A request (or, with call_id 0, a one-way message) for @port arrived. */
+DEFINE_EVENT(lite_call_class, lite_rpc_request,
+	TP_PROTO(u32 instance, u16 peer, u32 port, u32 call_id, u32 len),
+	TP_ARGS(instance, peer, port, call_id, len)
 );
 
 DECLARE_EVENT_CLASS(lite_reply_class,

@@ -362,7 +362,7 @@ TEST_F(Observe, TracepointsShowStateMessagesCallsAndErrors)
     // The echo call: sent, arrived, answered, done - with its call id.
     std::string call_id;
     for (const auto& l : trace) {
-        auto at = l.find(" lite_rpc_call: " + i0 + "node=2 port=7 call_id=");
+        auto at = l.find(" lite_rpc_call: " + i0 + "peer=2 port=7 call_id=");
         if (at != std::string::npos && l.find(" len=300") != std::string::npos) {
             auto w = words(l.substr(l.find("call_id=")));
             call_id = w[0];
