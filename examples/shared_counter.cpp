@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <lite/session.hpp>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "lite_cli.hpp"
 
 namespace
 {
@@ -58,20 +59,16 @@ int adder(unsigned instance, unsigned threads, uint64_t adds)
 
 int main(int argc, char** argv)
 {
-    unsigned instances = 3, threads = 4;
+    lite_cli::App app("shared_counter", "A counter shared by processes on every node: one process per node "
+                                        "instance adds to it from several threads with fetch-and-add; the total "
+                                        "must come out exact.");
+    unsigned instances = 3;
+    unsigned threads = 4;
     uint64_t adds = 100;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string opt = argv[i];
-        unsigned long long v = std::strtoull(argv[i + 1], nullptr, 0);
-        if (opt == "--instances") {
-            instances = static_cast<unsigned>(v);
-        } else if (opt == "--threads") {
-            threads = static_cast<unsigned>(v);
-        } else if (opt == "--adds") {
-            adds = v;
-        }
-    }
-    try {
+    lite_cli::add_number(app, "--instances", instances, 1, 1024, "node instances 0..N-1, a process each (default 3)");
+    lite_cli::add_number(app, "--threads", threads, 1, 1024, "threads per process (default 4)");
+    lite_cli::add_number(app, "--adds", adds, 0, 1000000000, "fetch-and-adds per thread (default 100)");
+    return app.run(argc, argv, [&] {
         auto lite = lite::Session::open(0);
         auto counter = lite.alloc(8, 0); // on node instance 0's node
         counter.share(kName, LITE_PERM_READ | LITE_PERM_ATOMIC);
@@ -97,8 +94,5 @@ int main(int argc, char** argv)
         std::printf("total %llu, expected %llu: %s\n", static_cast<unsigned long long>(total),
                     static_cast<unsigned long long>(want), total == want && !bad ? "exact" : "WRONG");
         return total == want && !bad ? 0 : 1;
-    } catch (const lite::Error& e) {
-        (void)std::fprintf(stderr, "shared_counter: %s\n", e.what());
-        return 1;
-    }
+    });
 }
