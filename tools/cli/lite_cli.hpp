@@ -272,15 +272,8 @@ public:
     // "NAME: message" on stderr. Another exception: "NAME: message", 1.
     template <typename Body> int run(int argc, const char* const* argv, const Body& body)
     {
-        try {
-            parse(argc, argv);
-        } catch (const CLI::ParseError& e) {
-            if (e.get_exit_code() == 0) {
-                std::cout << help();
-                return kExitOk;
-            }
-            return usage_error(e.what());
-        }
+        if (auto status = parse_or_exit(argc, argv))
+            return *status;
         try {
             return body();
         } catch (const UsageError& e) {
@@ -289,6 +282,24 @@ public:
             (void)std::fprintf(stderr, "%s: %s\n", get_name().c_str(), e.what());
             return kExitError;
         }
+    }
+
+    // Parses argv: nothing if the program is to go on, else its exit status
+    // (--help: 0, the help printed; a parse error: 2, the message printed).
+    // Nothing is printed unless @speak (an MPI rank other than 0, say).
+    std::optional<int> parse_or_exit(int argc, const char* const* argv, bool speak = true)
+    {
+        try {
+            parse(argc, argv);
+        } catch (const CLI::ParseError& e) {
+            if (e.get_exit_code() == 0) {
+                if (speak)
+                    std::cout << help();
+                return kExitOk;
+            }
+            return speak ? usage_error(e.what()) : kExitUsage;
+        }
+        return std::nullopt;
     }
 
     // Parses @args, the arguments after the program's name (for tests).
