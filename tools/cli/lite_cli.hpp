@@ -112,7 +112,7 @@ inline std::string short_number(uint64_t v)
 // "1..128" for the help; nothing for a bound that is no real limit.
 inline std::string range_text(uint64_t lo, uint64_t hi)
 {
-    return hi >= UINT32_MAX ? std::string() : short_number(lo) + ".." + short_number(hi);
+    return hi == UINT32_MAX || hi >= INT64_MAX ? std::string() : short_number(lo) + ".." + short_number(hi);
 }
 
 // A CLI11 transform: a number in [@lo, @hi] (K, M, G suffixes allowed),
