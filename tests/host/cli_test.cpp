@@ -84,6 +84,17 @@ TEST(Cli, ExitCodes)
     EXPECT_EQ(o.status, 2);
     EXPECT_NE(o.err.find("stray"), std::string::npos) << o.err;
 
+    lite_cli::App commands("prog", "a test");
+    commands.require_subcommand(1, 1);
+    commands.add_subcommand("serve", "a command");
+    o = run(commands, {"frob"});
+    EXPECT_EQ(o.status, 2);
+    EXPECT_NE(o.err.find("unknown command 'frob'"), std::string::npos) << o.err;
+    lite_cli::App none("prog", "a test");
+    none.require_subcommand(1, 1);
+    none.add_subcommand("serve", "a command");
+    EXPECT_EQ(run(none, {}).status, 2);
+
     // What the program's body throws after parsing.
     lite_cli::App body("prog", "a test");
     o = run(body, {}, []() -> int { throw lite_cli::UsageError("--a only goes with --b"); });

@@ -297,7 +297,12 @@ public:
                     std::cout << help();
                 return kExitOk;
             }
-            return speak ? usage_error(e.what()) : kExitUsage;
+            std::string msg = e.what();
+            // A word that is no command, where one is required: name it.
+            const bool has_commands = !get_subcommands([](const CLI::App*) { return true; }).empty();
+            if (has_commands && get_subcommands().empty() && !remaining().empty())
+                msg = "unknown command '" + remaining().front() + "'";
+            return speak ? usage_error(msg) : kExitUsage;
         }
         return std::nullopt;
     }
