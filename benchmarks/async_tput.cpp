@@ -281,25 +281,28 @@ int run(const Options& o, const Target& at)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "Throughput with operations in flight, by queue depth: lite over io_uring (lite::Ring, "
-                             "completions by events or polled), lite over one blocking call per thread, native verbs; "
-                             "CSV on stdout.");
-    Options o;
-    Target at(18640);
-    lite_cli::add_choice(app, "--mode", o.mode,
-                         {{"native", "native"},
-                          {"lite-ring", "lite-ring"},
-                          {"lite-ring-poll", "lite-ring-poll"},
-                          {"lite-sync", "lite-sync"}},
-                         "what is measured")
-        ->required();
-    lite_cli::add_choice(app, "--op", o.write, {{"write", true}, {"read", false}}, "operation (default write)");
-    lite_cli::add_list(app, "--qd", o.qds, 1, kMaxQd, "comma-separated queue depths (default 1,2,4,8,16,32,64)");
-    lite_cli::add_number(app, "--len", o.len, 1, 65536, "bytes per operation (default 64)");
-    lite_cli::add_number(app, "--seconds", o.seconds, 1, 600, "time per queue depth (default 1)");
-    lite_cli::add_instance(app, o.instance, "lite modes: the local node instance (default 0)");
-    lite_cli::add_node(app, o.node, false, "lite modes: the node holding the LMR (default 2)");
-    add_poll(app, o.poll, "native: how completions are waited for (default busy)");
-    at.add_options(app); // native: where the loopback connection listens
-    return app.run(argc, argv, [&o, &at] { return run(o, at); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "Throughput with operations in flight, by queue depth: lite over io_uring (lite::Ring, "
+                          "completions by events or polled), lite over one blocking call per thread, native verbs; "
+                          "CSV on stdout.");
+        Options o;
+        Target at(18640);
+        lite_cli::add_choice(app, "--mode", o.mode,
+                             {{"native", "native"},
+                              {"lite-ring", "lite-ring"},
+                              {"lite-ring-poll", "lite-ring-poll"},
+                              {"lite-sync", "lite-sync"}},
+                             "what is measured")
+            ->required();
+        lite_cli::add_choice(app, "--op", o.write, {{"write", true}, {"read", false}}, "operation (default write)");
+        lite_cli::add_list(app, "--qd", o.qds, 1, kMaxQd, "comma-separated queue depths (default 1,2,4,8,16,32,64)");
+        lite_cli::add_number(app, "--len", o.len, 1, 65536, "bytes per operation (default 64)");
+        lite_cli::add_number(app, "--seconds", o.seconds, 1, 600, "time per queue depth (default 1)");
+        lite_cli::add_instance(app, o.instance, "lite modes: the local node instance (default 0)");
+        lite_cli::add_node(app, o.node, false, "lite modes: the node holding the LMR (default 2)");
+        add_poll(app, o.poll, "native: how completions are waited for (default busy)");
+        at.add_options(app); // native: where the loopback connection listens
+        return app.run(argc, argv, [&o, &at] { return run(o, at); });
+    });
 }

@@ -326,9 +326,12 @@ int run(const Options& o)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("dsm-apps", "The DSM programs (stencil, matmul, PageRank) on the kernel DSM, the user-level DSM "
-                                  "or local memory, checked against a single-node run; CSV on stdout.");
-    Options o;
-    add_options(app, o);
-    return app.run(argc, argv, [&o] { return run(o); });
+    return lite_cli::guard("dsm-apps", [&] {
+        lite_cli::App app("dsm-apps",
+                          "The DSM programs (stencil, matmul, PageRank) on the kernel DSM, the user-level DSM "
+                          "or local memory, checked against a single-node run; CSV on stdout.");
+        Options o;
+        add_options(app, o);
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
 }

@@ -325,11 +325,13 @@ int run(const Options& o)
 int run_ga(int argc, char** argv)
 {
     GA_Initialize();
-    lite_cli::App app("dsm-apps-ga", "The DSM programs on Global Arrays (ARMCI-MPI, Open MPI), under mpirun -np N; "
-                                     "CSV on stdout (rank 0), as dsm-apps prints it.");
-    Options o;
-    bench::add_app_options(app, o);
-    const int rc = app.run(argc, argv, [&o] { return run(o); });
+    const int rc = lite_cli::guard("dsm-apps-ga", [&] {
+        lite_cli::App app("dsm-apps-ga", "The DSM programs on Global Arrays (ARMCI-MPI, Open MPI), under mpirun -np N; "
+                                         "CSV on stdout (rank 0), as dsm-apps prints it.");
+        Options o;
+        bench::add_app_options(app, o);
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
     if (rc == 1 && np() > 1) // the others may wait in a collective call
         MPI_Abort(MPI_COMM_WORLD, 1);
     int worst = 0;

@@ -210,11 +210,15 @@ int run(const std::vector<unsigned>& inst, unsigned runs)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("dsm-lat", "DSM fault latency (read, write with 0-2 copies to invalidate) against one raw 4 KiB "
-                                 "LITE_read on the same nodes; CSV on stdout.");
-    std::vector<unsigned> inst;
-    unsigned runs = 300;
-    lite_cli::add_list(app, "--instances", inst, 0, 1U << 30, "local node instances HOME,FAULTER,OTHER")->required();
-    lite_cli::add_number(app, "--runs", runs, 10, 100000, "faults timed per kind (default 300)");
-    return app.run(argc, argv, [&] { return run(inst, runs); });
+    return lite_cli::guard("dsm-lat", [&] {
+        lite_cli::App app("dsm-lat",
+                          "DSM fault latency (read, write with 0-2 copies to invalidate) against one raw 4 KiB "
+                          "LITE_read on the same nodes; CSV on stdout.");
+        std::vector<unsigned> inst;
+        unsigned runs = 300;
+        lite_cli::add_list(app, "--instances", inst, 0, 1U << 30, "local node instances HOME,FAULTER,OTHER")
+            ->required();
+        lite_cli::add_number(app, "--runs", runs, 10, 100000, "faults timed per kind (default 300)");
+        return app.run(argc, argv, [&] { return run(inst, runs); });
+    });
 }

@@ -451,9 +451,11 @@ int run(const Args& a, const char* argv0)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "Time from a fresh process's start (fork) to its first completed 8-byte remote write, "
-                             "over RUNS child processes; prints CSV on stdout.");
-    Args a;
-    add_options(app, a);
-    return app.run(argc, argv, [&a, argv] { return run(a, argv[0]); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg, "Time from a fresh process's start (fork) to its first completed 8-byte remote write, "
+                                 "over RUNS child processes; prints CSV on stdout.");
+        Args a;
+        add_options(app, a);
+        return app.run(argc, argv, [&a, argv] { return run(a, argv[0]); });
+    });
 }

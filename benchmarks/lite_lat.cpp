@@ -138,17 +138,21 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "LITE_write/LITE_read latency to an LMR on a lite node; prints CSV on stdout. The nodes "
-                             "must be up already (litectl up).");
-    Args a;
-    lite_cli::add_instance(app, a.instance, "local node instance to attach to (default 0)");
-    lite_cli::add_node(app, a.node, false, "node that holds the LMR (default 2)");
-    lite_cli::add_number(app, "--lmr-size", a.lmr_size, 1, LITE_LMR_MAX,
-                         "LMR size (default 65536); every size must fit in it");
-    lite_cli::add_choice(app, "--path", g_flags,
-                         {{"auto", 0U}, {"copy", uint32_t{LITE_RW_COPY}}, {"zcopy", uint32_t{LITE_RW_ZCOPY}}},
-                         "auto (default: the kernel picks by size), copy (through a kernel buffer) or zcopy (pinned "
-                         "user pages)");
-    bench::add_common(app, a.opt, LITE_LMR_MAX); // sizes are checked against the LMR size in run()
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "LITE_write/LITE_read latency to an LMR on a lite node; prints CSV on stdout. The nodes "
+                          "must be up already (litectl up).");
+        Args a;
+        lite_cli::add_instance(app, a.instance, "local node instance to attach to (default 0)");
+        lite_cli::add_node(app, a.node, false, "node that holds the LMR (default 2)");
+        lite_cli::add_number(app, "--lmr-size", a.lmr_size, 1, LITE_LMR_MAX,
+                             "LMR size (default 65536); every size must fit in it");
+        lite_cli::add_choice(
+            app, "--path", g_flags,
+            {{"auto", 0U}, {"copy", uint32_t{LITE_RW_COPY}}, {"zcopy", uint32_t{LITE_RW_ZCOPY}}},
+            "auto (default: the kernel picks by size), copy (through a kernel buffer) or zcopy (pinned "
+            "user pages)");
+        bench::add_common(app, a.opt, LITE_LMR_MAX); // sizes are checked against the LMR size in run()
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -294,14 +294,18 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "RPC round trips through lite (LITE_rpc_call to an echo server on another node); prints "
-                             "CSV on stdout. The nodes must be up already (litectl up).");
-    Args a;
-    lite_cli::add_instance(app, a.client_instance, "node instance the calls are made from (default 0)",
-                           "--client-instance");
-    lite_cli::add_instance(app, a.server_instance, "node instance that serves them (default 1)", "--server-instance");
-    lite_cli::add_number(app, "--port", a.port, 1, UINT32_MAX, "RPC port the server registers (default 7001)");
-    lite_cli::add_number(app, "--timeout-ms", a.timeout_ms, 1, 3'600'000, "limit of each call (default 5000)");
-    bench::rpc::add_rpc(app, a.opt, LITE_RPC_MAX);
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "RPC round trips through lite (LITE_rpc_call to an echo server on another node); prints "
+                          "CSV on stdout. The nodes must be up already (litectl up).");
+        Args a;
+        lite_cli::add_instance(app, a.client_instance, "node instance the calls are made from (default 0)",
+                               "--client-instance");
+        lite_cli::add_instance(app, a.server_instance, "node instance that serves them (default 1)",
+                               "--server-instance");
+        lite_cli::add_number(app, "--port", a.port, 1, UINT32_MAX, "RPC port the server registers (default 7001)");
+        lite_cli::add_number(app, "--timeout-ms", a.timeout_ms, 1, 3'600'000, "limit of each call (default 5000)");
+        bench::rpc::add_rpc(app, a.opt, LITE_RPC_MAX);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

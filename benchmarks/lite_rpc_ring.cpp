@@ -202,18 +202,21 @@ int run(const Options& opt)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "RPC calls per second with calls and receives in flight on io_uring; prints CSV on "
-                             "stdout. The nodes must be up already (litectl up).");
-    Options o;
-    lite_cli::add_instance(app, o.client_instance, "node instance the calls are made from (default 0)",
-                           "--client-instance");
-    lite_cli::add_instance(app, o.server_instance, "node instance that serves them (default 1)", "--server-instance");
-    lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "RPC port the server registers (default 7002)");
-    lite_cli::add_number(app, "--depth", o.depth, 1, 1024,
-                         "calls in flight per client thread, and receives in flight at the server (default 32)");
-    lite_cli::add_list(app, "--threads", o.threads, 1, bench::rpc::kMaxThreads,
-                       "client threads, each with its own ring (default 1)");
-    lite_cli::add_number(app, "--size", o.size, 1, LITE_RPC_MAX, "request (and reply) size (default 64)");
-    lite_cli::add_number(app, "--seconds", o.seconds, 1, 3600, "per point (default 3)");
-    return app.run(argc, argv, [&o] { return run(o); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg, "RPC calls per second with calls and receives in flight on io_uring; prints CSV on "
+                                 "stdout. The nodes must be up already (litectl up).");
+        Options o;
+        lite_cli::add_instance(app, o.client_instance, "node instance the calls are made from (default 0)",
+                               "--client-instance");
+        lite_cli::add_instance(app, o.server_instance, "node instance that serves them (default 1)",
+                               "--server-instance");
+        lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "RPC port the server registers (default 7002)");
+        lite_cli::add_number(app, "--depth", o.depth, 1, 1024,
+                             "calls in flight per client thread, and receives in flight at the server (default 32)");
+        lite_cli::add_list(app, "--threads", o.threads, 1, bench::rpc::kMaxThreads,
+                           "client threads, each with its own ring (default 1)");
+        lite_cli::add_number(app, "--size", o.size, 1, LITE_RPC_MAX, "request (and reply) size (default 64)");
+        lite_cli::add_number(app, "--seconds", o.seconds, 1, 3600, "per point (default 3)");
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
 }

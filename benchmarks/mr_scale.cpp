@@ -607,14 +607,17 @@ void check(const lite_cli::App& app, const Options& o)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "Random RDMA writes into growing registered memory (--sweep memory) or into a growing "
-                             "number of regions (--sweep regions), native verbs (one MR per region) or lite (one LMR "
-                             "per region); one write outstanding at a time. Prints CSV on stdout. For lite the nodes "
-                             "must be up already (litectl up).");
-    Options o;
-    add_options(app, o);
-    return app.run(argc, argv, [&] {
-        check(app, o);
-        return *o.mode == Mode::native ? run_native(o) : run_lite(o);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "Random RDMA writes into growing registered memory (--sweep memory) or into a growing "
+                          "number of regions (--sweep regions), native verbs (one MR per region) or lite (one LMR "
+                          "per region); one write outstanding at a time. Prints CSV on stdout. For lite the nodes "
+                          "must be up already (litectl up).");
+        Options o;
+        add_options(app, o);
+        return app.run(argc, argv, [&] {
+            check(app, o);
+            return *o.mode == Mode::native ? run_native(o) : run_lite(o);
+        });
     });
 }

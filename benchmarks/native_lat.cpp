@@ -162,14 +162,18 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "RDMA WRITE/READ latency over one RC connection from the RDMA device that owns IPV4 to "
-                             "itself, made with librdmacm; prints CSV on stdout.");
-    Args a;
-    a.at.add_options(app);
-    add_poll(app, a.mode,
-             "how to wait for a completion: busy (default) polls the CQ in a loop; event sleeps on the CQ's completion "
-             "channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; the CSV's ops are then "
-             "write-event and read-event");
-    bench::add_common(app, a.opt, kMaxSize);
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "RDMA WRITE/READ latency over one RC connection from the RDMA device that owns IPV4 to "
+                          "itself, made with librdmacm; prints CSV on stdout.");
+        Args a;
+        a.at.add_options(app);
+        add_poll(
+            app, a.mode,
+            "how to wait for a completion: busy (default) polls the CQ in a loop; event sleeps on the CQ's completion "
+            "channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; the CSV's ops are then "
+            "write-event and read-event");
+        bench::add_common(app, a.opt, kMaxSize);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

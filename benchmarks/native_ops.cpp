@@ -350,12 +350,16 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "Native verbs latency by operation (send, write, write-imm, read, fetch-add, cmp-swap; "
-                             "the atomics at 8 bytes only) over one RC connection from the RDMA device that owns IPV4 "
-                             "to itself, made with librdmacm; prints CSV on stdout.");
-    Args a;
-    a.at.add_options(app);
-    add_poll(app, a.mode, "busy (default) or event, as native-lat; the CSV's ops are suffixed -event in event mode");
-    bench::add_common(app, a.opt, kMaxSize);
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "Native verbs latency by operation (send, write, write-imm, read, fetch-add, cmp-swap; "
+                          "the atomics at 8 bytes only) over one RC connection from the RDMA device that owns IPV4 "
+                          "to itself, made with librdmacm; prints CSV on stdout.");
+        Args a;
+        a.at.add_options(app);
+        add_poll(app, a.mode,
+                 "busy (default) or event, as native-lat; the CSV's ops are suffixed -event in event mode");
+        bench::add_common(app, a.opt, kMaxSize);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

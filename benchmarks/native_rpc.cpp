@@ -464,15 +464,19 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "RPC round trips (RDMA WRITE WITH IMMEDIATE both ways) over RC connections from the RDMA "
-                             "device that owns IPV4 to itself, made with librdmacm; a server thread per connection "
-                             "echoes every request. Prints CSV on stdout.");
-    Args a;
-    a.at.add_options(app);
-    add_poll(app, a.mode,
-             "how both ends wait for completions: busy (default) polls the CQ in a loop; event sleeps on the CQ's "
-             "completion channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; lat's op is then "
-             "rpc-event");
-    bench::rpc::add_rpc(app, a.opt, kMaxSize);
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "RPC round trips (RDMA WRITE WITH IMMEDIATE both ways) over RC connections from the RDMA "
+                          "device that owns IPV4 to itself, made with librdmacm; a server thread per connection "
+                          "echoes every request. Prints CSV on stdout.");
+        Args a;
+        a.at.add_options(app);
+        add_poll(
+            app, a.mode,
+            "how both ends wait for completions: busy (default) polls the CQ in a loop; event sleeps on the CQ's "
+            "completion channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; lat's op is then "
+            "rpc-event");
+        bench::rpc::add_rpc(app, a.opt, kMaxSize);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

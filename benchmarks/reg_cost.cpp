@@ -274,18 +274,22 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "ibv_reg_mr + ibv_dereg_mr against LITE_alloc + LITE_free, median time per size; prints "
-                             "CSV on stdout. The lite nodes must be up already (litectl up).");
-    Args a;
-    add_addr(app, a.addr, "address of the RDMA device's netdev for the native side ($LITE_ADDR, else 10.99.0.1)");
-    lite_cli::add_instance(app, a.instance, "local lite node instance to attach to (default 0)");
-    lite_cli::add_node(app, a.node, false, "node that holds the LMRs (default 2)");
-    lite_cli::add_number(app, "--iters", a.iters, 1, 1'000'000,
-                         "timed rounds per size (default 20 up to 1M, 5 up to 256M, 3 above)");
-    lite_cli::add_list(app, "--sizes", a.sizes, 1, LITE_LMR_MAX,
-                       "comma-separated sizes, with an optional K, M or G suffix (default 4K,64K,1M,16M,256M,1G)");
-    lite_cli::add_number(app, "--pace-ms", a.pace_ms, 0, 10'000,
-                         "also measure sizes up to 1M with N ms of computing (a busy loop) before each call (default "
-                         "10; 0: back to back only)");
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "ibv_reg_mr + ibv_dereg_mr against LITE_alloc + LITE_free, median time per size; prints "
+                          "CSV on stdout. The lite nodes must be up already (litectl up).");
+        Args a;
+        add_addr(app, a.addr, "address of the RDMA device's netdev for the native side ($LITE_ADDR, else 10.99.0.1)");
+        lite_cli::add_instance(app, a.instance, "local lite node instance to attach to (default 0)");
+        lite_cli::add_node(app, a.node, false, "node that holds the LMRs (default 2)");
+        lite_cli::add_number(app, "--iters", a.iters, 1, 1'000'000,
+                             "timed rounds per size (default 20 up to 1M, 5 up to 256M, 3 above)");
+        lite_cli::add_list(app, "--sizes", a.sizes, 1, LITE_LMR_MAX,
+                           "comma-separated sizes, with an optional K, M or G suffix (default 4K,64K,1M,16M,256M,1G)");
+        lite_cli::add_number(
+            app, "--pace-ms", a.pace_ms, 0, 10'000,
+            "also measure sizes up to 1M with N ms of computing (a busy loop) before each call (default "
+            "10; 0: back to back only)");
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

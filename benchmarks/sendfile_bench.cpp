@@ -423,18 +423,21 @@ int run(const Args& a)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(kProg, "A file's bytes into remote memory: native verbs with a registration per request or "
-                             "cached, pread + LITE_write, LITE_sendfile (and NFS reads with --nfs); MB/s and CPU per "
-                             "MiB by size, CSV on stdout. The lite nodes must be up already (litectl up).");
-    Args a;
-    app.add_option("--dir", a.dir, "where the test files are made (sf-SIZE)")->type_name("DIR")->required();
-    app.add_option("--nfs", a.nfs, "also read DIR/sf-SIZE with O_DIRECT (an NFS mount of --dir)")->type_name("DIR");
-    a.target.add_options(app, "; the event pair takes the next one");
-    lite_cli::add_instance(app, a.instance, "local lite node instance to attach to (default 0)");
-    lite_cli::add_node(app, a.node, false, "node that holds the LMR (default 2)");
-    lite_cli::add_list(app, "--sizes", a.sizes, 1, 1ULL << 30,
-                       "comma-separated sizes with K, M or G (default 4K,16K,64K,256K,1M,4M,16M,64M)");
-    lite_cli::add_number(app, "--bytes", a.per_size, 1, uint64_t{1} << 40,
-                         "bytes moved per size and way (default 64M)");
-    return app.run(argc, argv, [&a] { return run(a); });
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "A file's bytes into remote memory: native verbs with a registration per request or "
+                          "cached, pread + LITE_write, LITE_sendfile (and NFS reads with --nfs); MB/s and CPU per "
+                          "MiB by size, CSV on stdout. The lite nodes must be up already (litectl up).");
+        Args a;
+        app.add_option("--dir", a.dir, "where the test files are made (sf-SIZE)")->type_name("DIR")->required();
+        app.add_option("--nfs", a.nfs, "also read DIR/sf-SIZE with O_DIRECT (an NFS mount of --dir)")->type_name("DIR");
+        a.target.add_options(app, "; the event pair takes the next one");
+        lite_cli::add_instance(app, a.instance, "local lite node instance to attach to (default 0)");
+        lite_cli::add_node(app, a.node, false, "node that holds the LMR (default 2)");
+        lite_cli::add_list(app, "--sizes", a.sizes, 1, 1ULL << 30,
+                           "comma-separated sizes with K, M or G (default 4K,16K,64K,256K,1M,4M,16M,64M)");
+        lite_cli::add_number(app, "--bytes", a.per_size, 1, uint64_t{1} << 40,
+                             "bytes moved per size and way (default 64M)");
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -84,15 +84,18 @@ int run(const Options& o)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("async_fill", "Fill an LMR on another node with many writes in flight through lite::Ring "
-                                    "(io_uring), read it back, check every block, count blocks with fetch-and-add.");
-    Options o;
-    lite_cli::add_instance(app, o.instance, "local node instance (default 0)");
-    lite_cli::add_node(app, o.node, false, "node that holds the memory (default 2)");
-    lite_cli::add_number(app, "--size", o.size, 1, LITE_LMR_MAX, "bytes to fill, K/M/G suffixes (default 16M)");
-    lite_cli::add_number(app, "--block", o.block, 1, 4 << 20,
-                         "bytes per write (default 4K, at most 64K for the no-wait path)");
-    lite_cli::add_number(app, "--depth", o.depth, 1, 4096,
-                         "io_uring submission entries; twice as many may be in flight (default 256)");
-    return app.run(argc, argv, [&o] { return run(o); });
+    return lite_cli::guard("async_fill", [&] {
+        lite_cli::App app("async_fill",
+                          "Fill an LMR on another node with many writes in flight through lite::Ring "
+                          "(io_uring), read it back, check every block, count blocks with fetch-and-add.");
+        Options o;
+        lite_cli::add_instance(app, o.instance, "local node instance (default 0)");
+        lite_cli::add_node(app, o.node, false, "node that holds the memory (default 2)");
+        lite_cli::add_number(app, "--size", o.size, 1, LITE_LMR_MAX, "bytes to fill, K/M/G suffixes (default 16M)");
+        lite_cli::add_number(app, "--block", o.block, 1, 4 << 20,
+                             "bytes per write (default 4K, at most 64K for the no-wait path)");
+        lite_cli::add_number(app, "--depth", o.depth, 1, 4096,
+                             "io_uring submission entries; twice as many may be in flight (default 256)");
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
 }

@@ -104,37 +104,41 @@ int call(unsigned inst, uint32_t port, uint32_t node, size_t size, uint64_t coun
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("echo", "RPC echo: a server that answers every call with its request, and a client that checks "
-                              "every byte of every reply and reports round trips.");
-    app.require_subcommand(1, 1);
-    unsigned inst = 0;
-    uint32_t port = kDefaultPort;
-    lite_cli::add_instance(app, inst, "the local node instance to attach to (default 0)");
-    lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 7)");
+    return lite_cli::guard("echo", [&] {
+        lite_cli::App app("echo",
+                          "RPC echo: a server that answers every call with its request, and a client that checks "
+                          "every byte of every reply and reports round trips.");
+        app.require_subcommand(1, 1);
+        unsigned inst = 0;
+        uint32_t port = kDefaultPort;
+        lite_cli::add_instance(app, inst, "the local node instance to attach to (default 0)");
+        lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 7)");
 
-    auto* serve_cmd = app.add_subcommand("serve", "answer every call to port P with its own bytes, on T threads, "
-                                                  "until SIGINT or SIGTERM");
-    serve_cmd->fallthrough();
-    unsigned threads = 2;
-    lite_cli::add_number(*serve_cmd, "--threads", threads, 1, 1024, "server threads (default 2)");
+        auto* serve_cmd = app.add_subcommand("serve", "answer every call to port P with its own bytes, on T threads, "
+                                                      "until SIGINT or SIGTERM");
+        serve_cmd->fallthrough();
+        unsigned threads = 2;
+        lite_cli::add_number(*serve_cmd, "--threads", threads, 1, 1024, "server threads (default 2)");
 
-    auto* call_cmd = app.add_subcommand("call", "make N calls of BYTES bytes each to port P on node ID, check every "
-                                                "byte of every reply, print the round trip times");
-    call_cmd->fallthrough();
-    uint32_t node = 0;
-    size_t size = 64;
-    uint64_t count = 10;
-    uint32_t timeout_ms = 0;
-    lite_cli::add_node(*call_cmd, node, true, "the server's node (0: this node)")->required();
-    lite_cli::add_number(*call_cmd, "--size", size, 0, LITE_RPC_MAX,
-                         "bytes per call (default 64, at most 4M; K and M suffixes work)");
-    lite_cli::add_number(*call_cmd, "--count", count, 1, UINT32_MAX, "calls (default 10)");
-    lite_cli::add_number(*call_cmd, "--timeout", timeout_ms, 0, 600000,
-                         "limit of each call, ms (default 0: LITE_RPC_TIMEOUT_MS)");
+        auto* call_cmd =
+            app.add_subcommand("call", "make N calls of BYTES bytes each to port P on node ID, check every "
+                                       "byte of every reply, print the round trip times");
+        call_cmd->fallthrough();
+        uint32_t node = 0;
+        size_t size = 64;
+        uint64_t count = 10;
+        uint32_t timeout_ms = 0;
+        lite_cli::add_node(*call_cmd, node, true, "the server's node (0: this node)")->required();
+        lite_cli::add_number(*call_cmd, "--size", size, 0, LITE_RPC_MAX,
+                             "bytes per call (default 64, at most 4M; K and M suffixes work)");
+        lite_cli::add_number(*call_cmd, "--count", count, 1, UINT32_MAX, "calls (default 10)");
+        lite_cli::add_number(*call_cmd, "--timeout", timeout_ms, 0, 600000,
+                             "limit of each call, ms (default 0: LITE_RPC_TIMEOUT_MS)");
 
-    return app.run(argc, argv, [&] {
-        if (serve_cmd->parsed())
-            return serve(inst, port, threads);
-        return call(inst, port, node, size, count, std::chrono::milliseconds(timeout_ms));
+        return app.run(argc, argv, [&] {
+            if (serve_cmd->parsed())
+                return serve(inst, port, threads);
+            return call(inst, port, node, size, count, std::chrono::milliseconds(timeout_ms));
+        });
     });
 }

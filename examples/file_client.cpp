@@ -82,32 +82,36 @@ int run(const Options& o)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app(
-        "file_client",
-        "Ask file_server on node N for L bytes of PATH from offset O into a fresh LMR on node M (default: "
-        "this node), then read them back and compare their checksum with the server's. Exit 0 if they "
-        "match.");
-    Options o;
-    lite_cli::add_node(app, o.node, false, "the file server's node")->required();
-    lite_cli::add_instance(app, o.inst, "local node instance (default 0)");
-    lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "the server's RPC port (default 4100)");
-    lite_cli::add_node(app, o.lmr_node, true, "node of the LMR the bytes go to (default 0: this node)", "--lmr-node");
-    lite_cli::add_number(app, "--offset", o.offset, 0, INT64_MAX, "where in the file to start (default 0)");
-    lite_cli::add_number(app, "--len", o.len, 1, uint64_t{1} << 32, "bytes to fetch (default 1M; K, M, G suffixes)");
-    app.add_option("--out", o.out, "also write the bytes to FILE")->type_name("FILE");
-    app.add_option("PATH", o.path, "the file, beneath the server's root")->required();
-    return app.run(argc, argv, [&o] {
-        try {
-            return run(o);
-        } catch (const lite::Error& e) {
-            if (e.errnum() == ETIMEDOUT) {
-                (void)std::fprintf(stderr,
-                                   "file_client: %s\nfile_client: is file_server running on that node and "
-                                   "port?\n",
-                                   e.what());
-                return 1;
+    return lite_cli::guard("file_client", [&] {
+        lite_cli::App app(
+            "file_client",
+            "Ask file_server on node N for L bytes of PATH from offset O into a fresh LMR on node M (default: "
+            "this node), then read them back and compare their checksum with the server's. Exit 0 if they "
+            "match.");
+        Options o;
+        lite_cli::add_node(app, o.node, false, "the file server's node")->required();
+        lite_cli::add_instance(app, o.inst, "local node instance (default 0)");
+        lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "the server's RPC port (default 4100)");
+        lite_cli::add_node(app, o.lmr_node, true, "node of the LMR the bytes go to (default 0: this node)",
+                           "--lmr-node");
+        lite_cli::add_number(app, "--offset", o.offset, 0, INT64_MAX, "where in the file to start (default 0)");
+        lite_cli::add_number(app, "--len", o.len, 1, uint64_t{1} << 32,
+                             "bytes to fetch (default 1M; K, M, G suffixes)");
+        app.add_option("--out", o.out, "also write the bytes to FILE")->type_name("FILE");
+        app.add_option("PATH", o.path, "the file, beneath the server's root")->required();
+        return app.run(argc, argv, [&o] {
+            try {
+                return run(o);
+            } catch (const lite::Error& e) {
+                if (e.errnum() == ETIMEDOUT) {
+                    (void)std::fprintf(stderr,
+                                       "file_client: %s\nfile_client: is file_server running on that node and "
+                                       "port?\n",
+                                       e.what());
+                    return 1;
+                }
+                throw;
             }
-            throw;
-        }
+        });
     });
 }

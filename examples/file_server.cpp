@@ -160,14 +160,16 @@ int run(const std::string& root, unsigned inst, uint32_t port, unsigned threads)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("file_server", "Serve the files beneath DIR into clients' LMRs until SIGINT or SIGTERM.");
-    std::string root;
-    unsigned inst = 0;
-    uint32_t port = filesrv::kDefaultPort;
-    unsigned threads = 2;
-    app.add_option("--root", root, "serve the files beneath DIR")->type_name("DIR")->required();
-    lite_cli::add_instance(app, inst, "local node instance (default 0)");
-    lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 4100)");
-    lite_cli::add_number(app, "--threads", threads, 1, 64, "server threads (default 2)");
-    return app.run(argc, argv, [&] { return run(root, inst, port, threads); });
+    return lite_cli::guard("file_server", [&] {
+        lite_cli::App app("file_server", "Serve the files beneath DIR into clients' LMRs until SIGINT or SIGTERM.");
+        std::string root;
+        unsigned inst = 0;
+        uint32_t port = filesrv::kDefaultPort;
+        unsigned threads = 2;
+        app.add_option("--root", root, "serve the files beneath DIR")->type_name("DIR")->required();
+        lite_cli::add_instance(app, inst, "local node instance (default 0)");
+        lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 4100)");
+        lite_cli::add_number(app, "--threads", threads, 1, 64, "server threads (default 2)");
+        return app.run(argc, argv, [&] { return run(root, inst, port, threads); });
+    });
 }

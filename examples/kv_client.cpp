@@ -257,65 +257,69 @@ int cmd_selftest(Client& c, const Options& o)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("kv_client", "Talks to kv_server on port P of node ID. Keys are 1..255 bytes, values at most 1 "
-                                   "MiB (K and M suffixes are accepted for sizes).");
-    app.footer("exit status: 0 ok, 1 error, 2 usage, 3 key not found");
-    app.require_subcommand(1, 1);
-    Options o;
-    lite_cli::add_instance(app, o.inst, "local node instance (default 0)");
-    lite_cli::add_node(app, o.node, true, "the server's node (0: this node)")->required();
-    lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "the server's RPC port (default 4000)");
-    lite_cli::add_number(app, "--timeout", o.timeout_ms, 0, 600000, "limit of each call, ms (0: the default)");
+    return lite_cli::guard("kv_client", [&] {
+        lite_cli::App app("kv_client",
+                          "Talks to kv_server on port P of node ID. Keys are 1..255 bytes, values at most 1 "
+                          "MiB (K and M suffixes are accepted for sizes).");
+        app.footer("exit status: 0 ok, 1 error, 2 usage, 3 key not found");
+        app.require_subcommand(1, 1);
+        Options o;
+        lite_cli::add_instance(app, o.inst, "local node instance (default 0)");
+        lite_cli::add_node(app, o.node, true, "the server's node (0: this node)")->required();
+        lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "the server's RPC port (default 4000)");
+        lite_cli::add_number(app, "--timeout", o.timeout_ms, 0, 600000, "limit of each call, ms (0: the default)");
 
-    auto key_arg = [&o](CLI::App* cmd) { cmd->add_option("KEY", o.key, "1 to 255 bytes")->required(); };
-    auto* put = app.add_subcommand("put", "store VALUE (the argument's bytes), the contents of file F or BYTES "
-                                          "random bytes (prints their checksum) under KEY");
-    key_arg(put);
-    put->add_option("VALUE", o.value, "the value");
-    put->add_option("--file", o.file, "store the contents of file F")->type_name("F");
-    put->add_option_function<std::string>(
-           "--random-size", [&o](const std::string& n) { o.random_size = lite_cli::parse_u64(n); },
-           "store BYTES random bytes")
-        ->transform(lite_cli::number(0, kv::kMaxValue))
-        ->type_name("BYTES");
-    auto* get = app.add_subcommand("get", "write the value of KEY to stdout");
-    key_arg(get);
-    auto* del = app.add_subcommand("del", "delete KEY");
-    key_arg(del);
-    auto* selftest = app.add_subcommand("selftest", "put N keys with random values of up to 1 MiB, read them back and "
-                                                    "check them, delete them, check they are gone");
-    lite_cli::add_number(*selftest, "--count", o.count, 1, 1000000, "keys")->required();
-    selftest
-        ->add_option_function<std::string>(
-            "--seed", [&o](const std::string& n) { o.seed = lite_cli::parse_u64(n); },
-            "of the random values (default: a random one)")
-        ->transform(lite_cli::number(0, UINT64_MAX))
-        ->type_name("S");
-    for (auto* cmd : {put, get, del, selftest})
-        cmd->fallthrough();
+        auto key_arg = [&o](CLI::App* cmd) { cmd->add_option("KEY", o.key, "1 to 255 bytes")->required(); };
+        auto* put = app.add_subcommand("put", "store VALUE (the argument's bytes), the contents of file F or BYTES "
+                                              "random bytes (prints their checksum) under KEY");
+        key_arg(put);
+        put->add_option("VALUE", o.value, "the value");
+        put->add_option("--file", o.file, "store the contents of file F")->type_name("F");
+        put->add_option_function<std::string>(
+               "--random-size", [&o](const std::string& n) { o.random_size = lite_cli::parse_u64(n); },
+               "store BYTES random bytes")
+            ->transform(lite_cli::number(0, kv::kMaxValue))
+            ->type_name("BYTES");
+        auto* get = app.add_subcommand("get", "write the value of KEY to stdout");
+        key_arg(get);
+        auto* del = app.add_subcommand("del", "delete KEY");
+        key_arg(del);
+        auto* selftest =
+            app.add_subcommand("selftest", "put N keys with random values of up to 1 MiB, read them back and "
+                                           "check them, delete them, check they are gone");
+        lite_cli::add_number(*selftest, "--count", o.count, 1, 1000000, "keys")->required();
+        selftest
+            ->add_option_function<std::string>(
+                "--seed", [&o](const std::string& n) { o.seed = lite_cli::parse_u64(n); },
+                "of the random values (default: a random one)")
+            ->transform(lite_cli::number(0, UINT64_MAX))
+            ->type_name("S");
+        for (auto* cmd : {put, get, del, selftest})
+            cmd->fallthrough();
 
-    return app.run(argc, argv, [&]() -> int {
-        int (*fn)(Client&, const Options&) = cmd_selftest;
-        if (put->parsed()) {
-            fn = cmd_put;
-            check_put(o);
-        } else if (get->parsed()) {
-            fn = cmd_get;
-        } else if (del->parsed()) {
-            fn = cmd_del;
-        }
-        if (!selftest->parsed())
-            check_key(o.key);
-        try {
-            auto lite = lite::Session::open(o.inst);
-            Client client(lite, o.node, o.port, std::chrono::milliseconds(o.timeout_ms));
-            return fn(client, o);
-        } catch (const lite::Error& e) {
-            if (e.errnum() != ETIMEDOUT)
-                throw;
-            (void)std::fprintf(stderr, "kv_client: %s\nkv_client: is kv_server running on that node and port?\n",
-                               e.what());
-            return 1;
-        }
+        return app.run(argc, argv, [&]() -> int {
+            int (*fn)(Client&, const Options&) = cmd_selftest;
+            if (put->parsed()) {
+                fn = cmd_put;
+                check_put(o);
+            } else if (get->parsed()) {
+                fn = cmd_get;
+            } else if (del->parsed()) {
+                fn = cmd_del;
+            }
+            if (!selftest->parsed())
+                check_key(o.key);
+            try {
+                auto lite = lite::Session::open(o.inst);
+                Client client(lite, o.node, o.port, std::chrono::milliseconds(o.timeout_ms));
+                return fn(client, o);
+            } catch (const lite::Error& e) {
+                if (e.errnum() != ETIMEDOUT)
+                    throw;
+                (void)std::fprintf(stderr, "kv_client: %s\nkv_client: is kv_server running on that node and port?\n",
+                                   e.what());
+                return 1;
+            }
+        });
     });
 }

@@ -120,12 +120,14 @@ int run(unsigned inst, uint32_t port, unsigned threads)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("kv_server", "Serve a key-value store until SIGINT or SIGTERM.");
-    unsigned inst = 0;
-    uint32_t port = kv::kDefaultPort;
-    unsigned threads = 4;
-    lite_cli::add_instance(app, inst, "local node instance (default 0)");
-    lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 4000)");
-    lite_cli::add_number(app, "--threads", threads, 1, 1024, "server threads (default 4)");
-    return app.run(argc, argv, [&] { return run(inst, port, threads); });
+    return lite_cli::guard("kv_server", [&] {
+        lite_cli::App app("kv_server", "Serve a key-value store until SIGINT or SIGTERM.");
+        unsigned inst = 0;
+        uint32_t port = kv::kDefaultPort;
+        unsigned threads = 4;
+        lite_cli::add_instance(app, inst, "local node instance (default 0)");
+        lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 4000)");
+        lite_cli::add_number(app, "--threads", threads, 1, 1024, "server threads (default 4)");
+        return app.run(argc, argv, [&] { return run(inst, port, threads); });
+    });
 }

@@ -134,27 +134,30 @@ int run(const Options& o)
 
 int main(int argc, char** argv)
 {
-    lite_cli::App app("lock_counter", "A counter made safe by a lite lock.");
-    app.footer("Exactly one process runs with --create: it allocates the LMR (on node ID, default this node) and "
-               "shares it as NAME; the P-1 others (on any nodes) map NAME, waiting for it to appear. Every process "
-               "runs T threads, each with a session of its own, that N times lock, read the counter, write it back "
-               "plus one and unlock. Then every process waits at a barrier for all P participants, and the creator "
-               "prints the final counter and whether it equals P x T x N (so all must use the same T and N); it exits "
-               "1 if not. MS bounds each lock wait, the barrier and the wait for NAME.");
-    Options o;
-    uint32_t timeout_ms = 60000;
-    lite_cli::add_instance(app, o.instance, "the local node instance (default 0)");
-    app.add_option("--name", o.name, "the LMR's share name")->type_name("NAME")->required();
-    auto* create = app.add_flag("--create", o.create, "allocate the LMR and share it as NAME");
-    lite_cli::add_node(app, o.node, true, "with --create: the LMR's node (default 0: this node)");
-    lite_cli::add_number(app, "--iters", o.iters, 0, 1000000000, "locked increments per thread")->required();
-    lite_cli::add_number(app, "--threads", o.threads, 1, 1024, "threads per process")->required();
-    lite_cli::add_number(app, "--participants", o.participants, 1, 65535, "processes in all (default 1)");
-    lite_cli::add_number(app, "--timeout", timeout_ms, 1, 600000, "ms (default 60000)");
-    return app.run(argc, argv, [&]() -> int {
-        if (app.given("--node") && create->count() == 0)
-            throw lite_cli::UsageError("--node only goes with --create");
-        o.timeout = std::chrono::milliseconds(timeout_ms);
-        return run(o);
+    return lite_cli::guard("lock_counter", [&] {
+        lite_cli::App app("lock_counter", "A counter made safe by a lite lock.");
+        app.footer(
+            "Exactly one process runs with --create: it allocates the LMR (on node ID, default this node) and "
+            "shares it as NAME; the P-1 others (on any nodes) map NAME, waiting for it to appear. Every process "
+            "runs T threads, each with a session of its own, that N times lock, read the counter, write it back "
+            "plus one and unlock. Then every process waits at a barrier for all P participants, and the creator "
+            "prints the final counter and whether it equals P x T x N (so all must use the same T and N); it exits "
+            "1 if not. MS bounds each lock wait, the barrier and the wait for NAME.");
+        Options o;
+        uint32_t timeout_ms = 60000;
+        lite_cli::add_instance(app, o.instance, "the local node instance (default 0)");
+        app.add_option("--name", o.name, "the LMR's share name")->type_name("NAME")->required();
+        auto* create = app.add_flag("--create", o.create, "allocate the LMR and share it as NAME");
+        lite_cli::add_node(app, o.node, true, "with --create: the LMR's node (default 0: this node)");
+        lite_cli::add_number(app, "--iters", o.iters, 0, 1000000000, "locked increments per thread")->required();
+        lite_cli::add_number(app, "--threads", o.threads, 1, 1024, "threads per process")->required();
+        lite_cli::add_number(app, "--participants", o.participants, 1, 65535, "processes in all (default 1)");
+        lite_cli::add_number(app, "--timeout", timeout_ms, 1, 600000, "ms (default 60000)");
+        return app.run(argc, argv, [&]() -> int {
+            if (app.given("--node") && create->count() == 0)
+                throw lite_cli::UsageError("--node only goes with --create");
+            o.timeout = std::chrono::milliseconds(timeout_ms);
+            return run(o);
+        });
     });
 }

@@ -214,6 +214,7 @@ CLI::Option* add_choice(CLI::App& app, const std::string& name, T& into, std::ve
                         const std::string& help)
 {
     std::vector<std::string> words;
+    words.reserve(choices.size());
     for (const auto& c : choices)
         words.push_back(c.first);
     std::string type;
@@ -255,6 +256,20 @@ CLI::Option* add_node(CLI::App& app, T& into, bool zero_is_this_node, const std:
                       const std::string& name = "--node")
 {
     return add_number(app, name, into, zero_is_this_node ? 0 : 1, LITE_MAX_NODES, help);
+}
+
+// @fn()'s value, for main(): what escapes @fn (building the command line,
+// say) ends the program with "@name: message", exit 1.
+template <typename Fn> int guard(const char* name, const Fn& fn) noexcept
+{
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        (void)std::fprintf(stderr, "%s: %s\n", name, e.what());
+    } catch (...) {
+        (void)std::fprintf(stderr, "%s: an unknown exception\n", name);
+    }
+    return kExitError;
 }
 
 // A program's command line: CLI11's App with the conventions above.
@@ -308,7 +323,7 @@ public:
     }
 
     // Parses @args, the arguments after the program's name (for tests).
-    int run(std::vector<std::string> args, const std::function<int()>& body)
+    int run(const std::vector<std::string>& args, const std::function<int()>& body)
     {
         std::vector<const char*> argv{get_name().c_str()};
         for (const auto& a : args)
@@ -320,7 +335,7 @@ public:
     [[nodiscard]] bool given(const std::string& name) const { return count(name) > 0; }
 
 private:
-    int usage_error(const std::string& msg) const
+    [[nodiscard]] int usage_error(const std::string& msg) const
     {
         (void)std::fprintf(stderr, "%s: %s\n(%s --help lists the options)\n", get_name().c_str(), msg.c_str(),
                            get_name().c_str());
