@@ -88,7 +88,10 @@ void measure_atomics(lite_t* lite, const Lmr& lmr, const bench::Options& opt, co
 
 int run(const Args& a)
 {
-    const auto& [opt, instance, node, lmr_size] = a;
+    const auto& opt = a.opt;
+    const auto& instance = a.instance;
+    const auto& node = a.node;
+    const auto& lmr_size = a.lmr_size;
     const size_t len = *std::max_element(opt.sizes.begin(), opt.sizes.end());
     if (len > lmr_size) {
         throw lite_cli::UsageError("--sizes: " + std::to_string(len) + " bytes do not fit in the LMR of " +

@@ -258,7 +258,11 @@ uint64_t measure(const bench::rpc::RpcOptions& opt, lite_t* lite, uint32_t node,
 
 int run(const Args& a)
 {
-    const auto& [opt, client_instance, server_instance, port, timeout_ms] = a;
+    const auto& opt = a.opt;
+    const auto& client_instance = a.client_instance;
+    const auto& server_instance = a.server_instance;
+    const auto& port = a.port;
+    const auto& timeout_ms = a.timeout_ms;
     const size_t cap = opt.max_size();
 
     Lite server_lite = open_lite(server_instance);

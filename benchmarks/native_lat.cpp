@@ -131,7 +131,9 @@ void check_data(Side& server, Side& client, Poster& post, size_t len, unsigned s
 
 int run(const Args& a)
 {
-    const auto& [opt, at, mode] = a;
+    const auto& opt = a.opt;
+    const auto& at = a.at;
+    const auto& mode = a.mode;
     const sockaddr_in sin = at.sockaddr();
     const size_t len = *std::max_element(opt.sizes.begin(), opt.sizes.end());
 

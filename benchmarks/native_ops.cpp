@@ -293,7 +293,9 @@ void print_row(const std::string& op, size_t size, unsigned iters, const bench::
 
 int run(const Args& a)
 {
-    const auto& [opt, at, mode] = a;
+    const auto& opt = a.opt;
+    const auto& at = a.at;
+    const auto& mode = a.mode;
     const sockaddr_in sin = at.sockaddr();
     const size_t len = std::max(*std::max_element(opt.sizes.begin(), opt.sizes.end()), kAtomicSize);
 

@@ -409,7 +409,9 @@ private:
 
 int run(const Args& a)
 {
-    const auto& [opt, at, mode] = a;
+    const auto& opt = a.opt;
+    const auto& at = a.at;
+    const auto& mode = a.mode;
     const sockaddr_in sin = at.sockaddr();
     const size_t area = opt.max_size();
     const unsigned pairs = opt.max_threads();

@@ -228,7 +228,12 @@ std::string cell(const std::optional<Medians>& m, bool first)
 
 int run(const Args& a)
 {
-    const auto& [addr, instance, node, iters, pace_ms, sizes] = a;
+    const auto& addr = a.addr;
+    const auto& instance = a.instance;
+    const auto& node = a.node;
+    const auto& iters = a.iters;
+    const auto& pace_ms = a.pace_ms;
+    const auto& sizes = a.sizes;
     sockaddr_in sin = parse_addr(addr, 0);
 
     // The native side's device: the one an rdma_cm id bound to ADDR gets.

@@ -328,7 +328,13 @@ std::string cell(const std::optional<Figure>& f, bool cpu)
 
 int run(const Args& a)
 {
-    const auto& [target, dir, nfs, instance, node, per_size, sizes] = a;
+    const auto& target = a.target;
+    const auto& dir = a.dir;
+    const auto& nfs = a.nfs;
+    const auto& instance = a.instance;
+    const auto& node = a.node;
+    const auto& per_size = a.per_size;
+    const auto& sizes = a.sizes;
     if (dir.empty())
         throw lite_cli::UsageError("--dir is required");
     uint64_t max = 0;

@@ -37,7 +37,14 @@ int run(const Options& o)
 {
     if (o.path.size() > filesrv::kMaxPath)
         throw lite_cli::UsageError("PATH is longer than " + std::to_string(filesrv::kMaxPath) + " bytes");
-    const auto& [node, inst, port, lmr_node, offset, len, out, path] = o;
+    const auto& node = o.node;
+    const auto& inst = o.inst;
+    const auto& port = o.port;
+    const auto& lmr_node = o.lmr_node;
+    const auto& offset = o.offset;
+    const auto& len = o.len;
+    const auto& out = o.out;
+    const auto& path = o.path;
 
     auto lite = lite::Session::open(inst);
     auto lmr = lite.alloc(len, lmr_node);
