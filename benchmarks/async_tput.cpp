@@ -56,17 +56,6 @@ constexpr const char* kProg = "async-tput";
 constexpr size_t kRegion = size_t{4} << 20;
 constexpr unsigned kMaxQd = 256;
 
-constexpr const char* kUsage = R"(usage: async-tput --mode native|lite-ring|lite-ring-poll|lite-sync [options]
-  --op write|read   operation (default write)
-  --qd LIST         comma-separated queue depths, 1..256 (default 1,2,4,8,16,32,64)
-  --len BYTES       bytes per operation, 1..65536 (default 64)
-  --seconds S       time per queue depth (default 1)
-  --instance N      lite modes: the local node instance (default 0)
-  --node N          lite modes: the node holding the LMR (default 2)
-  --poll busy|event native: how completions are waited for (default busy)
-  --addr A --port P native: where the loopback connection listens
-)";
-
 struct Options {
     std::string mode;
     bool write = true;
@@ -77,19 +66,6 @@ struct Options {
     uint32_t node = 2;
     PollMode poll = PollMode::busy;
 };
-
-std::vector<unsigned> parse_qds(std::string_view text)
-{
-    std::vector<unsigned> qds;
-    while (true) {
-        size_t comma = text.find(',');
-        qds.push_back(static_cast<unsigned>(bench::parse_number(text.substr(0, comma), "--qd", 1, kMaxQd)));
-        if (comma == std::string_view::npos)
-            break;
-        text.remove_prefix(comma + 1);
-    }
-    return qds;
-}
 
 void print_row(const Options& o, const char* mode, unsigned qd, uint64_t ops, double secs)
 {
@@ -286,41 +262,8 @@ void run_lite_sync(const Options& o)
     }
 }
 
-int run(int argc, char** argv)
+int run(const Options& o, const Target& at)
 {
-    Options o;
-    Target at(18640);
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (parse_poll(o.poll, argc, argv, i) || at.parse(argc, argv, i))
-            continue;
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s", kUsage);
-            return 0;
-        }
-        if (i + 1 >= argc)
-            throw bench::UsageError("unknown argument or missing value: '" + std::string(arg) + "'");
-        std::string_view val = argv[++i];
-        if (arg == "--mode") {
-            o.mode = val;
-        } else if (arg == "--op") {
-            if (val != "write" && val != "read")
-                throw bench::UsageError("--op: 'write' or 'read', not '" + std::string(val) + "'");
-            o.write = val == "write";
-        } else if (arg == "--qd") {
-            o.qds = parse_qds(val);
-        } else if (arg == "--len") {
-            o.len = bench::parse_number(val, arg, 1, 65536);
-        } else if (arg == "--seconds") {
-            o.seconds = static_cast<double>(bench::parse_number(val, arg, 1, 600));
-        } else if (arg == "--instance") {
-            o.instance = static_cast<unsigned>(bench::parse_number(val, arg, 0, UINT32_MAX));
-        } else if (arg == "--node") {
-            o.node = static_cast<uint32_t>(bench::parse_number(val, arg, 1, LITE_MAX_NODES));
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
-    }
     std::printf("mode,op,qd,len,ops,seconds,ops_per_s\n");
     if (o.mode == "native") {
         run_native(o, at);
@@ -328,10 +271,8 @@ int run(int argc, char** argv)
         run_lite_ring(o, lite::Completion::events);
     } else if (o.mode == "lite-ring-poll") {
         run_lite_ring(o, lite::Completion::polled);
-    } else if (o.mode == "lite-sync") {
-        run_lite_sync(o);
     } else {
-        throw bench::UsageError("--mode: native, lite-ring, lite-ring-poll or lite-sync");
+        run_lite_sync(o);
     }
     return 0;
 }
@@ -340,5 +281,28 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, kUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "Throughput with operations in flight, by queue depth: lite over io_uring (lite::Ring, "
+                          "completions by events or polled), lite over one blocking call per thread, native verbs; "
+                          "CSV on stdout.");
+        Options o;
+        Target at(18640);
+        lite_cli::add_choice(app, "--mode", o.mode,
+                             {{"native", "native"},
+                              {"lite-ring", "lite-ring"},
+                              {"lite-ring-poll", "lite-ring-poll"},
+                              {"lite-sync", "lite-sync"}},
+                             "what is measured")
+            ->required();
+        lite_cli::add_choice(app, "--op", o.write, {{"write", true}, {"read", false}}, "operation (default write)");
+        lite_cli::add_list(app, "--qd", o.qds, 1, kMaxQd, "comma-separated queue depths (default 1,2,4,8,16,32,64)");
+        lite_cli::add_number(app, "--len", o.len, 1, 65536, "bytes per operation (default 64)");
+        lite_cli::add_number(app, "--seconds", o.seconds, 1, 600, "time per queue depth (default 1)");
+        lite_cli::add_instance(app, o.instance, "lite modes: the local node instance (default 0)");
+        lite_cli::add_node(app, o.node, false, "lite modes: the node holding the LMR (default 2)");
+        add_poll(app, o.poll, "native: how completions are waited for (default busy)");
+        at.add_options(app); // native: where the loopback connection listens
+        return app.run(argc, argv, [&o, &at] { return run(o, at); });
+    });
 }

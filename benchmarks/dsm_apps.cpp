@@ -46,13 +46,6 @@
 namespace
 {
 
-const char* const kUsage = "usage: dsm-apps --app stencil|matmul|pagerank|all --backend kernel|user|local\n"
-                           "                [--instances A,B,C] [--threads T] [--scale S] [--runs R]\n"
-                           "  --instances  local node instances, one process each (kernel, user; default 0,1,2)\n"
-                           "  --threads    threads per node (default 4)\n"
-                           "  --scale      problem size, 1 = the default (larger runs longer)\n"
-                           "  --runs       timed runs per program (default 1)\n";
-
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kWait{60'000}; // a barrier or a lock (lite's longest)
 
@@ -62,31 +55,16 @@ struct Options : bench::AppOptions {
     unsigned threads = 4;
 };
 
-Options parse(int argc, char** argv)
+// The command line into @o, with its checks.
+void add_options(lite_cli::App& app, Options& o)
 {
-    Options o;
-    bench::for_each_option(argc, argv, [&](const std::string& a, const std::string& v) {
-        if (bench::parse_app_option(o, a, v))
-            return;
-        if (a == "--backend") {
-            if (v != "kernel" && v != "user" && v != "local")
-                throw bench::UsageError("--backend: '" + v + "' is none of kernel, user, local");
-            o.backend = v;
-        } else if (a == "--instances") {
-            o.instances = bench::parse_list(v, [](std::string_view x) {
-                return static_cast<unsigned>(bench::parse_number(x, "instance", 0, 1U << 30));
-            });
-        } else if (a == "--threads") {
-            o.threads = static_cast<unsigned>(bench::parse_number(v, a, 1, 64));
-        } else {
-            throw bench::UsageError("unknown option " + a);
-        }
-    });
-    if (o.apps.empty() || o.backend.empty())
-        throw bench::UsageError("--app and --backend are required");
-    if (o.instances.empty() || o.instances.size() > 16)
-        throw bench::UsageError("--instances: 1 to 16 instances");
-    return o;
+    bench::add_app_options(app, o);
+    lite_cli::add_choice(app, "--backend", o.backend, {{"kernel", "kernel"}, {"user", "user"}, {"local", "local"}},
+                         "the kernel DSM, the user-level DSM (udsm) or local memory")
+        ->required();
+    lite_cli::add_list(app, "--instances", o.instances, 0, 1U << 30,
+                       "local node instances, one process each (kernel, user; default 0,1,2)");
+    lite_cli::add_number(app, "--threads", o.threads, 1, 64, "threads per node (default 4)");
 }
 
 double seconds_since(Clock::time_point t0)
@@ -310,9 +288,10 @@ Report run_local(const dsm_apps::App& app, const Options& o)
     return {seconds_since(t0), app.result(mem.get())};
 }
 
-int run(int argc, char** argv)
+int run(const Options& o)
 {
-    const Options o = parse(argc, argv);
+    if (o.instances.size() > 16)
+        throw lite_cli::UsageError("--instances: 1 to 16 instances");
     bool all_match = true;
     std::printf("app,backend,nodes,threads,run,seconds,digest,reference,match\n");
     for (const auto& name : o.apps) {
@@ -347,5 +326,12 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main("dsm-apps", kUsage, run, argc, argv);
+    return lite_cli::guard("dsm-apps", [&] {
+        lite_cli::App app("dsm-apps",
+                          "The DSM programs (stencil, matmul, PageRank) on the kernel DSM, the user-level DSM "
+                          "or local memory, checked against a single-node run; CSV on stdout.");
+        Options o;
+        add_options(app, o);
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
 }

@@ -44,25 +44,11 @@
 namespace
 {
 
-const char* const kUsage = "usage: mpirun -np N dsm-apps-ga --app stencil|matmul|pagerank|all [--scale S] [--runs R]\n";
-
 using Clock = std::chrono::steady_clock;
 using dsm_apps::Range;
 using dsm_apps::split;
 
 using Options = bench::AppOptions;
-
-Options parse(int argc, char** argv)
-{
-    Options o;
-    bench::for_each_option(argc, argv, [&](const std::string& a, const std::string& v) {
-        if (!bench::parse_app_option(o, a, v))
-            throw bench::UsageError("unknown option " + a);
-    });
-    if (o.apps.empty())
-        throw bench::UsageError("--app is required");
-    return o;
-}
 
 // A global array, destroyed with its handle.
 class Array
@@ -306,9 +292,8 @@ Outcome pagerank(unsigned scale)
     return o;
 }
 
-int run(int argc, char** argv)
+int run(const Options& o)
 {
-    const Options o = parse(argc, argv);
     bool all_match = true;
     if (me() == 0)
         std::printf("app,backend,nodes,threads,run,seconds,digest,reference,match\n");
@@ -340,7 +325,13 @@ int run(int argc, char** argv)
 int run_ga(int argc, char** argv)
 {
     GA_Initialize();
-    const int rc = bench::guarded_main("dsm-apps-ga", kUsage, run, argc, argv);
+    const int rc = lite_cli::guard("dsm-apps-ga", [&] {
+        lite_cli::App app("dsm-apps-ga", "The DSM programs on Global Arrays (ARMCI-MPI, Open MPI), under mpirun -np N; "
+                                         "CSV on stdout (rank 0), as dsm-apps prints it.");
+        Options o;
+        bench::add_app_options(app, o);
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
     if (rc == 1 && np() > 1) // the others may wait in a collective call
         MPI_Abort(MPI_COMM_WORLD, 1);
     int worst = 0;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lat.hpp"
+#include "lite_cli.hpp"
 
 namespace bench
 {
@@ -21,44 +21,39 @@ struct AppOptions {
     unsigned runs = 1;
 };
 
-// Takes --app NAME|all, --scale S or --runs R with its value @v into @o;
-// false if @a is none of them. Throws UsageError (an unknown program's
-// names the known ones).
-inline bool parse_app_option(AppOptions& o, const std::string& a, const std::string& v)
+// --app NAME|all, --scale S and --runs R into @o (--app: an unknown
+// program's message names the known ones).
+inline void add_app_options(CLI::App& app, AppOptions& o)
 {
-    if (a == "--app") {
-        if (v == "all") {
-            o.apps = dsm_apps::app_names();
-        } else {
-            try {
-                (void)dsm_apps::make_app(v);
-            } catch (const std::invalid_argument& e) {
-                throw UsageError(std::string("--app: ") + e.what());
-            }
-            o.apps = {v};
-        }
-    } else if (a == "--scale") {
-        o.scale = static_cast<unsigned>(parse_number(v, a, 1, 64));
-    } else if (a == "--runs") {
-        o.runs = static_cast<unsigned>(parse_number(v, a, 1, 1000));
-    } else {
-        return false;
-    }
-    return true;
-}
-
-// Calls @fn(option, value) for each "--option value" pair of argv; --help
-// (or -h) throws the empty UsageError that prints the usage.
-template <class Fn> void for_each_option(int argc, char** argv, const Fn& fn)
-{
-    for (int i = 1; i < argc; i++) {
-        const std::string a = argv[i];
-        if (a == "--help" || a == "-h")
-            throw UsageError("");
-        if (i + 1 >= argc)
-            throw UsageError(a + " needs a value");
-        fn(a, std::string(argv[++i]));
-    }
+    std::string names;
+    for (const auto& n : dsm_apps::app_names())
+        names += n + "|";
+    app.add_option_function<std::string>(
+           "--app",
+           [&o](const std::string& v) {
+               if (v == "all") {
+                   o.apps = dsm_apps::app_names();
+               } else {
+                   o.apps = {v};
+               }
+           },
+           "which program, or all of them")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                if (v == "all")
+                    return {};
+                try {
+                    (void)dsm_apps::make_app(v);
+                } catch (const std::invalid_argument& e) {
+                    return e.what();
+                }
+                return {};
+            },
+            ""))
+        ->type_name(names + "all")
+        ->required();
+    lite_cli::add_number(app, "--scale", o.scale, 1, 64, "problem size, 1 = the default (larger runs longer)");
+    lite_cli::add_number(app, "--runs", o.runs, 1, 1000, "timed runs per program (default 1)");
 }
 
 } // namespace bench

@@ -60,8 +60,6 @@ namespace
 
 constexpr uint64_t kPage = 4096;
 
-const char* const kUsage = "usage: dsm-lat --instances HOME,FAULTER,OTHER [--runs N]\n";
-
 double now_us()
 {
     timespec ts{};
@@ -159,29 +157,10 @@ void protect(const std::string& prefix, std::byte* h, std::byte* f, uint64_t fir
     row((prefix + "protect_" + std::to_string(kGroup)).c_str(), times);
 }
 
-int run(int argc, char** argv)
+int run(const std::vector<unsigned>& inst, unsigned runs)
 {
-    std::vector<unsigned> inst;
-    unsigned runs = 300;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "-h" || a == "--help")
-            throw bench::UsageError("");
-        if (i + 1 >= argc)
-            throw bench::UsageError(a + ": needs a value");
-        std::string v = argv[++i];
-        if (a == "--instances") {
-            inst = bench::parse_list(v, [](std::string_view x) {
-                return static_cast<unsigned>(bench::parse_number(x, "instance", 0, 1U << 30));
-            });
-        } else if (a == "--runs") {
-            runs = static_cast<unsigned>(bench::parse_number(v, "runs", 10, 100000));
-        } else {
-            throw bench::UsageError("unknown option " + a);
-        }
-    }
     if (inst.size() != 3)
-        throw bench::UsageError("--instances: three instances");
+        throw lite_cli::UsageError("--instances: three instances");
 
     auto home = lite::Session::open(inst[0]);
     auto faulter = lite::Session::open(inst[1]);
@@ -231,5 +210,15 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main("dsm-lat", kUsage, run, argc, argv);
+    return lite_cli::guard("dsm-lat", [&] {
+        lite_cli::App app("dsm-lat",
+                          "DSM fault latency (read, write with 0-2 copies to invalidate) against one raw 4 KiB "
+                          "LITE_read on the same nodes; CSV on stdout.");
+        std::vector<unsigned> inst;
+        unsigned runs = 300;
+        lite_cli::add_list(app, "--instances", inst, 0, 1U << 30, "local node instances HOME,FAULTER,OTHER")
+            ->required();
+        lite_cli::add_number(app, "--runs", runs, 10, 100000, "faults timed per kind (default 300)");
+        return app.run(argc, argv, [&] { return run(inst, runs); });
+    });
 }

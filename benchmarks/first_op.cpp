@@ -70,30 +70,12 @@ constexpr size_t kBufSize = 4096;
 constexpr size_t kWriteSize = 8;
 constexpr auto kCompletionTimeout = std::chrono::seconds(5);
 
-constexpr const char* kUsage =
-    R"(usage: first-op --mode lite|native [--runs N] [--addr IPV4] [--port N] [--instance N] [--node N]
-
-Time from a fresh process's start (fork) to its first completed 8-byte
-remote write, over RUNS child processes; prints CSV on stdout.
-
-  --mode M       lite (LITE_open + LITE_alloc + LITE_write; the nodes must
-                 be up) or native (rdma_cm + verbs to a listener in this
-                 process)
-  --runs N       child processes (default 20)
-  --addr IPV4    native: address of the RDMA device's netdev ($LITE_ADDR,
-                 else 10.99.0.1)
-  --port N       native: rdma_cm port the listener uses (default 18620)
-  --instance N   lite: local node instance to attach to (default 0)
-  --node N       lite: node that holds the LMR (default 2)
-)";
-
 enum class Mode { lite, native };
 
 struct Args {
     Mode mode = Mode::lite;
-    bool mode_set = false;
     unsigned runs = 20;
-    std::string addr;
+    std::string addr = default_addr();
     uint16_t port = 18620;
     unsigned instance = 0;
     uint32_t node = 2;
@@ -108,44 +90,20 @@ int64_t mono_ns()
     return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-Args parse_args(int argc, char** argv)
+// The command line into @a.
+void add_options(lite_cli::App& app, Args& a)
 {
-    Args a;
-    const char* env_addr = std::getenv("LITE_ADDR");
-    a.addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (arg == "-h" || arg == "--help")
-            throw bench::UsageError("");
-        const bool known = arg == "--mode" || arg == "--runs" || arg == "--addr" || arg == "--port" ||
-                           arg == "--instance" || arg == "--node" || arg == "--child-t0";
-        if (!known)
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        if (i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        std::string_view val = argv[++i];
-        if (arg == "--mode") {
-            if (val != "lite" && val != "native")
-                throw bench::UsageError("--mode must be lite or native, not '" + std::string(val) + "'");
-            a.mode = val == "lite" ? Mode::lite : Mode::native;
-            a.mode_set = true;
-        } else if (arg == "--runs") {
-            a.runs = static_cast<unsigned>(bench::parse_number(val, arg, 1, 100'000));
-        } else if (arg == "--addr") {
-            a.addr = val;
-        } else if (arg == "--port") {
-            a.port = static_cast<uint16_t>(bench::parse_number(val, arg, 1, 65535));
-        } else if (arg == "--instance") {
-            a.instance = static_cast<unsigned>(bench::parse_number(val, arg, 0, UINT32_MAX));
-        } else if (arg == "--node") {
-            a.node = static_cast<uint32_t>(bench::parse_number(val, arg, 1, LITE_MAX_NODES));
-        } else {
-            a.child_t0 = static_cast<int64_t>(bench::parse_number(val, arg, 0, INT64_MAX));
-        }
-    }
-    if (!a.mode_set)
-        throw bench::UsageError("--mode is required");
-    return a;
+    lite_cli::add_choice(app, "--mode", a.mode, {{"lite", Mode::lite}, {"native", Mode::native}},
+                         "lite (LITE_open + LITE_alloc + LITE_write; the nodes must be up) or native (rdma_cm + verbs "
+                         "to a listener in this process)")
+        ->required();
+    lite_cli::add_number(app, "--runs", a.runs, 1, 100'000, "child processes (default 20)");
+    add_addr(app, a.addr, "native: address of the RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)");
+    lite_cli::add_number(app, "--port", a.port, 1, 65535, "native: rdma_cm port the listener uses (default 18620)");
+    lite_cli::add_instance(app, a.instance, "lite: local node instance to attach to (default 0)");
+    lite_cli::add_node(app, a.node, false, "lite: node that holds the LMR (default 2)");
+    // A child's start time (CLOCK_MONOTONIC ns), given by its parent.
+    lite_cli::add_number(app, "--child-t0", a.child_t0, 0, INT64_MAX, "")->group("");
 }
 
 // ---- the children ----
@@ -447,19 +405,18 @@ int64_t run_child(const std::vector<std::string>& base)
         throw std::runtime_error("a child failed (wait status " + std::to_string(status) + ")");
     while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
         out.pop_back();
-    return static_cast<int64_t>(bench::parse_number(out, "the child's time", 0, INT64_MAX));
+    return static_cast<int64_t>(lite_cli::to_number(out, "the child's time", 0, INT64_MAX));
 }
 
-int run(int argc, char** argv)
+int run(const Args& a, const char* argv0)
 {
-    const Args a = parse_args(argc, argv);
     if (a.child_t0 >= 0) {
         const int64_t t1 = a.mode == Mode::lite ? child_lite(a) : child_native(a);
         std::printf("%lld\n", static_cast<long long>(t1 - a.child_t0));
         return 0;
     }
 
-    std::vector<std::string> base{argv[0], "--mode", a.mode == Mode::lite ? "lite" : "native"};
+    std::vector<std::string> base{argv0, "--mode", a.mode == Mode::lite ? "lite" : "native"};
     if (a.mode == Mode::lite) {
         base.insert(base.end(), {"--instance", std::to_string(a.instance), "--node", std::to_string(a.node)});
     } else {
@@ -494,5 +451,11 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, kUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg, "Time from a fresh process's start (fork) to its first completed 8-byte remote write, "
+                                 "over RUNS child processes; prints CSV on stdout.");
+        Args a;
+        add_options(app, a);
+        return app.run(argc, argv, [&a, argv] { return run(a, argv[0]); });
+    });
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // Shared by the latency benchmarks (native_lat.cpp, lite_lat.cpp): command
-// line options, timing, percentiles, and the CSV both print on stdout for
+// line options (on tools/cli/lite_cli.hpp), timing, percentiles, and the CSV both print on stdout for
 // benchmarks/bench.sh to join:
 //
 //   op,size,iters,median_us,p99_us,min_us
@@ -11,16 +11,15 @@
 // Progress and errors go to stderr.
 #pragma once
 
+#include "lite_cli.hpp"
+
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace bench
@@ -32,132 +31,18 @@ struct Options {
     std::vector<size_t> sizes{8, 64, 512, 4096, 32768};
 };
 
-// A command line error: the program prints it with its usage and exits 2.
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-// Every benchmark's main(): @run's exit status. A UsageError prints
-// "@prog: message" and @usage on stderr (exit 2; with no message, the usage
-// on stdout, exit 0), any other exception "@prog: message" (exit 1).
-inline int guarded_main(const char* prog, const std::string& usage, int (*run)(int, char**), int argc, char** argv)
+// --iters, --warmup and --sizes (each size in 1..@max_size) into @o; the
+// help names @o's values as the defaults and @what is timed ("operations").
+inline void add_common(CLI::App& app, Options& o, size_t max_size, const std::string& what = "operations",
+                       const std::string& prefix = "")
 {
-    try {
-        return run(argc, argv);
-    } catch (const UsageError& e) {
-        if (*e.what() == '\0') {
-            std::printf("%s", usage.c_str());
-            return 0;
-        }
-        (void)std::fprintf(stderr, "%s: %s\n%s", prog, e.what(), usage.c_str());
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "%s: %s\n", prog, e.what());
-        return 1;
-    }
+    lite_cli::add_number(app, "--iters", o.iters, 1, 10'000'000,
+                         prefix + "timed " + what + " per size (default " + std::to_string(o.iters) + ")");
+    lite_cli::add_number(app, "--warmup", o.warmup, 0, 10'000'000,
+                         prefix + "untimed " + what + " before them (default " + std::to_string(o.warmup) + ")");
+    lite_cli::add_list(app, "--sizes", o.sizes, 1, max_size,
+                       prefix + "comma-separated sizes in bytes (default " + lite_cli::join(o.sizes) + ")");
 }
-
-// Parses a decimal number in [lo, hi]; throws UsageError naming @what.
-inline uint64_t parse_number(std::string_view text, std::string_view what, uint64_t lo, uint64_t hi)
-{
-    uint64_t v = 0;
-    const char* end = text.data() + text.size();
-    auto [ptr, ec] = std::from_chars(text.data(), end, v);
-    if (ec != std::errc{} || ptr != end || text.empty() || v < lo || v > hi) {
-        throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not a number in " + std::to_string(lo) +
-                         ".." + std::to_string(hi));
-    }
-    return v;
-}
-
-// "4K", "16M", "1G", "4096": a byte count with an optional K, M or G suffix
-// (binary units), in 1..@max; throws UsageError naming @what.
-inline uint64_t parse_bytes(std::string_view text, std::string_view what, uint64_t max)
-{
-    uint64_t unit = 1;
-    std::string_view digits = text;
-    if (!digits.empty()) {
-        switch (digits.back()) {
-        case 'K':
-        case 'k':
-            unit = uint64_t{1} << 10;
-            break;
-        case 'M':
-        case 'm':
-            unit = uint64_t{1} << 20;
-            break;
-        case 'G':
-        case 'g':
-            unit = uint64_t{1} << 30;
-            break;
-        default:
-            break;
-        }
-    }
-    if (unit != 1)
-        digits.remove_suffix(1);
-    uint64_t v = 0;
-    const char* end = digits.data() + digits.size();
-    auto [ptr, ec] = std::from_chars(digits.data(), end, v);
-    if (ec != std::errc{} || ptr != end || digits.empty() || v == 0 || v > max / unit) {
-        throw UsageError(std::string(what) + ": '" + std::string(text) + "' is not a size in 1.." +
-                         std::to_string(max) + " bytes (a number with an optional K, M or G suffix)");
-    }
-    return v * unit;
-}
-
-// "a,b,c": @one applied to each comma-separated item, in order.
-template <typename Fn> auto parse_list(std::string_view text, const Fn& one)
-{
-    std::vector<decltype(one(text))> items;
-    while (true) {
-        const size_t comma = text.find(',');
-        items.push_back(one(text.substr(0, comma)));
-        if (comma == std::string_view::npos)
-            break;
-        text.remove_prefix(comma + 1);
-    }
-    return items;
-}
-
-// "8,64,512": sizes in bytes, each in 1..@max.
-inline std::vector<size_t> parse_sizes(std::string_view text, size_t max)
-{
-    std::vector<size_t> sizes;
-    while (true) {
-        size_t comma = text.find(',');
-        sizes.push_back(parse_number(text.substr(0, comma), "--sizes", 1, max));
-        if (comma == std::string_view::npos)
-            break;
-        text.remove_prefix(comma + 1);
-    }
-    return sizes;
-}
-
-// Takes --iters, --warmup and --sizes out of argv at @i (advancing it past
-// the value); false if argv[i] is none of them.
-inline bool parse_common(Options& o, int argc, char** argv, int& i, size_t max_size)
-{
-    std::string_view arg = argv[i];
-    if (arg != "--iters" && arg != "--warmup" && arg != "--sizes")
-        return false;
-    if (i + 1 >= argc)
-        throw UsageError(std::string(arg) + " needs a value");
-    std::string_view val = argv[++i];
-    if (arg == "--iters") {
-        o.iters = static_cast<unsigned>(parse_number(val, arg, 1, 10'000'000));
-    } else if (arg == "--warmup") {
-        o.warmup = static_cast<unsigned>(parse_number(val, arg, 0, 10'000'000));
-    } else {
-        o.sizes = parse_sizes(val, max_size);
-    }
-    return true;
-}
-
-constexpr const char* kCommonUsage = R"(  --iters N      timed operations per op and size (default 1000)
-  --warmup N     untimed operations before them (default 100)
-  --sizes LIST   comma-separated sizes in bytes (default 8,64,512,4096,32768)
-)";
 
 struct Stats {
     double median_us = 0;

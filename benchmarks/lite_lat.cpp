@@ -24,7 +24,6 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace
@@ -37,18 +36,12 @@ using bench::open_lite;
 
 constexpr const char* kProg = "lite-lat";
 
-constexpr const char* kUsage =
-    R"(usage: lite-lat [--instance N] [--node N] [--lmr-size BYTES] [--iters N] [--warmup N] [--sizes LIST]
-
-LITE_write/LITE_read latency to an LMR on a lite node; prints CSV on stdout.
-The nodes must be up already (litectl up).
-
-  --instance N      local node instance to attach to (default 0)
-  --node N          node that holds the LMR (default 2)
-  --lmr-size BYTES  LMR size (default 65536); every size must fit in it
-  --path P          auto (default: the kernel picks by size), copy (through
-                    a kernel buffer) or zcopy (pinned user pages)
-)";
+struct Args {
+    bench::Options opt;
+    unsigned instance = 0;
+    uint32_t node = 2;
+    uint64_t lmr_size = 65536;
+};
 
 uint32_t g_flags = 0; // LITE_RW_* from --path
 
@@ -93,48 +86,16 @@ void measure_atomics(lite_t* lite, const Lmr& lmr, const bench::Options& opt, co
     bench::print_csv_row((prefix + "cmp-swap").c_str(), 8, opt, s);
 }
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    bench::Options opt;
-    unsigned instance = 0;
-    uint32_t node = 2;
-    uint64_t lmr_size = 65536;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        // Sizes are checked against the LMR size below.
-        if (bench::parse_common(opt, argc, argv, i, LITE_LMR_MAX))
-            continue;
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s%s", kUsage, bench::kCommonUsage);
-            return 0;
-        }
-        if ((arg == "--instance" || arg == "--node" || arg == "--lmr-size" || arg == "--path") && i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--instance") {
-            instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
-        } else if (arg == "--node") {
-            node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
-        } else if (arg == "--lmr-size") {
-            lmr_size = bench::parse_number(argv[++i], arg, 1, LITE_LMR_MAX);
-        } else if (arg == "--path") {
-            std::string_view p = argv[++i];
-            if (p == "auto") {
-                g_flags = 0;
-            } else if (p == "copy") {
-                g_flags = LITE_RW_COPY;
-            } else if (p == "zcopy") {
-                g_flags = LITE_RW_ZCOPY;
-            } else {
-                throw bench::UsageError("--path must be auto, copy or zcopy, not '" + std::string(p) + "'");
-            }
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
-    }
+    const auto& opt = a.opt;
+    const auto& instance = a.instance;
+    const auto& node = a.node;
+    const auto& lmr_size = a.lmr_size;
     const size_t len = *std::max_element(opt.sizes.begin(), opt.sizes.end());
     if (len > lmr_size) {
-        throw bench::UsageError("--sizes: " + std::to_string(len) + " bytes do not fit in the LMR of " +
-                                std::to_string(lmr_size) + " bytes (--lmr-size)");
+        throw lite_cli::UsageError("--sizes: " + std::to_string(len) + " bytes do not fit in the LMR of " +
+                                   std::to_string(lmr_size) + " bytes (--lmr-size)");
     }
 
     Lite lite = open_lite(instance);
@@ -180,5 +141,21 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, std::string(kUsage) + bench::kCommonUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "LITE_write/LITE_read latency to an LMR on a lite node; prints CSV on stdout. The nodes "
+                          "must be up already (litectl up).");
+        Args a;
+        lite_cli::add_instance(app, a.instance, "local node instance to attach to (default 0)");
+        lite_cli::add_node(app, a.node, false, "node that holds the LMR (default 2)");
+        lite_cli::add_number(app, "--lmr-size", a.lmr_size, 1, LITE_LMR_MAX,
+                             "LMR size (default 65536); every size must fit in it");
+        lite_cli::add_choice(
+            app, "--path", g_flags,
+            {{"auto", 0U}, {"copy", uint32_t{LITE_RW_COPY}}, {"zcopy", uint32_t{LITE_RW_ZCOPY}}},
+            "auto (default: the kernel picks by size), copy (through a kernel buffer) or zcopy (pinned "
+            "user pages)");
+        bench::add_common(app, a.opt, LITE_LMR_MAX); // sizes are checked against the LMR size in run()
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -48,19 +48,13 @@ using bench::rpc::Clock;
 constexpr const char* kProg = "lite-rpc";
 constexpr uint32_t kRecvWaitMs = 200; // a server thread looks for stop this often
 
-constexpr const char* kUsage =
-    R"(usage: lite-rpc [--client-instance N] [--server-instance N] [--port N] [--timeout-ms MS]
-                [--mode lat|tput] [--iters N] [--warmup N] [--sizes LIST]
-                [--threads LIST] [--size BYTES] [--seconds S]
-
-RPC round trips through lite (LITE_rpc_call to an echo server on another
-node); prints CSV on stdout. The nodes must be up already (litectl up).
-
-  --client-instance N  node instance the calls are made from (default 0)
-  --server-instance N  node instance that serves them (default 1)
-  --port N             RPC port the server registers (default 7001)
-  --timeout-ms MS      limit of each call (default 5000)
-)";
+struct Args {
+    bench::rpc::RpcOptions opt;
+    unsigned client_instance = 0;
+    unsigned server_instance = 1;
+    uint32_t port = 7001;
+    uint32_t timeout_ms = 5000;
+};
 
 // @port registered on @lite and served by @threads echo threads while this
 // exists.
@@ -262,36 +256,13 @@ uint64_t measure(const bench::rpc::RpcOptions& opt, lite_t* lite, uint32_t node,
     return calls;
 }
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    bench::rpc::RpcOptions opt;
-    unsigned client_instance = 0;
-    unsigned server_instance = 1;
-    uint32_t port = 7001;
-    uint32_t timeout_ms = 5000;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (bench::rpc::parse_rpc(opt, argc, argv, i, LITE_RPC_MAX))
-            continue;
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s%s", kUsage, bench::rpc::kRpcUsage);
-            return 0;
-        }
-        if ((arg == "--client-instance" || arg == "--server-instance" || arg == "--port" || arg == "--timeout-ms") &&
-            i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--client-instance") {
-            client_instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
-        } else if (arg == "--server-instance") {
-            server_instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
-        } else if (arg == "--port") {
-            port = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, UINT32_MAX));
-        } else if (arg == "--timeout-ms") {
-            timeout_ms = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, 3'600'000));
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
-    }
+    const auto& opt = a.opt;
+    const auto& client_instance = a.client_instance;
+    const auto& server_instance = a.server_instance;
+    const auto& port = a.port;
+    const auto& timeout_ms = a.timeout_ms;
     const size_t cap = opt.max_size();
 
     Lite server_lite = open_lite(server_instance);
@@ -327,5 +298,18 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, std::string(kUsage) + bench::rpc::kRpcUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "RPC round trips through lite (LITE_rpc_call to an echo server on another node); prints "
+                          "CSV on stdout. The nodes must be up already (litectl up).");
+        Args a;
+        lite_cli::add_instance(app, a.client_instance, "node instance the calls are made from (default 0)",
+                               "--client-instance");
+        lite_cli::add_instance(app, a.server_instance, "node instance that serves them (default 1)",
+                               "--server-instance");
+        lite_cli::add_number(app, "--port", a.port, 1, UINT32_MAX, "RPC port the server registers (default 7001)");
+        lite_cli::add_number(app, "--timeout-ms", a.timeout_ms, 1, 3'600'000, "limit of each call (default 5000)");
+        bench::rpc::add_rpc(app, a.opt, LITE_RPC_MAX);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -38,22 +38,6 @@ using bench::rpc::Clock;
 using namespace std::chrono_literals;
 
 constexpr const char* kProg = "lite-rpc-ring";
-constexpr const char* kUsage =
-    R"(usage: lite-rpc-ring [--client-instance N] [--server-instance N] [--port N]
-                     [--depth D] [--threads LIST] [--size BYTES] [--seconds S]
-
-RPC calls per second with calls and receives in flight on io_uring; prints
-CSV on stdout. The nodes must be up already (litectl up).
-
-  --client-instance N  node instance the calls are made from (default 0)
-  --server-instance N  node instance that serves them (default 1)
-  --port N             RPC port the server registers (default 7002)
-  --depth D            calls in flight per client thread, and receives in
-                       flight at the server (default 32)
-  --threads LIST       client threads, each with its own ring (default 1)
-  --size BYTES         request (and reply) size (default 64)
-  --seconds S          per point (default 3)
-)";
 
 struct Options {
     unsigned client_instance = 0;
@@ -191,38 +175,8 @@ uint64_t pipeline(const Options& opt, uint32_t node, unsigned thread, Clock::tim
     return answered;
 }
 
-int run(int argc, char** argv)
+int run(const Options& opt)
 {
-    Options opt;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s", kUsage);
-            return 0;
-        }
-        if (i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        std::string_view val = argv[++i];
-        if (arg == "--client-instance") {
-            opt.client_instance = static_cast<unsigned>(bench::parse_number(val, arg, 0, UINT32_MAX));
-        } else if (arg == "--server-instance") {
-            opt.server_instance = static_cast<unsigned>(bench::parse_number(val, arg, 0, UINT32_MAX));
-        } else if (arg == "--port") {
-            opt.port = static_cast<uint32_t>(bench::parse_number(val, arg, 1, UINT32_MAX));
-        } else if (arg == "--depth") {
-            opt.depth = static_cast<unsigned>(bench::parse_number(val, arg, 1, 1024));
-        } else if (arg == "--threads") {
-            opt.threads = bench::parse_list(val, [&](std::string_view t) {
-                return static_cast<unsigned>(bench::parse_number(t, arg, 1, bench::rpc::kMaxThreads));
-            });
-        } else if (arg == "--size") {
-            opt.size = bench::parse_bytes(val, arg, LITE_RPC_MAX);
-        } else if (arg == "--seconds") {
-            opt.seconds = static_cast<unsigned>(bench::parse_number(val, arg, 1, 3600));
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
-    }
     RingServer server(opt, opt.size);
     (void)std::fprintf(stderr, "%s: %zu-byte calls to node %u, %u in flight per client thread, %u receives\n", kProg,
                        opt.size, server.node(), opt.depth, opt.depth);
@@ -248,5 +202,21 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, kUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg, "RPC calls per second with calls and receives in flight on io_uring; prints CSV on "
+                                 "stdout. The nodes must be up already (litectl up).");
+        Options o;
+        lite_cli::add_instance(app, o.client_instance, "node instance the calls are made from (default 0)",
+                               "--client-instance");
+        lite_cli::add_instance(app, o.server_instance, "node instance that serves them (default 1)",
+                               "--server-instance");
+        lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "RPC port the server registers (default 7002)");
+        lite_cli::add_number(app, "--depth", o.depth, 1, 1024,
+                             "calls in flight per client thread, and receives in flight at the server (default 32)");
+        lite_cli::add_list(app, "--threads", o.threads, 1, bench::rpc::kMaxThreads,
+                           "client threads, each with its own ring (default 1)");
+        lite_cli::add_number(app, "--size", o.size, 1, LITE_RPC_MAX, "request (and reply) size (default 64)");
+        lite_cli::add_number(app, "--seconds", o.seconds, 1, 3600, "per point (default 3)");
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
 }

@@ -19,8 +19,6 @@
 #include <mrmpi/keyvalue.h>
 #include <mrmpi/mapreduce.h>
 
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -34,6 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "lite_cli.hpp"
 #include "mapreduce/apps.hpp"
 #include "mapreduce/input.hpp"
 
@@ -237,7 +236,7 @@ int mr_mpi(int argc, char** argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
-    CLI::App cli("MapReduce-MPI peer of lite-MapReduce: wordcount, histogram, invindex");
+    lite_cli::App cli("mr-mpi", "MapReduce-MPI peer of lite-MapReduce: wordcount, histogram, invindex");
     std::string app = "wordcount";
     std::string label;
     uint64_t split_mb = 8;
@@ -254,12 +253,9 @@ int mr_mpi(int argc, char** argv)
     cli.add_option("--output", output, "rank 0 writes every pair to this file, key<TAB>value");
     cli.add_flag("--check", check, "compare rank 0's output with the single-process reference");
     cli.add_option("inputs", inputs, "input files or directories")->required();
-    try {
-        cli.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        const int rc = me == 0 ? cli.exit(e) : 2;
+    if (auto rc = cli.parse_or_exit(argc, argv, me == 0)) { // --help: 0; a usage error: 2
         MPI_Finalize();
-        return rc;
+        return *rc;
     }
     if (app != "wordcount" && app != "histogram" && app != "invindex") {
         if (me == 0) {

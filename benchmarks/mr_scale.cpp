@@ -86,35 +86,6 @@ constexpr uint64_t kMaxRegions = 1'000'000;
 constexpr unsigned kQueueDepth = 1; // writes outstanding (see drive())
 constexpr auto kCompletionTimeout = std::chrono::seconds(5);
 
-constexpr const char* kUsage =
-    R"(usage: mr-scale --mode native|lite --sweep memory|regions [options]
-
-Random RDMA writes into growing registered memory (--sweep memory) or into a
-growing number of regions (--sweep regions), native verbs (one MR per
-region) or lite (one LMR per region); one write outstanding at a time.
-Prints CSV on stdout. For lite the nodes must be up already (litectl up).
-
-  --mode M           native or lite
-  --sweep S          memory: one region of each of --sizes;
-                     regions: each of --regions regions of --region-size
-  --sizes LIST       region sizes of the memory sweep, with an optional K,
-                     M or G suffix (default 1M,16M,256M,1G,4G)
-  --regions LIST     region counts of the regions sweep
-                     (default 1,10,100,1000,10000)
-  --region-size N    bytes per region in the regions sweep (default 64K)
-  --lens LIST        write sizes in bytes (default 64,1024)
-  --seconds S        timed seconds per point and write size (default 2)
-  --warmup N         untimed writes before them (default 100)
-native:
-  --addr IPV4        address of the RDMA device's netdev ($LITE_ADDR, else
-                     10.99.0.1)
-  --port N           rdma_cm port to listen on (default 18620)
-  --poll MODE        busy (default) or event, as native-lat
-lite:
-  --instance N       local node instance to attach to (default 0)
-  --node N           node that holds the LMRs (default 2)
-)";
-
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0)
@@ -590,91 +561,63 @@ int run_lite(const Options& o)
     return 0;
 }
 
-Options parse(int argc, char** argv, bool& help)
+// The command line into @o.
+void add_options(lite_cli::App& app, Options& o)
 {
-    Options o;
-    bool native_only = false;
-    bool lite_only = false;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (arg == "-h" || arg == "--help") {
-            help = true;
-            return o;
-        }
-        if (parse_poll(o.poll, argc, argv, i) || o.at.parse(argc, argv, i)) {
-            native_only = true;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            throw bench::UsageError(arg.starts_with("--") ? std::string(arg) + " needs a value"
-                                                          : "unknown argument '" + std::string(arg) + "'");
-        }
-        std::string_view val = argv[++i];
-        if (arg == "--mode") {
-            if (val != "native" && val != "lite")
-                throw bench::UsageError("--mode must be native or lite, not '" + std::string(val) + "'");
-            o.mode = val == "native" ? Mode::native : Mode::lite;
-        } else if (arg == "--sweep") {
-            if (val != "memory" && val != "regions")
-                throw bench::UsageError("--sweep must be memory or regions, not '" + std::string(val) + "'");
-            o.sweep = val == "memory" ? Sweep::memory : Sweep::regions;
-        } else if (arg == "--sizes") {
-            o.sizes = bench::parse_list(
-                val, [](std::string_view t) { return bench::parse_bytes(t, "--sizes", LITE_LMR_MAX); });
-        } else if (arg == "--regions") {
-            o.regions = bench::parse_list(
-                val, [](std::string_view t) { return bench::parse_number(t, "--regions", 1, kMaxRegions); });
-        } else if (arg == "--region-size") {
-            o.region_size = bench::parse_bytes(val, arg, LITE_LMR_MAX);
-        } else if (arg == "--lens") {
-            o.lens =
-                bench::parse_list(val, [](std::string_view t) { return bench::parse_number(t, "--lens", 1, kMaxLen); });
-        } else if (arg == "--seconds") {
-            o.seconds = static_cast<unsigned>(bench::parse_number(val, arg, 1, 3600));
-        } else if (arg == "--warmup") {
-            o.warmup = static_cast<unsigned>(bench::parse_number(val, arg, 0, 10'000'000));
-        } else if (arg == "--instance") {
-            o.instance = static_cast<unsigned>(bench::parse_number(val, arg, 0, UINT32_MAX));
-            lite_only = true;
-        } else if (arg == "--node") {
-            o.node = static_cast<uint32_t>(bench::parse_number(val, arg, 1, LITE_MAX_NODES));
-            lite_only = true;
-        } else {
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        }
-    }
-    if (!o.mode)
-        throw bench::UsageError("--mode native|lite is required");
-    if (!o.sweep)
-        throw bench::UsageError("--sweep memory|regions is required");
+    lite_cli::add_choice(app, "--mode", o.mode, {{"native", Mode::native}, {"lite", Mode::lite}}, "native or lite")
+        ->required();
+    lite_cli::add_choice(app, "--sweep", o.sweep, {{"memory", Sweep::memory}, {"regions", Sweep::regions}},
+                         "memory: one region of each of --sizes; regions: each of --regions regions of --region-size")
+        ->required();
+    lite_cli::add_list(app, "--sizes", o.sizes, 1, LITE_LMR_MAX,
+                       "region sizes of the memory sweep, with an optional K, M or G suffix (default "
+                       "1M,16M,256M,1G,4G)");
+    lite_cli::add_list(app, "--regions", o.regions, 1, kMaxRegions,
+                       "region counts of the regions sweep (default 1,10,100,1000,10000)");
+    lite_cli::add_number(app, "--region-size", o.region_size, 1, LITE_LMR_MAX,
+                         "bytes per region in the regions sweep (default 64K)");
+    lite_cli::add_list(app, "--lens", o.lens, 1, kMaxLen, "write sizes in bytes (default 64,1024)");
+    lite_cli::add_number(app, "--seconds", o.seconds, 1, 3600, "timed seconds per point and write size (default 2)");
+    lite_cli::add_number(app, "--warmup", o.warmup, 0, 10'000'000, "untimed writes before them (default 100)");
+    o.at.add_options(app);
+    add_poll(app, o.poll, "native: busy (default) or event, as native-lat");
+    lite_cli::add_instance(app, o.instance, "lite: local node instance to attach to (default 0)");
+    lite_cli::add_node(app, o.node, false, "lite: node that holds the LMRs (default 2)");
+}
+
+// The checks of the options together.
+void check(const lite_cli::App& app, const Options& o)
+{
+    const bool native_only = app.given("--poll") || app.given("--addr") || app.given("--port");
+    const bool lite_only = app.given("--instance") || app.given("--node");
     if (*o.mode == Mode::lite && native_only)
-        throw bench::UsageError("--poll, --addr and --port are for --mode native");
+        throw lite_cli::UsageError("--poll, --addr and --port are for --mode native");
     if (*o.mode == Mode::native && lite_only)
-        throw bench::UsageError("--instance and --node are for --mode lite");
+        throw lite_cli::UsageError("--instance and --node are for --mode lite");
     const uint64_t max_len = *std::max_element(o.lens.begin(), o.lens.end());
     for (const Point& p : points(o)) {
         if (p.bytes < max_len) {
-            throw bench::UsageError("regions of " + std::to_string(p.bytes) + " bytes are smaller than the " +
-                                    std::to_string(max_len) + "-byte writes of --lens");
+            throw lite_cli::UsageError("regions of " + std::to_string(p.bytes) + " bytes are smaller than the " +
+                                       std::to_string(max_len) + "-byte writes of --lens");
         }
     }
-    return o;
-}
-
-int run(int argc, char** argv)
-{
-    bool help = false;
-    const Options o = parse(argc, argv, help);
-    if (help) {
-        std::printf("%s", kUsage);
-        return 0;
-    }
-    return *o.mode == Mode::native ? run_native(o) : run_lite(o);
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, kUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "Random RDMA writes into growing registered memory (--sweep memory) or into a growing "
+                          "number of regions (--sweep regions), native verbs (one MR per region) or lite (one LMR "
+                          "per region); one write outstanding at a time. Prints CSV on stdout. For lite the nodes "
+                          "must be up already (litectl up).");
+        Options o;
+        add_options(app, o);
+        return app.run(argc, argv, [&] {
+            check(app, o);
+            return *o.mode == Mode::native ? run_native(o) : run_lite(o);
+        });
+    });
 }

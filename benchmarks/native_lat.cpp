@@ -49,19 +49,11 @@ constexpr const char* kProg = "native-lat";
 constexpr size_t kMaxSize = size_t{1} << 20;
 constexpr auto kCompletionTimeout = std::chrono::seconds(5);
 
-constexpr const char* kUsage =
-    R"(usage: native-lat [--addr IPV4] [--port N] [--poll busy|event] [--iters N] [--warmup N] [--sizes LIST]
-
-RDMA WRITE/READ latency over one RC connection from the RDMA device that owns
-IPV4 to itself, made with librdmacm; prints CSV on stdout.
-
-  --addr IPV4    address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
-  --port N       rdma_cm port to listen on (default 18600)
-  --poll MODE    how to wait for a completion: busy (default) polls the CQ in
-                 a loop; event sleeps on the CQ's completion channel
-                 (ibv_req_notify_cq, ibv_get_cq_event) and polls after each
-                 event; the CSV's ops are then write-event and read-event
-)";
+struct Args {
+    bench::Options opt;
+    Target at{18600};
+    PollMode mode = PollMode::busy;
+};
 
 // One end of the connection. Members are destroyed in reverse order: the
 // QP before the MR, buffer and CQ it uses, those before the PD, the ids
@@ -137,22 +129,11 @@ void check_data(Side& server, Side& client, Poster& post, size_t len, unsigned s
         throw std::runtime_error("RDMA READ of " + std::to_string(len) + " bytes: the data read differs");
 }
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    bench::Options opt;
-    Target at(18600);
-    PollMode mode = PollMode::busy;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (bench::parse_common(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i) ||
-            at.parse(argc, argv, i))
-            continue;
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s%s", kUsage, bench::kCommonUsage);
-            return 0;
-        }
-        throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-    }
+    const auto& opt = a.opt;
+    const auto& at = a.at;
+    const auto& mode = a.mode;
     const sockaddr_in sin = at.sockaddr();
     const size_t len = *std::max_element(opt.sizes.begin(), opt.sizes.end());
 
@@ -183,5 +164,18 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, std::string(kUsage) + bench::kCommonUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "RDMA WRITE/READ latency over one RC connection from the RDMA device that owns IPV4 to "
+                          "itself, made with librdmacm; prints CSV on stdout.");
+        Args a;
+        a.at.add_options(app);
+        add_poll(
+            app, a.mode,
+            "how to wait for a completion: busy (default) polls the CQ in a loop; event sleeps on the CQ's completion "
+            "channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; the CSV's ops are then "
+            "write-event and read-event");
+        bench::add_common(app, a.opt, kMaxSize);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -60,18 +60,11 @@ constexpr auto kCompletionTimeout = std::chrono::seconds(5);
 constexpr uint32_t kRecvDepth = 16; // server RECVs kept posted
 constexpr size_t kAtomicSize = 8;
 
-constexpr const char* kUsage =
-    R"(usage: native-ops [--addr IPV4] [--port N] [--poll busy|event] [--iters N] [--warmup N] [--sizes LIST]
-
-Native verbs latency by operation (send, write, write-imm, read, fetch-add,
-cmp-swap; the atomics at 8 bytes only) over one RC connection from the RDMA
-device that owns IPV4 to itself, made with librdmacm; prints CSV on stdout.
-
-  --addr IPV4    address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
-  --port N       rdma_cm port to listen on (default 18610)
-  --poll MODE    busy (default) or event, as native-lat; the CSV's ops are
-                 suffixed -event in event mode
-)";
+struct Args {
+    bench::Options opt;
+    Target at{18610};
+    PollMode mode = PollMode::busy;
+};
 
 enum class Op { send, write, write_imm, read, fetch_add, cmp_swap };
 
@@ -298,22 +291,11 @@ void print_row(const std::string& op, size_t size, unsigned iters, const bench::
     (void)std::fflush(stdout);
 }
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    bench::Options opt;
-    Target at(18610);
-    PollMode mode = PollMode::busy;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (bench::parse_common(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i) ||
-            at.parse(argc, argv, i))
-            continue;
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s%s", kUsage, bench::kCommonUsage);
-            return 0;
-        }
-        throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-    }
+    const auto& opt = a.opt;
+    const auto& at = a.at;
+    const auto& mode = a.mode;
     const sockaddr_in sin = at.sockaddr();
     const size_t len = std::max(*std::max_element(opt.sizes.begin(), opt.sizes.end()), kAtomicSize);
 
@@ -370,5 +352,16 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, std::string(kUsage) + bench::kCommonUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "Native verbs latency by operation (send, write, write-imm, read, fetch-add, cmp-swap; "
+                          "the atomics at 8 bytes only) over one RC connection from the RDMA device that owns IPV4 "
+                          "to itself, made with librdmacm; prints CSV on stdout.");
+        Args a;
+        a.at.add_options(app);
+        add_poll(app, a.mode,
+                 "busy (default) or event, as native-lat; the CSV's ops are suffixed -event in event mode");
+        bench::add_common(app, a.opt, kMaxSize);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -67,21 +67,11 @@ constexpr uint64_t kRecvTag = 2;      // wr_id of receives
 // stop token again.
 constexpr auto kStopCheck = std::chrono::milliseconds(50);
 
-constexpr const char* kUsage =
-    R"(usage: native-rpc [--addr IPV4] [--port N] [--poll busy|event] [--mode lat|tput] [--iters N] [--warmup N]
-                  [--sizes LIST] [--threads LIST] [--size BYTES] [--seconds S]
-
-RPC round trips (RDMA WRITE WITH IMMEDIATE both ways) over RC connections
-from the RDMA device that owns IPV4 to itself, made with librdmacm; a server
-thread per connection echoes every request. Prints CSV on stdout.
-
-  --addr IPV4     address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)
-  --port N        rdma_cm port to listen on (default 18601)
-  --poll MODE     how both ends wait for completions: busy (default) polls
-                  the CQ in a loop; event sleeps on the CQ's completion
-                  channel (ibv_req_notify_cq, ibv_get_cq_event) and polls
-                  after each event; lat's op is then rpc-event
-)";
+struct Args {
+    bench::rpc::RpcOptions opt;
+    Target at{18601};
+    PollMode mode = PollMode::busy;
+};
 
 // One end of one connection. Members are destroyed in reverse order: the QP
 // before the MR, buffer and CQ it uses, those before the PD, the id before
@@ -417,22 +407,11 @@ private:
     uint32_t reply_len_ = 0;
 };
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    bench::rpc::RpcOptions opt;
-    Target at(18601);
-    PollMode mode = PollMode::busy;
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (bench::rpc::parse_rpc(opt, argc, argv, i, kMaxSize) || parse_poll(mode, argc, argv, i) ||
-            at.parse(argc, argv, i))
-            continue;
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s%s", kUsage, bench::rpc::kRpcUsage);
-            return 0;
-        }
-        throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-    }
+    const auto& opt = a.opt;
+    const auto& at = a.at;
+    const auto& mode = a.mode;
     const sockaddr_in sin = at.sockaddr();
     const size_t area = opt.max_size();
     const unsigned pairs = opt.max_threads();
@@ -487,5 +466,19 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, std::string(kUsage) + bench::rpc::kRpcUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "RPC round trips (RDMA WRITE WITH IMMEDIATE both ways) over RC connections from the RDMA "
+                          "device that owns IPV4 to itself, made with librdmacm; a server thread per connection "
+                          "echoes every request. Prints CSV on stdout.");
+        Args a;
+        a.at.add_options(app);
+        add_poll(
+            app, a.mode,
+            "how both ends wait for completions: busy (default) polls the CQ in a loop; event sleeps on the CQ's "
+            "completion channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; lat's op is then "
+            "rpc-event");
+        bench::rpc::add_rpc(app, a.opt, kMaxSize);
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -8,7 +8,6 @@
 
 #include "verbs.hpp"
 
-#include <cstdlib>
 #include <functional>
 
 namespace bench::verbs
@@ -145,29 +144,17 @@ inline RemoteBuffer connect_pair(Side& server, Side& client, sockaddr_in sin, si
 // Where the native benchmarks connect: $LITE_ADDR (else 10.99.0.1) and a
 // port of their own, overridden by --addr and --port.
 struct Target {
-    std::string addr;
+    std::string addr = default_addr();
     uint16_t port;
 
-    explicit Target(uint16_t default_port) : port(default_port)
-    {
-        const char* env = std::getenv("LITE_ADDR");
-        addr = env != nullptr && *env != '\0' ? env : "10.99.0.1";
-    }
+    explicit Target(uint16_t default_port) : port(default_port) {}
 
-    // Consume --addr or --port at argv[@i]. Return: whether it was one.
-    bool parse(int argc, char** argv, int& i)
+    // --addr and --port, the help naming the defaults (and @port_note).
+    void add_options(CLI::App& app, const std::string& port_note = "")
     {
-        std::string_view arg = argv[i];
-        if (arg != "--addr" && arg != "--port")
-            return false;
-        if (i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--addr") {
-            addr = argv[++i];
-        } else {
-            port = static_cast<uint16_t>(bench::parse_number(argv[++i], arg, 1, 65535));
-        }
-        return true;
+        add_addr(app, addr, "address of an RDMA device's netdev ($LITE_ADDR, else 10.99.0.1)");
+        lite_cli::add_number(app, "--port", port, 1, 65535,
+                             "rdma_cm port to listen on (default " + std::to_string(port) + port_note + ")");
     }
 
     [[nodiscard]] sockaddr_in sockaddr() const { return parse_addr(addr, port); }

@@ -70,23 +70,14 @@ constexpr uint64_t kMiB = kKiB * 1024;
 constexpr uint64_t kGiB = kMiB * 1024;
 constexpr uint64_t kPacedMax = kMiB; // lite's lease sizes
 
-constexpr const char* kUsage =
-    R"(usage: reg-cost [--addr IPV4] [--instance N] [--node N] [--iters N] [--sizes LIST] [--pace-ms N]
-
-ibv_reg_mr + ibv_dereg_mr against LITE_alloc + LITE_free, median time per
-size; prints CSV on stdout. The lite nodes must be up already (litectl up).
-
-  --addr IPV4    address of the RDMA device's netdev for the native side
-                 ($LITE_ADDR, else 10.99.0.1)
-  --instance N   local lite node instance to attach to (default 0)
-  --node N       node that holds the LMRs (default 2)
-  --iters N      timed rounds per size (default 20 up to 1M, 5 up to 256M,
-                 3 above)
-  --sizes LIST   comma-separated sizes, with an optional K, M or G suffix
-                 (default 4K,64K,1M,16M,256M,1G)
-  --pace-ms N    also measure sizes up to 1M with N ms of computing (a busy
-                 loop) before each call (default 10; 0: back to back only)
-)";
+struct Args {
+    std::string addr = default_addr();
+    unsigned instance = 0;
+    uint32_t node = 2;
+    unsigned iters = 0; // 0: by size
+    unsigned pace_ms = 10;
+    std::vector<uint64_t> sizes{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB};
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -235,42 +226,14 @@ std::string cell(const std::optional<Medians>& m, bool first)
     return text;
 }
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    const char* env_addr = std::getenv("LITE_ADDR");
-    std::string addr = env_addr != nullptr && *env_addr != '\0' ? env_addr : "10.99.0.1";
-    unsigned instance = 0;
-    uint32_t node = 2;
-    unsigned iters = 0; // 0: by size
-    unsigned pace_ms = 10;
-    std::vector<uint64_t> sizes{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB};
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (arg == "-h" || arg == "--help") {
-            std::printf("%s", kUsage);
-            return 0;
-        }
-        const bool known = arg == "--addr" || arg == "--instance" || arg == "--node" || arg == "--iters" ||
-                           arg == "--sizes" || arg == "--pace-ms";
-        if (!known)
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        if (i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--addr") {
-            addr = argv[++i];
-        } else if (arg == "--instance") {
-            instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
-        } else if (arg == "--node") {
-            node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
-        } else if (arg == "--iters") {
-            iters = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 1, 1'000'000));
-        } else if (arg == "--pace-ms") {
-            pace_ms = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, 10'000));
-        } else {
-            sizes = bench::parse_list(
-                argv[++i], [](std::string_view t) { return bench::parse_bytes(t, "--sizes", LITE_LMR_MAX); });
-        }
-    }
+    const auto& addr = a.addr;
+    const auto& instance = a.instance;
+    const auto& node = a.node;
+    const auto& iters = a.iters;
+    const auto& pace_ms = a.pace_ms;
+    const auto& sizes = a.sizes;
     sockaddr_in sin = parse_addr(addr, 0);
 
     // The native side's device: the one an rdma_cm id bound to ADDR gets.
@@ -316,5 +279,22 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, kUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "ibv_reg_mr + ibv_dereg_mr against LITE_alloc + LITE_free, median time per size; prints "
+                          "CSV on stdout. The lite nodes must be up already (litectl up).");
+        Args a;
+        add_addr(app, a.addr, "address of the RDMA device's netdev for the native side ($LITE_ADDR, else 10.99.0.1)");
+        lite_cli::add_instance(app, a.instance, "local lite node instance to attach to (default 0)");
+        lite_cli::add_node(app, a.node, false, "node that holds the LMRs (default 2)");
+        lite_cli::add_number(app, "--iters", a.iters, 1, 1'000'000,
+                             "timed rounds per size (default 20 up to 1M, 5 up to 256M, 3 above)");
+        lite_cli::add_list(app, "--sizes", a.sizes, 1, LITE_LMR_MAX,
+                           "comma-separated sizes, with an optional K, M or G suffix (default 4K,64K,1M,16M,256M,1G)");
+        lite_cli::add_number(
+            app, "--pace-ms", a.pace_ms, 0, 10'000,
+            "also measure sizes up to 1M with N ms of computing (a busy loop) before each call (default "
+            "10; 0: back to back only)");
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

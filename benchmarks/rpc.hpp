@@ -34,7 +34,6 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -66,59 +65,21 @@ struct RpcOptions {
     }
 };
 
-constexpr const char* kRpcUsage = R"(  --mode M        lat (default): one call at a time, per size; tput: calls
-                  per second from several client threads at once
-  --iters N       lat: timed calls per size (default 1000)
-  --warmup N      lat: untimed calls before them (default 100)
-  --sizes LIST    lat: comma-separated request sizes in bytes
-                  (default 8,64,512,4096,32768,65536)
-  --threads LIST  tput: comma-separated client thread counts (default 1,2,4)
-  --size BYTES    tput: request size (default 64)
-  --seconds S     tput: time per thread count (default 3)
-)";
-
-// "1,2,4": thread counts, each in 1..kMaxThreads.
-inline std::vector<unsigned> parse_threads(std::string_view text)
+// --mode, --iters, --warmup, --sizes (in 1..@max_size), --threads, --size
+// (in 1..@max_size) and --seconds into @o, the help naming @o's values as
+// the defaults.
+inline void add_rpc(CLI::App& app, RpcOptions& o, size_t max_size)
 {
-    std::vector<unsigned> threads;
-    while (true) {
-        size_t comma = text.find(',');
-        threads.push_back(static_cast<unsigned>(parse_number(text.substr(0, comma), "--threads", 1, kMaxThreads)));
-        if (comma == std::string_view::npos)
-            break;
-        text.remove_prefix(comma + 1);
-    }
-    return threads;
-}
-
-// Takes the options above out of argv at @i (advancing it past the value);
-// false if argv[i] is none of them. Sizes are in 1..@max_size.
-inline bool parse_rpc(RpcOptions& o, int argc, char** argv, int& i, size_t max_size)
-{
-    if (parse_common(o.lat, argc, argv, i, max_size))
-        return true;
-    std::string_view arg = argv[i];
-    if (arg != "--mode" && arg != "--threads" && arg != "--size" && arg != "--seconds")
-        return false;
-    if (i + 1 >= argc)
-        throw UsageError(std::string(arg) + " needs a value");
-    std::string_view val = argv[++i];
-    if (arg == "--mode") {
-        if (val == "lat") {
-            o.mode = Mode::lat;
-        } else if (val == "tput") {
-            o.mode = Mode::tput;
-        } else {
-            throw UsageError("--mode must be lat or tput, not '" + std::string(val) + "'");
-        }
-    } else if (arg == "--threads") {
-        o.threads = parse_threads(val);
-    } else if (arg == "--size") {
-        o.size = parse_number(val, arg, 1, max_size);
-    } else {
-        o.seconds = static_cast<unsigned>(parse_number(val, arg, 1, 3600));
-    }
-    return true;
+    lite_cli::add_choice(app, "--mode", o.mode, {{"lat", Mode::lat}, {"tput", Mode::tput}},
+                         "lat (default): one call at a time, per size; tput: calls per second from several client "
+                         "threads at once");
+    add_common(app, o.lat, max_size, "calls", "lat: ");
+    lite_cli::add_list(app, "--threads", o.threads, 1, kMaxThreads,
+                       "tput: comma-separated client thread counts (default " + lite_cli::join(o.threads) + ")");
+    lite_cli::add_number(app, "--size", o.size, 1, max_size,
+                         "tput: request size (default " + std::to_string(o.size) + ")");
+    lite_cli::add_number(app, "--seconds", o.seconds, 1, 3600,
+                         "tput: time per thread count (default " + std::to_string(o.seconds) + ")");
 }
 
 // The request data of call @call of client thread @thread: different for

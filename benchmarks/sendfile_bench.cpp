@@ -69,25 +69,15 @@ constexpr uint64_t kMiB = kKiB * 1024;
 constexpr uint64_t kWrMax = kMiB; // bytes per native RDMA WRITE
 constexpr uint32_t kDepth = 16;   // native WRITEs in flight
 
-constexpr const char* kUsage =
-    R"(usage: sendfile-bench --dir DIR [--nfs DIR] [--addr IPV4] [--port N] [--instance N] [--node N] [--sizes LIST] [--bytes N]
-
-A file's bytes into remote memory: native verbs with a registration per
-request or cached, pread + LITE_write, LITE_sendfile (and NFS reads with
---nfs); MB/s and CPU per MiB by size, CSV on stdout. The lite nodes must be
-up already (litectl up).
-
-  --dir DIR      where the test files are made (sf-SIZE)
-  --nfs DIR      also read DIR/sf-SIZE with O_DIRECT (an NFS mount of --dir)
-  --addr IPV4    the RDMA device's netdev address ($LITE_ADDR, else 10.99.0.1)
-  --port N       rdma_cm port of the native busy pair (default 18650; the
-                 event pair takes the next one)
-  --instance N   local lite node instance to attach to (default 0)
-  --node N       node that holds the LMR (default 2)
-  --sizes LIST   comma-separated sizes with K, M or G (default
-                 4K,16K,64K,256K,1M,4M,16M,64M)
-  --bytes N      bytes moved per size and way (default 64M)
-)";
+struct Args {
+    Target target{18650};
+    std::string dir;
+    std::string nfs;
+    unsigned instance = 0;
+    uint32_t node = 2;
+    uint64_t per_size = 64 * kMiB;
+    std::vector<uint64_t> sizes{4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -336,44 +326,17 @@ std::string cell(const std::optional<Figure>& f, bool cpu)
     return text;
 }
 
-int run(int argc, char** argv)
+int run(const Args& a)
 {
-    Target target(18650);
-    std::string dir;
-    std::string nfs;
-    unsigned instance = 0;
-    uint32_t node = 2;
-    uint64_t per_size = 64 * kMiB;
-    std::vector<uint64_t> sizes{4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB};
-    for (int i = 1; i < argc; i++) {
-        std::string_view arg = argv[i];
-        if (arg == "-h" || arg == "--help")
-            throw bench::UsageError("");
-        if (target.parse(argc, argv, i))
-            continue;
-        const bool known = arg == "--dir" || arg == "--nfs" || arg == "--instance" || arg == "--node" ||
-                           arg == "--sizes" || arg == "--bytes";
-        if (!known)
-            throw bench::UsageError("unknown argument '" + std::string(arg) + "'");
-        if (i + 1 >= argc)
-            throw bench::UsageError(std::string(arg) + " needs a value");
-        if (arg == "--dir") {
-            dir = argv[++i];
-        } else if (arg == "--nfs") {
-            nfs = argv[++i];
-        } else if (arg == "--instance") {
-            instance = static_cast<unsigned>(bench::parse_number(argv[++i], arg, 0, UINT32_MAX));
-        } else if (arg == "--node") {
-            node = static_cast<uint32_t>(bench::parse_number(argv[++i], arg, 1, LITE_MAX_NODES));
-        } else if (arg == "--bytes") {
-            per_size = bench::parse_bytes(argv[++i], arg, uint64_t{1} << 40);
-        } else {
-            sizes = bench::parse_list(argv[++i],
-                                      [](std::string_view t) { return bench::parse_bytes(t, "--sizes", 1ULL << 30); });
-        }
-    }
+    const auto& target = a.target;
+    const auto& dir = a.dir;
+    const auto& nfs = a.nfs;
+    const auto& instance = a.instance;
+    const auto& node = a.node;
+    const auto& per_size = a.per_size;
+    const auto& sizes = a.sizes;
     if (dir.empty())
-        throw bench::UsageError("--dir is required");
+        throw lite_cli::UsageError("--dir is required");
     uint64_t max = 0;
     for (uint64_t s : sizes)
         max = std::max(max, s);
@@ -466,5 +429,21 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    return bench::guarded_main(kProg, kUsage, run, argc, argv);
+    return lite_cli::guard(kProg, [&] {
+        lite_cli::App app(kProg,
+                          "A file's bytes into remote memory: native verbs with a registration per request or "
+                          "cached, pread + LITE_write, LITE_sendfile (and NFS reads with --nfs); MB/s and CPU per "
+                          "MiB by size, CSV on stdout. The lite nodes must be up already (litectl up).");
+        Args a;
+        app.add_option("--dir", a.dir, "where the test files are made (sf-SIZE)")->type_name("DIR")->required();
+        app.add_option("--nfs", a.nfs, "also read DIR/sf-SIZE with O_DIRECT (an NFS mount of --dir)")->type_name("DIR");
+        a.target.add_options(app, "; the event pair takes the next one");
+        lite_cli::add_instance(app, a.instance, "local lite node instance to attach to (default 0)");
+        lite_cli::add_node(app, a.node, false, "node that holds the LMR (default 2)");
+        lite_cli::add_list(app, "--sizes", a.sizes, 1, 1ULL << 30,
+                           "comma-separated sizes with K, M or G (default 4K,16K,64K,256K,1M,4M,16M,64M)");
+        lite_cli::add_number(app, "--bytes", a.per_size, 1, uint64_t{1} << 40,
+                             "bytes moved per size and way (default 64M)");
+        return app.run(argc, argv, [&a] { return run(a); });
+    });
 }

@@ -20,11 +20,11 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 namespace bench::verbs
 {
@@ -153,8 +153,29 @@ inline sockaddr_in parse_addr(const std::string& addr, uint16_t port)
     sin.sin_family = AF_INET;
     sin.sin_port = htons(port);
     if (inet_pton(AF_INET, addr.c_str(), &sin.sin_addr) != 1)
-        throw UsageError("--addr: '" + addr + "' is not an IPv4 address");
+        throw lite_cli::UsageError("--addr: '" + addr + "' is not an IPv4 address");
     return sin;
+}
+
+// Where the native benchmarks connect by default: $LITE_ADDR, else
+// 10.99.0.1 (checked when used: parse_addr).
+inline std::string default_addr()
+{
+    const char* env = std::getenv("LITE_ADDR");
+    return env != nullptr && *env != '\0' ? env : "10.99.0.1";
+}
+
+// --addr IPV4 into @addr (which holds the default), checked as it is given.
+inline CLI::Option* add_addr(CLI::App& app, std::string& addr, const std::string& help)
+{
+    return app.add_option("--addr", addr, help)
+        ->type_name("IPV4")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                in_addr a{};
+                return inet_pton(AF_INET, text.c_str(), &a) == 1 ? "" : "'" + text + "' is not an IPv4 address";
+            },
+            ""));
 }
 
 // How a program waits for its completions (--poll):
@@ -166,23 +187,10 @@ inline sockaddr_in parse_addr(const std::string& addr, uint16_t port)
 //          re-arm, then poll the CQ, as an event-driven program does.
 enum class PollMode { busy, event };
 
-// Takes --poll out of argv at @i (advancing it past the value); false if
-// argv[i] is not --poll.
-inline bool parse_poll(PollMode& mode, int argc, char** argv, int& i)
+// --poll busy|event into @mode.
+inline CLI::Option* add_poll(CLI::App& app, PollMode& mode, const std::string& help)
 {
-    if (std::string_view(argv[i]) != "--poll")
-        return false;
-    if (i + 1 >= argc)
-        throw UsageError("--poll needs a value");
-    std::string_view val = argv[++i];
-    if (val == "busy") {
-        mode = PollMode::busy;
-    } else if (val == "event") {
-        mode = PollMode::event;
-    } else {
-        throw UsageError("--poll must be busy or event, not '" + std::string(val) + "'");
-    }
-    return true;
+    return lite_cli::add_choice(app, "--poll", mode, {{"busy", PollMode::busy}, {"event", PollMode::event}}, help);
 }
 
 inline const char* poll_name(PollMode mode)

@@ -15,19 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "util.hpp"
+#include "lite_cli.hpp"
 
 namespace
 {
-
-constexpr const char* kUsage =
-    R"(usage: async_fill [--instance N] [--node ID] [--size BYTES] [--block BYTES] [--depth N]
-  --instance N   local node instance (default 0)
-  --node ID      node that holds the memory (default 2)
-  --size BYTES   bytes to fill, K/M/G suffixes (default 16M)
-  --block BYTES  bytes per write (default 4K, at most 64K for the no-wait path)
-  --depth N      io_uring submission entries; twice as many may be in flight (default 256)
-)";
 
 struct Options {
     uint32_t instance = 0;
@@ -36,30 +27,6 @@ struct Options {
     uint64_t block = 4096;
     uint32_t depth = 256;
 };
-
-Options parse(int argc, char** argv)
-{
-    example::Args args(argc, argv, 1);
-    Options o;
-    auto instance = args.take("--instance");
-    auto node = args.take("--node");
-    auto size = args.take("--size");
-    auto block = args.take("--block");
-    auto depth = args.take("--depth");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    if (instance)
-        o.instance = example::to_u32(*instance, "--instance", 0, UINT32_MAX);
-    if (node)
-        o.node = example::to_u32(*node, "--node", 1, LITE_MAX_NODES);
-    if (size)
-        o.size = example::to_u64(*size, "--size", 1, LITE_LMR_MAX);
-    if (block)
-        o.block = example::to_u64(*block, "--block", 1, 4 << 20);
-    if (depth)
-        o.depth = example::to_u32(*depth, "--depth", 1, 4096);
-    return o;
-}
 
 std::byte expected(uint64_t at)
 {
@@ -71,15 +38,8 @@ double secs_since(std::chrono::steady_clock::time_point t)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-int run(int argc, char** argv)
+int run(const Options& o)
 {
-    for (int i = 1; i < argc; i++) {
-        if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") {
-            (void)std::fputs(kUsage, stdout);
-            return 0;
-        }
-    }
-    Options o = parse(argc, argv);
     auto lite = lite::Session::open(o.instance);
     auto lmr = lite.alloc(o.size + 8, o.node); // the last word counts blocks
     lite::Ring ring(lite, o.depth);
@@ -124,13 +84,18 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const example::UsageError& e) {
-        (void)std::fprintf(stderr, "async_fill: %s\n%s", e.msg.c_str(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "async_fill: %s\n", e.what());
-        return 1;
-    }
+    return lite_cli::guard("async_fill", [&] {
+        lite_cli::App app("async_fill",
+                          "Fill an LMR on another node with many writes in flight through lite::Ring "
+                          "(io_uring), read it back, check every block, count blocks with fetch-and-add.");
+        Options o;
+        lite_cli::add_instance(app, o.instance, "local node instance (default 0)");
+        lite_cli::add_node(app, o.node, false, "node that holds the memory (default 2)");
+        lite_cli::add_number(app, "--size", o.size, 1, LITE_LMR_MAX, "bytes to fill, K/M/G suffixes (default 16M)");
+        lite_cli::add_number(app, "--block", o.block, 1, 4 << 20,
+                             "bytes per write (default 4K, at most 64K for the no-wait path)");
+        lite_cli::add_number(app, "--depth", o.depth, 1, 4096,
+                             "io_uring submission entries; twice as many may be in flight (default 256)");
+        return app.run(argc, argv, [&o] { return run(o); });
+    });
 }

@@ -4,6 +4,7 @@
 // client that checks every byte of every reply and reports round trips.
 //   echo serve [--instance N] [--port P] [--threads T]
 //   echo call [--instance N] --node ID [--port P] [--size BYTES] [--count N] [--timeout MS]
+#include "lite_cli.hpp"
 #include "util.hpp"
 
 #include <algorithm>
@@ -17,25 +18,10 @@
 namespace
 {
 
-constexpr const char* kUsage = R"(usage: echo serve [--instance N] [--port P] [--threads T]
-       echo call [--instance N] --node ID [--port P] [--size BYTES] [--count N] [--timeout MS]
-  serve: answer every call to port P (default 7) with its own bytes, on T
-         threads (default 2), until SIGINT or SIGTERM
-  call:  make N calls (default 10) of BYTES bytes each (default 64, at most
-         4M; K and M suffixes work) to port P on node ID (0: this node),
-         check every byte of every reply, print the round trip times
-  --instance: the local node instance to attach to (default 0)
-)";
-
 constexpr uint32_t kDefaultPort = 7;
 
-int serve(example::Args& args, unsigned inst, uint32_t port)
+int serve(unsigned inst, uint32_t port, unsigned threads)
 {
-    auto threads_text = args.take("--threads");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    const unsigned threads = threads_text ? example::to_u32(*threads_text, "--threads", 1, 1024) : 2;
-
     const sigset_t stop_signals = example::block_stop_signals(); // before any thread starts
     auto lite = lite::Session::open(inst);
     lite::Server server(
@@ -75,20 +61,8 @@ double us(std::chrono::steady_clock::duration d)
     return std::chrono::duration<double, std::micro>(d).count();
 }
 
-int call(example::Args& args, unsigned inst, uint32_t port)
+int call(unsigned inst, uint32_t port, uint32_t node, size_t size, uint64_t count, std::chrono::milliseconds timeout)
 {
-    auto node_text = args.take("--node");
-    auto size_text = args.take("--size");
-    auto count_text = args.take("--count");
-    auto timeout_text = args.take("--timeout");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    if (!node_text)
-        throw example::UsageError{"call needs --node ID"};
-    const uint32_t node = example::to_u32(*node_text, "--node", 0, LITE_MAX_NODES);
-    const size_t size = size_text ? example::to_u64(*size_text, "--size", 0, LITE_RPC_MAX) : 64;
-    const uint64_t count = count_text ? example::to_u64(*count_text, "--count", 1, UINT32_MAX) : 10;
-    const std::chrono::milliseconds timeout(timeout_text ? example::to_u32(*timeout_text, "--timeout", 0, 600000) : 0);
 
     auto lite = lite::Session::open(inst);
     std::vector<std::byte> req(size), reply(size);
@@ -126,34 +100,45 @@ int call(example::Args& args, unsigned inst, uint32_t port)
     return 0;
 }
 
-int run(int argc, char** argv)
-{
-    if (argc < 2 || std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help") {
-        (void)std::fputs(kUsage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const std::string cmd = argv[1];
-    if (cmd != "serve" && cmd != "call")
-        throw example::UsageError{"unknown command '" + cmd + "'"};
-    example::Args args(argc, argv, 2);
-    auto instance = args.take("--instance");
-    auto port_text = args.take("--port");
-    const unsigned inst = instance ? example::to_u32(*instance, "--instance", 0, UINT32_MAX) : 0;
-    const uint32_t port = port_text ? example::to_u32(*port_text, "--port", 1, UINT32_MAX) : kDefaultPort;
-    return cmd == "serve" ? serve(args, inst, port) : call(args, inst, port);
-}
-
 } // namespace
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const example::UsageError& e) {
-        (void)std::fprintf(stderr, "echo: %s\n%s", e.msg.c_str(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "echo: %s\n", e.what());
-        return 1;
-    }
+    return lite_cli::guard("echo", [&] {
+        lite_cli::App app("echo",
+                          "RPC echo: a server that answers every call with its request, and a client that checks "
+                          "every byte of every reply and reports round trips.");
+        app.require_subcommand(1, 1);
+        unsigned inst = 0;
+        uint32_t port = kDefaultPort;
+        lite_cli::add_instance(app, inst, "the local node instance to attach to (default 0)");
+        lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 7)");
+
+        auto* serve_cmd = app.add_subcommand("serve", "answer every call to port P with its own bytes, on T threads, "
+                                                      "until SIGINT or SIGTERM");
+        serve_cmd->fallthrough();
+        unsigned threads = 2;
+        lite_cli::add_number(*serve_cmd, "--threads", threads, 1, 1024, "server threads (default 2)");
+
+        auto* call_cmd =
+            app.add_subcommand("call", "make N calls of BYTES bytes each to port P on node ID, check every "
+                                       "byte of every reply, print the round trip times");
+        call_cmd->fallthrough();
+        uint32_t node = 0;
+        size_t size = 64;
+        uint64_t count = 10;
+        uint32_t timeout_ms = 0;
+        lite_cli::add_node(*call_cmd, node, true, "the server's node (0: this node)")->required();
+        lite_cli::add_number(*call_cmd, "--size", size, 0, LITE_RPC_MAX,
+                             "bytes per call (default 64, at most 4M; K and M suffixes work)");
+        lite_cli::add_number(*call_cmd, "--count", count, 1, UINT32_MAX, "calls (default 10)");
+        lite_cli::add_number(*call_cmd, "--timeout", timeout_ms, 0, 600000,
+                             "limit of each call, ms (default 0: LITE_RPC_TIMEOUT_MS)");
+
+        return app.run(argc, argv, [&] {
+            if (serve_cmd->parsed())
+                return serve(inst, port, threads);
+            return call(inst, port, node, size, count, std::chrono::milliseconds(timeout_ms));
+        });
+    });
 }

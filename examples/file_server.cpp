@@ -10,6 +10,7 @@
 // Paths resolve beneath DIR only (openat2 RESOLVE_BENEATH: no "..", no
 // absolute paths, no symlinks out). Clients: file_client --node <this node>.
 #include "file_wire.hpp"
+#include "lite_cli.hpp"
 #include "util.hpp"
 
 #include <fcntl.h>
@@ -27,12 +28,6 @@
 
 namespace
 {
-
-constexpr const char* kUsage = R"(usage: file_server --root DIR [--instance N] [--port P] [--threads T]
-  Serve the files beneath DIR into clients' LMRs on RPC port P (default
-  4100) of node instance N (default 0), with T threads (default 2), until
-  SIGINT or SIGTERM.
-)";
 
 // An open file, closed with the object.
 class Fd
@@ -136,28 +131,11 @@ private:
     std::atomic<uint64_t> bytes_{0};
 };
 
-int run(int argc, char** argv)
+int run(const std::string& root, unsigned inst, uint32_t port, unsigned threads)
 {
-    example::Args args(argc, argv, 1);
-    if (args.flag("--help") || args.flag("-h")) {
-        std::printf("%s", kUsage);
-        return 0;
-    }
-    auto root = args.take("--root");
-    auto instance = args.take("--instance");
-    auto port_text = args.take("--port");
-    auto threads_text = args.take("--threads");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    if (!root)
-        throw example::UsageError{"--root is required"};
-    const unsigned inst = instance ? example::to_u32(*instance, "--instance", 0, UINT32_MAX) : 0;
-    const uint32_t port = port_text ? example::to_u32(*port_text, "--port", 1, UINT32_MAX) : filesrv::kDefaultPort;
-    const unsigned threads = threads_text ? example::to_u32(*threads_text, "--threads", 1, 64) : 2;
-
     const sigset_t stop_signals = example::block_stop_signals(); // before any thread starts
     auto lite = lite::Session::open(inst);
-    Files files(lite, *root);
+    Files files(lite, root);
     lite::Server server(
         lite, port,
         [&files](const lite::Incoming& in, std::span<const std::byte> req, std::vector<std::byte>& reply) {
@@ -165,7 +143,7 @@ int run(int argc, char** argv)
         },
         threads);
     std::printf("file_server: node %u serving %s on port %u with %u threads (SIGINT or SIGTERM stops)\n",
-                lite.node_id(), root->c_str(), port, threads);
+                lite.node_id(), root.c_str(), port, threads);
     (void)std::fflush(stdout);
 
     const int sig = example::wait_for_stop(stop_signals, [&server] { return server.running(); });
@@ -182,13 +160,16 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const example::UsageError& e) {
-        (void)std::fprintf(stderr, "file_server: %s\n%s", e.msg.c_str(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "file_server: %s\n", e.what());
-        return 1;
-    }
+    return lite_cli::guard("file_server", [&] {
+        lite_cli::App app("file_server", "Serve the files beneath DIR into clients' LMRs until SIGINT or SIGTERM.");
+        std::string root;
+        unsigned inst = 0;
+        uint32_t port = filesrv::kDefaultPort;
+        unsigned threads = 2;
+        app.add_option("--root", root, "serve the files beneath DIR")->type_name("DIR")->required();
+        lite_cli::add_instance(app, inst, "local node instance (default 0)");
+        lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 4100)");
+        lite_cli::add_number(app, "--threads", threads, 1, 64, "server threads (default 2)");
+        return app.run(argc, argv, [&] { return run(root, inst, port, threads); });
+    });
 }

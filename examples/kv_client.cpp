@@ -2,9 +2,9 @@
 //
 // The client of kv_server: put, get and delete keys, or run a self-test.
 //   kv_client [--instance N] --node ID [--port P] [--timeout MS] COMMAND
-// See kUsage below; the wire format is in kv_wire.hpp.
+// See --help; the wire format is in kv_wire.hpp.
 #include "kv_wire.hpp"
-#include "util.hpp"
+#include "lite_cli.hpp"
 
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <lite/session.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,21 +22,19 @@
 namespace
 {
 
-constexpr const char* kUsage = R"(usage: kv_client [--instance N] --node ID [--port P] [--timeout MS] COMMAND
-commands:
-  put KEY VALUE                 store VALUE (the argument's bytes) under KEY
-  put KEY --file F              store the contents of file F
-  put KEY --random-size BYTES   store BYTES random bytes (prints their checksum)
-  get KEY                       write the value to stdout
-  del KEY                       delete KEY
-  selftest --count N [--seed S] put N keys with random values of up to 1 MiB,
-                                read them back and check them, delete them,
-                                check they are gone
-Talks to kv_server on port P (default 4000) of node ID (0: this node)
-through node instance N (default 0). Keys are 1..255 bytes, values at most
-1 MiB (K and M suffixes are accepted for sizes). MS 0: the default timeout.
-exit status: 0 ok, 1 error, 2 usage, 3 key not found
-)";
+// The command line: the options before the command, then the command's.
+struct Options {
+    unsigned inst = 0;
+    uint32_t node = 0;
+    uint32_t port = kv::kDefaultPort;
+    uint32_t timeout_ms = 0;
+    std::string key;
+    std::vector<std::string> value; // put KEY VALUE: one at most
+    std::string file;
+    std::optional<uint64_t> random_size;
+    uint64_t count = 0;
+    std::optional<uint64_t> seed;
+};
 
 constexpr int kNotFound = 3;
 
@@ -112,31 +111,32 @@ std::vector<std::byte> read_value_file(const std::string& path)
 std::string check_key(const std::string& key)
 {
     if (key.empty() || key.size() > kv::kMaxKey)
-        throw example::UsageError{"KEY must be 1 to 255 bytes, '" + key + "' is " + std::to_string(key.size())};
+        throw lite_cli::UsageError("KEY must be 1 to 255 bytes, '" + key + "' is " + std::to_string(key.size()));
     return key;
 }
 
-int cmd_put(Client& c, example::Args& args)
+// put's arguments: KEY and one of VALUE, --file F or --random-size BYTES.
+void check_put(const Options& o)
 {
-    auto file = args.take("--file");
-    auto random_size = args.take("--random-size");
-    auto rest = args.rest();
-    const size_t sources = (file ? 1 : 0) + (random_size ? 1 : 0) + (rest.size() == 2 ? 1 : 0);
-    if (rest.empty() || rest.size() > 2 || sources != 1)
-        throw example::UsageError{"put needs KEY and one of VALUE, --file F or --random-size BYTES"};
-    const std::string key = check_key(rest[0]);
+    const size_t sources = (o.file.empty() ? 0 : 1) + (o.random_size ? 1 : 0) + o.value.size();
+    if (o.value.size() > 1 || sources != 1)
+        throw lite_cli::UsageError("put needs KEY and one of VALUE, --file F or --random-size BYTES");
+    if (!o.value.empty() && o.value[0].size() > kv::kMaxValue)
+        throw lite_cli::UsageError("VALUE is larger than 1 MiB");
+}
 
+int cmd_put(Client& c, const Options& o)
+{
+    const std::string& key = o.key;
     std::vector<std::byte> value;
-    if (file) {
-        value = read_value_file(*file);
-    } else if (random_size) {
-        value.resize(example::to_u64(*random_size, "--random-size", 0, kv::kMaxValue));
+    if (!o.file.empty()) {
+        value = read_value_file(o.file);
+    } else if (o.random_size) {
+        value.resize(*o.random_size);
         std::mt19937_64 rng(std::random_device{}());
         fill_random(rng, value);
     } else {
-        if (rest[1].size() > kv::kMaxValue)
-            throw example::UsageError{"VALUE is larger than 1 MiB"};
-        for (char ch : rest[1])
+        for (char ch : o.value[0])
             value.push_back(static_cast<std::byte>(ch));
     }
     c.op(kv::Op::put, key, value);
@@ -145,12 +145,9 @@ int cmd_put(Client& c, example::Args& args)
     return 0;
 }
 
-int cmd_get(Client& c, example::Args& args)
+int cmd_get(Client& c, const Options& o)
 {
-    auto rest = args.rest();
-    if (rest.size() != 1)
-        throw example::UsageError{"get needs exactly one KEY"};
-    const std::string key = check_key(rest[0]);
+    const std::string& key = o.key;
     auto r = c.op(kv::Op::get, key);
     if (r.status == kv::Status::not_found) {
         (void)std::fprintf(stderr, "kv_client get: no key '%s'\n", key.c_str());
@@ -163,12 +160,9 @@ int cmd_get(Client& c, example::Args& args)
     return 0;
 }
 
-int cmd_del(Client& c, example::Args& args)
+int cmd_del(Client& c, const Options& o)
 {
-    auto rest = args.rest();
-    if (rest.size() != 1)
-        throw example::UsageError{"del needs exactly one KEY"};
-    const std::string key = check_key(rest[0]);
+    const std::string& key = o.key;
     auto r = c.op(kv::Op::del, key);
     if (r.status == kv::Status::not_found) {
         (void)std::fprintf(stderr, "kv_client del: no key '%s'\n", key.c_str());
@@ -183,16 +177,10 @@ double seconds(std::chrono::steady_clock::duration d)
     return std::chrono::duration<double>(d).count();
 }
 
-int cmd_selftest(Client& c, example::Args& args)
+int cmd_selftest(Client& c, const Options& o)
 {
-    auto count_text = args.take("--count");
-    auto seed_text = args.take("--seed");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    if (!count_text)
-        throw example::UsageError{"selftest needs --count N"};
-    const uint64_t count = example::to_u64(*count_text, "--count", 1, 1000000);
-    const uint64_t seed = seed_text ? example::to_u64(*seed_text, "--seed", 0, UINT64_MAX) : std::random_device{}();
+    const uint64_t count = o.count;
+    const uint64_t seed = o.seed ? *o.seed : std::random_device{}();
     std::mt19937_64 rng(seed);
 
     struct Item {
@@ -265,68 +253,73 @@ int cmd_selftest(Client& c, example::Args& args)
     return errors == 0 ? 0 : 1;
 }
 
-int run(int argc, char** argv)
-{
-    // Options before the command; the command's own follow it.
-    int cmd_at = 1;
-    while (cmd_at < argc && std::string_view(argv[cmd_at]).starts_with("-"))
-        cmd_at += std::string_view(argv[cmd_at]) == "-h" || std::string_view(argv[cmd_at]) == "--help" ? 1 : 2;
-    example::Args global(cmd_at < argc ? cmd_at : argc, argv, 1);
-    if (global.flag("--help") || global.flag("-h")) {
-        (void)std::fputs(kUsage, stdout);
-        return 0;
-    }
-    auto instance = global.take("--instance");
-    auto node_text = global.take("--node");
-    auto port_text = global.take("--port");
-    auto timeout_text = global.take("--timeout");
-    if (!global.rest().empty())
-        throw example::UsageError{"unexpected argument '" + global.rest()[0] + "'"};
-    if (cmd_at >= argc)
-        throw example::UsageError{"no command"};
-    if (!node_text)
-        throw example::UsageError{"--node ID is required"};
-    const std::string cmd = argv[cmd_at];
-    example::Args args(argc, argv, cmd_at + 1);
-
-    const unsigned inst = instance ? example::to_u32(*instance, "--instance", 0, UINT32_MAX) : 0;
-    const uint32_t node = example::to_u32(*node_text, "--node", 0, LITE_MAX_NODES);
-    const uint32_t port = port_text ? example::to_u32(*port_text, "--port", 1, UINT32_MAX) : kv::kDefaultPort;
-    const std::chrono::milliseconds timeout(timeout_text ? example::to_u32(*timeout_text, "--timeout", 0, 600000) : 0);
-
-    int (*fn)(Client&, example::Args&) = nullptr;
-    if (cmd == "put") {
-        fn = cmd_put;
-    } else if (cmd == "get") {
-        fn = cmd_get;
-    } else if (cmd == "del") {
-        fn = cmd_del;
-    } else if (cmd == "selftest") {
-        fn = cmd_selftest;
-    } else {
-        throw example::UsageError{"unknown command '" + cmd + "'"};
-    }
-    auto lite = lite::Session::open(inst);
-    Client client(lite, node, port, timeout);
-    return fn(client, args);
-}
-
 } // namespace
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const example::UsageError& e) {
-        (void)std::fprintf(stderr, "kv_client: %s\n%s", e.msg.c_str(), kUsage);
-        return 2;
-    } catch (const lite::Error& e) {
-        (void)std::fprintf(stderr, "kv_client: %s\n", e.what());
-        if (e.errnum() == ETIMEDOUT)
-            (void)std::fprintf(stderr, "kv_client: is kv_server running on that node and port?\n");
-        return 1;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "kv_client: %s\n", e.what());
-        return 1;
-    }
+    return lite_cli::guard("kv_client", [&] {
+        lite_cli::App app("kv_client",
+                          "Talks to kv_server on port P of node ID. Keys are 1..255 bytes, values at most 1 "
+                          "MiB (K and M suffixes are accepted for sizes).");
+        app.footer("exit status: 0 ok, 1 error, 2 usage, 3 key not found");
+        app.require_subcommand(1, 1);
+        Options o;
+        lite_cli::add_instance(app, o.inst, "local node instance (default 0)");
+        lite_cli::add_node(app, o.node, true, "the server's node (0: this node)")->required();
+        lite_cli::add_number(app, "--port", o.port, 1, UINT32_MAX, "the server's RPC port (default 4000)");
+        lite_cli::add_number(app, "--timeout", o.timeout_ms, 0, 600000, "limit of each call, ms (0: the default)");
+
+        auto key_arg = [&o](CLI::App* cmd) { cmd->add_option("KEY", o.key, "1 to 255 bytes")->required(); };
+        auto* put = app.add_subcommand("put", "store VALUE (the argument's bytes), the contents of file F or BYTES "
+                                              "random bytes (prints their checksum) under KEY");
+        key_arg(put);
+        put->add_option("VALUE", o.value, "the value");
+        put->add_option("--file", o.file, "store the contents of file F")->type_name("F");
+        put->add_option_function<std::string>(
+               "--random-size", [&o](const std::string& n) { o.random_size = lite_cli::parse_u64(n); },
+               "store BYTES random bytes")
+            ->transform(lite_cli::number(0, kv::kMaxValue))
+            ->type_name("BYTES");
+        auto* get = app.add_subcommand("get", "write the value of KEY to stdout");
+        key_arg(get);
+        auto* del = app.add_subcommand("del", "delete KEY");
+        key_arg(del);
+        auto* selftest =
+            app.add_subcommand("selftest", "put N keys with random values of up to 1 MiB, read them back and "
+                                           "check them, delete them, check they are gone");
+        lite_cli::add_number(*selftest, "--count", o.count, 1, 1000000, "keys")->required();
+        selftest
+            ->add_option_function<std::string>(
+                "--seed", [&o](const std::string& n) { o.seed = lite_cli::parse_u64(n); },
+                "of the random values (default: a random one)")
+            ->transform(lite_cli::number(0, UINT64_MAX))
+            ->type_name("S");
+        for (auto* cmd : {put, get, del, selftest})
+            cmd->fallthrough();
+
+        return app.run(argc, argv, [&]() -> int {
+            int (*fn)(Client&, const Options&) = cmd_selftest;
+            if (put->parsed()) {
+                fn = cmd_put;
+                check_put(o);
+            } else if (get->parsed()) {
+                fn = cmd_get;
+            } else if (del->parsed()) {
+                fn = cmd_del;
+            }
+            if (!selftest->parsed())
+                check_key(o.key);
+            try {
+                auto lite = lite::Session::open(o.inst);
+                Client client(lite, o.node, o.port, std::chrono::milliseconds(o.timeout_ms));
+                return fn(client, o);
+            } catch (const lite::Error& e) {
+                if (e.errnum() != ETIMEDOUT)
+                    throw;
+                (void)std::fprintf(stderr, "kv_client: %s\nkv_client: is kv_server running on that node and port?\n",
+                                   e.what());
+                return 1;
+            }
+        });
+    });
 }

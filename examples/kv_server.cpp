@@ -5,6 +5,7 @@
 //   kv_server [--instance N] [--port P] [--threads T]
 // Clients: kv_client --node <this node> ...
 #include "kv_wire.hpp"
+#include "lite_cli.hpp"
 #include "util.hpp"
 
 #include <atomic>
@@ -18,11 +19,6 @@
 
 namespace
 {
-
-constexpr const char* kUsage = R"(usage: kv_server [--instance N] [--port P] [--threads T]
-  Serve a key-value store on RPC port P (default 4000) of node instance N
-  (default 0) with T threads (default 4) until SIGINT or SIGTERM.
-)";
 
 class Store
 {
@@ -89,22 +85,8 @@ private:
     std::atomic<uint64_t> gets_{0}, puts_{0}, dels_{0}, bad_{0}, ignored_{0};
 };
 
-int run(int argc, char** argv)
+int run(unsigned inst, uint32_t port, unsigned threads)
 {
-    example::Args args(argc, argv, 1);
-    if (args.flag("--help") || args.flag("-h")) {
-        (void)std::fputs(kUsage, stdout);
-        return 0;
-    }
-    auto instance = args.take("--instance");
-    auto port_text = args.take("--port");
-    auto threads_text = args.take("--threads");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    const unsigned inst = instance ? example::to_u32(*instance, "--instance", 0, UINT32_MAX) : 0;
-    const uint32_t port = port_text ? example::to_u32(*port_text, "--port", 1, UINT32_MAX) : kv::kDefaultPort;
-    const unsigned threads = threads_text ? example::to_u32(*threads_text, "--threads", 1, 1024) : 4;
-
     const sigset_t stop_signals = example::block_stop_signals(); // before any thread starts
     auto lite = lite::Session::open(inst);
     Store store;
@@ -138,13 +120,14 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const example::UsageError& e) {
-        (void)std::fprintf(stderr, "kv_server: %s\n%s", e.msg.c_str(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "kv_server: %s\n", e.what());
-        return 1;
-    }
+    return lite_cli::guard("kv_server", [&] {
+        lite_cli::App app("kv_server", "Serve a key-value store until SIGINT or SIGTERM.");
+        unsigned inst = 0;
+        uint32_t port = kv::kDefaultPort;
+        unsigned threads = 4;
+        lite_cli::add_instance(app, inst, "local node instance (default 0)");
+        lite_cli::add_number(app, "--port", port, 1, UINT32_MAX, "RPC port (default 4000)");
+        lite_cli::add_number(app, "--threads", threads, 1, 1024, "server threads (default 4)");
+        return app.run(argc, argv, [&] { return run(inst, port, threads); });
+    });
 }

@@ -7,7 +7,7 @@
 // creator checks that no increment was lost.
 //   lock_counter [--instance N] --name NAME [--create] [--node ID] --iters N
 //                --threads T [--participants P] [--timeout MS]
-#include "util.hpp"
+#include "lite_cli.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -20,19 +20,6 @@
 
 namespace
 {
-
-constexpr const char* kUsage = R"(usage: lock_counter [--instance N] --name NAME [--create] [--node ID] --iters N
-                    --threads T [--participants P] [--timeout MS]
-  Exactly one process runs with --create: it allocates the LMR (on node ID,
-  default this node) and shares it as NAME; the P-1 others (on any nodes)
-  map NAME, waiting for it to appear. Every process runs T threads, each
-  with a session of its own, that N times lock, read the counter, write it
-  back plus one and unlock. Then every process waits at a barrier for all P
-  participants (default 1), and the creator prints the final counter and
-  whether it equals P x T x N (so all must use the same T and N); it exits
-  1 if not. MS (default 60000) bounds each lock wait, the barrier and the
-  wait for NAME. --instance: the local node instance (default 0).
-)";
 
 // The LMR: three 8-byte words.
 constexpr uint64_t kLockOffset = 0;
@@ -97,49 +84,10 @@ void worker(const Options& o, Clock::time_point deadline, std::atomic<unsigned>&
     }
 }
 
-Options parse(int argc, char** argv)
+int run(const Options& o)
 {
-    example::Args args(argc, argv, 1);
-    Options o;
-    auto instance = args.take("--instance");
-    auto name = args.take("--name");
-    o.create = args.flag("--create");
-    auto node = args.take("--node");
-    auto iters = args.take("--iters");
-    auto threads = args.take("--threads");
-    auto participants = args.take("--participants");
-    auto timeout = args.take("--timeout");
-    if (!args.rest().empty())
-        throw example::UsageError{"unexpected argument '" + args.rest()[0] + "'"};
-    if (!name || !iters || !threads)
-        throw example::UsageError{"--name, --iters and --threads are required"};
-    if (name->empty() || name->size() >= LITE_NAME_MAX)
-        throw example::UsageError{"NAME must be 1 to " + std::to_string(LITE_NAME_MAX - 1) + " bytes"};
-    if (node && !o.create)
-        throw example::UsageError{"--node only goes with --create"};
-    o.name = *name;
-    if (instance)
-        o.instance = example::to_u32(*instance, "--instance", 0, UINT32_MAX);
-    if (node)
-        o.node = example::to_u32(*node, "--node", 0, LITE_MAX_NODES);
-    o.iters = example::to_u64(*iters, "--iters", 0, 1000000000);
-    o.threads = example::to_u32(*threads, "--threads", 1, 1024);
-    if (participants)
-        o.participants = example::to_u32(*participants, "--participants", 1, 65535);
-    if (timeout)
-        o.timeout = std::chrono::milliseconds(example::to_u32(*timeout, "--timeout", 1, 600000));
-    return o;
-}
-
-int run(int argc, char** argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") {
-            (void)std::fputs(kUsage, stdout);
-            return 0;
-        }
-    }
-    const Options o = parse(argc, argv);
+    if (o.name.empty() || o.name.size() >= LITE_NAME_MAX)
+        throw lite_cli::UsageError("NAME must be 1 to " + std::to_string(LITE_NAME_MAX - 1) + " bytes");
     const auto deadline = Clock::now() + o.timeout;
 
     auto lite = lite::Session::open(o.instance);
@@ -186,13 +134,30 @@ int run(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    try {
-        return run(argc, argv);
-    } catch (const example::UsageError& e) {
-        (void)std::fprintf(stderr, "lock_counter: %s\n%s", e.msg.c_str(), kUsage);
-        return 2;
-    } catch (const std::exception& e) {
-        (void)std::fprintf(stderr, "lock_counter: %s\n", e.what());
-        return 1;
-    }
+    return lite_cli::guard("lock_counter", [&] {
+        lite_cli::App app("lock_counter", "A counter made safe by a lite lock.");
+        app.footer(
+            "Exactly one process runs with --create: it allocates the LMR (on node ID, default this node) and "
+            "shares it as NAME; the P-1 others (on any nodes) map NAME, waiting for it to appear. Every process "
+            "runs T threads, each with a session of its own, that N times lock, read the counter, write it back "
+            "plus one and unlock. Then every process waits at a barrier for all P participants, and the creator "
+            "prints the final counter and whether it equals P x T x N (so all must use the same T and N); it exits "
+            "1 if not. MS bounds each lock wait, the barrier and the wait for NAME.");
+        Options o;
+        uint32_t timeout_ms = 60000;
+        lite_cli::add_instance(app, o.instance, "the local node instance (default 0)");
+        app.add_option("--name", o.name, "the LMR's share name")->type_name("NAME")->required();
+        auto* create = app.add_flag("--create", o.create, "allocate the LMR and share it as NAME");
+        lite_cli::add_node(app, o.node, true, "with --create: the LMR's node (default 0: this node)");
+        lite_cli::add_number(app, "--iters", o.iters, 0, 1000000000, "locked increments per thread")->required();
+        lite_cli::add_number(app, "--threads", o.threads, 1, 1024, "threads per process")->required();
+        lite_cli::add_number(app, "--participants", o.participants, 1, 65535, "processes in all (default 1)");
+        lite_cli::add_number(app, "--timeout", timeout_ms, 1, 600000, "ms (default 60000)");
+        return app.run(argc, argv, [&]() -> int {
+            if (app.given("--node") && create->count() == 0)
+                throw lite_cli::UsageError("--node only goes with --create");
+            o.timeout = std::chrono::milliseconds(timeout_ms);
+            return run(o);
+        });
+    });
 }
