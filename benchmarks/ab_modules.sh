@@ -10,14 +10,16 @@
 # 8, 64 and 4096 bytes ("w8:<us> ... r4096:<us>"), lite::Ring 64-byte
 # writes and reads at queue depths 1, 8 and 32 ("wq1:<ops/s> ...") and the
 # same on a polled Ring ("pwq1:<ops/s> ...", absent where the module has
-# no polled rings).
+# no polled rings). With AB_WHAT=dsm, the DSM's fault latency: per module
+# three nodes and dsm-lat (AB_ITERS faults of each kind), its medians
+# ("raw_read:<us> read_fault:<us> ...").
 #
 #   tools/vm/lite-vm --no-module --out build/ab -- \
 #       bash benchmarks/ab_modules.sh ROUNDS A.ko B.ko ...
 #
 # (build each module from its commit first, e.g. in a git worktree with
 # make kmod). Environment: BUILD (build/meson), LITE_ADDR (10.99.0.1),
-# AB_ITERS (600), AB_WHAT (rpc or onesided).
+# AB_ITERS (600), AB_WHAT (rpc, onesided or dsm).
 set -euo pipefail
 
 build=${BUILD:-build/meson}
@@ -53,6 +55,25 @@ onesided_ring() {
 			awk -F, -v o="$prefix${op:0:1}" 'NR > 1 { printf "%sq%s:%s ", o, $3, $7 }' || true
 	done
 }
+
+if [ "${AB_WHAT:-rpc}" = dsm ]; then
+	for r in $(seq 1 "$rounds"); do
+		for m in "$@"; do
+			insmod "$m"
+			i1=$(up --listen "$addr:18515")
+			i2=$(up --listen "$addr:18516" --join "$addr:18515")
+			i3=$(up --listen "$addr:18517" --join "$addr:18515")
+			lat=$("$build/benchmarks/dsm-lat" --instances "$i1,$i2,$i3" --runs "$iters" |
+				awk -F, 'NR > 1 && $1 !~ /^user_/ { printf "%s:%s ", $1, $3 }')
+			echo "round $r ${m##*/}: $lat"
+			"$litectl" down -i "$i3"
+			"$litectl" down -i "$i2"
+			"$litectl" down -i "$i1"
+			rmmod lite
+		done
+	done
+	exit 0
+fi
 
 if [ "${AB_WHAT:-rpc}" = onesided ]; then
 	for r in $(seq 1 "$rounds"); do

@@ -903,10 +903,15 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
 	struct lite_tx *tx;
 	size_t hdr;
 
-	/* CREDIT messages and ATOMIC replies go from completion handlers. */
+	/*
+	 * CREDIT messages, ATOMIC replies and DSM grants (DSM_REQ replies)
+	 * go from completion handlers.
+	 */
+	bool atomic = type == LITE_MSG_CREDIT || type == LITE_MSG_ATOMIC ||
+		      (type == LITE_MSG_DSM_REQ && reply);
+
 	tx = kmalloc(struct_size(tx, buf, sizeof(struct lite_wire_hdr) + len),
-		     type == LITE_MSG_CREDIT || type == LITE_MSG_ATOMIC ?
-		     GFP_ATOMIC : GFP_KERNEL);
+		     atomic ? GFP_ATOMIC : GFP_KERNEL);
 	if (!tx)
 		return NULL;
 	hdr = lite_wire_put_hdr(tx->buf, type, reply,
@@ -933,8 +938,9 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
  *
  * Messages leave in the order they were sent. A CREDIT message goes out
  * only if there are credits to return and a credit to spend, and may pass
- * the backlog (it carries no content). CREDIT messages and ATOMIC replies
- * may be sent from completion handlers; other messages may sleep. Takes
+ * the backlog (it carries no content). CREDIT messages, ATOMIC replies and
+ * DSM grants may be sent from completion handlers; other messages may
+ * sleep. Takes
  * @conn->lock.
  *
  * Return: 0 if posted or queued; -ENOTCONN if the connection is closing

@@ -35,6 +35,12 @@ struct lite_msg_handler {
 	u8 run;			/* enum lite_run of @fn */
 	u8 when;		/* LITE_WHEN_* */
 	bool reply_in_cq;	/* its replies complete in the CQ handler */
+	/*
+	 * Optional, LITE_RUN_RX rows: handles the request in the CQ handler
+	 * if it can without sleeping (true); else (false) @fn runs on
+	 * node->cq_wq, in no order against the connection's other messages.
+	 */
+	bool (*fast)(struct lite_conn *conn, const struct lite_msg *msg);
 };
 
 #define LITE_HS		LITE_WHEN_HANDSHAKE
@@ -97,16 +103,17 @@ static const struct lite_msg_handler lite_handlers[LITE_MSG_TYPE_END] = {
 				    LITE_RDY },
 	/* DSM (dsm.c: the users' side; dsm_home.c: the home's). A close
 	 * counts in order after the OPEN before it; handing the pages back
-	 * waits for the network, on node->close_wq. A grant (the REQ's
-	 * reply) is carried out in the CQ handler: its RDMA READ goes out
-	 * without a wake-up.
+	 * waits for the network, on node->close_wq. A request for a page no
+	 * transaction holds starts its transaction in the CQ handler, and a
+	 * grant (the REQ's reply) is carried out there: a read fault's REQ,
+	 * grant and RDMA READ go out without a wake-up.
 	 */
 	[LITE_MSG_DSM_OPEN]	= { lite_dsm_handle_open, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_DSM_CLOSE]	= { lite_dsm_handle_close, NULL,
 				    LITE_RUN_ORDERED, LITE_RDY },
 	[LITE_MSG_DSM_REQ]	= { lite_dsm_handle_req, NULL, LITE_RUN_RX,
-				    LITE_RDY, true },
+				    LITE_RDY, true, lite_dsm_handle_req_fast },
 	[LITE_MSG_DSM_DONE]	= { lite_dsm_handle_done, NULL, LITE_RUN_RX,
 				    LITE_RDY },
 	[LITE_MSG_DSM_INVAL]	= { lite_dsm_handle_inval, NULL, LITE_RUN_RX,
@@ -138,9 +145,11 @@ static bool lite_msg_allowed(struct lite_conn *conn,
  *
  * lite_msg_received() acts on the verdict.
  * Return: whether it can be handled right in the CQ handler (softirq, or
- * the busy poller under RCU) rather than in process context. The order of
- * such messages against other control messages does not matter: an
- * atomic's requester holds its LMR access until the reply.
+ * the busy poller under RCU) rather than in process context (a fast row's
+ * request: tried there first). The order of such messages against other
+ * control messages does not matter: an atomic's requester holds its LMR
+ * access until the reply; a DSM request for a page whose transaction has
+ * not ended queues behind it at the home.
  */
 bool lite_msg_parse(struct lite_rx *rx)
 {
@@ -150,7 +159,9 @@ bool lite_msg_parse(struct lite_rx *rx)
 	if (rx->parse_err)
 		return false;
 	h = lite_handler(&rx->msg);
-	return rx->msg.reply ? h->reply_in_cq : h->run == LITE_RUN_CQ;
+	if (rx->msg.reply)
+		return h->reply_in_cq;
+	return h->run == LITE_RUN_CQ || h->fast;	/* fast: tried there */
 }
 
 /* Queue a request for process context; the work holds a reference. */
@@ -158,10 +169,14 @@ static void lite_msg_queue(struct lite_rx *rx, const struct lite_msg_handler *h)
 {
 	struct lite_conn *conn = rx->conn;
 	struct lite_node *node = conn->node;
+	struct workqueue_struct *wq = node->wq;
 
+	if (h->run == LITE_RUN_UNORDERED)
+		wq = node->close_wq;
+	else if (h->run == LITE_RUN_RX)
+		wq = node->cq_wq;	/* a fast row's, declined */
 	lite_conn_get(conn);
-	queue_work(h->run == LITE_RUN_UNORDERED ? node->close_wq : node->wq,
-		   &rx->work);
+	queue_work(wq, &rx->work);
 }
 
 /**
@@ -225,6 +240,14 @@ void lite_msg_received(struct lite_rx *rx)
 	if (!lite_msg_allowed(conn, h) ||
 	    (!h->fn && h->run != LITE_RUN_RX && h->run != LITE_RUN_CQ))
 		goto bad_msg;
+	if (h->fast) {
+		if (h->fast(conn, msg)) {
+			lite_conn_repost(rx);
+			return;
+		}
+		lite_msg_queue(rx, h);	/* it may sleep: process context */
+		return;
+	}
 	if (h->run == LITE_RUN_ORDERED || h->run == LITE_RUN_UNORDERED) {
 		lite_msg_queue(rx, h);
 		return;
@@ -243,7 +266,8 @@ bad_msg:
 
 /**
  * lite_msg_work - run a queued request or one-way message
- * @work: rx->work, on node->wq or node->close_wq
+ * @work: rx->work, on node->wq, node->close_wq or (a declined fast row)
+ *	  node->cq_wq
  *
  * The connection may have closed meanwhile, or (for the handshake) become
  * READY: the row's conditions are checked again.

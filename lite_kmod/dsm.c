@@ -258,6 +258,26 @@ void lite_dsm_put(struct lite_dsm_region *r)
 	kref_put(&r->ref, lite_dsm_release);
 }
 
+static void lite_dsm_put_work(struct work_struct *work)
+{
+	lite_dsm_put(container_of(work, struct lite_dsm_region, put_work));
+}
+
+/**
+ * lite_dsm_put_any - drop a reference on a region, in any context
+ * @r: the region
+ *
+ * For the CQ handler: the last reference is dropped on the node's dsm_wq
+ * (which the node destroys, draining it, only once its connections are
+ * gone). Only the holder of the last reference can queue @r->put_work, so
+ * it is never queued twice.
+ */
+void lite_dsm_put_any(struct lite_dsm_region *r)
+{
+	if (!refcount_dec_not_one(&r->ref.refcount))
+		queue_work(r->node->dsm_wq, &r->put_work);
+}
+
 static struct lite_dsm_region *lite_dsm_alloc(struct lite_node *node, u64 id,
 					      u16 home, u64 size,
 					      const char *name)
@@ -288,6 +308,7 @@ static struct lite_dsm_region *lite_dsm_alloc(struct lite_node *node, u64 id,
 	xa_init_flags(&r->frames, XA_FLAGS_LOCK_BH);
 	init_waitqueue_head(&r->wq);
 	atomic_set(&r->fetches, 0);
+	INIT_WORK(&r->put_work, lite_dsm_put_work);
 	spin_lock(&node->dsm_all_lock);
 	list_add_tail(&r->all_entry, &node->dsm_all);
 	spin_unlock(&node->dsm_all_lock);
@@ -830,7 +851,13 @@ static bool lite_dsm_poll(struct lite_dsm_region *r,
 		goto out;
 	until = ktime_get_ns() + LITE_DSM_SPIN_US * NSEC_PER_USEC;
 	ends = READ_ONCE(r->fetch_ends);
-	do {
+	/*
+	 * The fetch may have ended before this (its whole chain can run in
+	 * the softirq work of the post that started it): look once, after
+	 * the snapshot, so that an end from here on still changes it.
+	 */
+	moved = lite_dsm_moved(r, frame, gen);
+	while (!moved) {
 		/* Some request ended: ours? */
 		if (READ_ONCE(r->fetch_ends) != ends || READ_ONCE(r->dead)) {
 			moved = lite_dsm_moved(r, frame, gen);
@@ -840,8 +867,10 @@ static bool lite_dsm_poll(struct lite_dsm_region *r,
 		}
 		cpu_relax();
 		cond_resched();
-	} while (ktime_get_ns() < until && time_before(jiffies, deadline) &&
-		 !fatal_signal_pending(current));
+		if (ktime_get_ns() >= until || !time_before(jiffies, deadline) ||
+		    fatal_signal_pending(current))
+			break;
+	}
 out:
 	atomic_dec(&lite_dsm_pollers);
 	return moved;

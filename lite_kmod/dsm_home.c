@@ -537,6 +537,51 @@ static struct lite_dsm_htxn *lite_dsm_same(struct list_head *list, u64 index,
 	return NULL;
 }
 
+/* A transaction for @req, not yet started; NULL if out of memory. */
+static struct lite_dsm_htxn *lite_dsm_htxn_new(struct lite_dsm_region *r,
+					       u16 requester,
+					       const struct lite_wire_dsm_req *req,
+					       struct lite_conn *conn,
+					       u32 req_id, gfp_t gfp)
+{
+	struct lite_dsm_htxn *x;
+
+	x = kzalloc(sizeof(*x), gfp);
+	if (!x)
+		return NULL;
+	kref_init(&x->ref);
+	kref_get(&r->ref);
+	x->region = r;
+	x->index = le64_to_cpu(req->page);
+	x->kind = req->kind;
+	x->rseq = le32_to_cpu(req->seq);
+	x->addr = le64_to_cpu(req->addr);
+	x->rkey = le32_to_cpu(req->rkey);
+	x->t.requester = requester;
+	x->req_id = req_id;
+	if (conn) {
+		lite_conn_get(conn);
+		x->conn = conn;
+	}
+	INIT_LIST_HEAD(&x->entry);
+	INIT_LIST_HEAD(&x->asks);
+	INIT_LIST_HEAD(&x->reply_entry);
+	x->queued = jiffies;
+	return x;
+}
+
+/* Whether a request for page @index is queued. Home lock held. */
+static bool lite_dsm_waiting(struct lite_dsm_home *h, u64 index)
+{
+	struct lite_dsm_htxn *x;
+
+	lockdep_assert_held(&h->lock);
+	list_for_each_entry(x, &h->queued, entry)
+		if (x->index == index)
+			return true;
+	return false;
+}
+
 /**
  * lite_dsm_home_request - a node wants a copy of a page
  * @r: the region, homed here
@@ -564,35 +609,16 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 	int err = 0;
 
 	lite_dsm_todo_init(&td);
-	x = kzalloc(sizeof(*x), GFP_KERNEL);
+	if (index >= r->n_pages) {
+		err = -EINVAL;
+		goto fail;
+	}
+	x = lite_dsm_htxn_new(r, requester, req, conn, req_id, GFP_KERNEL);
 	if (!x) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	if (index >= r->n_pages) {
-		kfree(x);
-		err = -EINVAL;
-		goto fail;
-	}
-	kref_init(&x->ref);
-	kref_get(&r->ref);
-	x->region = r;
-	x->index = index;
-	x->kind = req->kind;
-	x->rseq = rseq;
-	x->addr = le64_to_cpu(req->addr);
-	x->rkey = le32_to_cpu(req->rkey);
-	x->t.requester = requester;
-	x->req_id = req_id;
 	x->local = local;
-	if (conn) {
-		lite_conn_get(conn);
-		x->conn = conn;
-	}
-	INIT_LIST_HEAD(&x->entry);
-	INIT_LIST_HEAD(&x->asks);
-	INIT_LIST_HEAD(&x->reply_entry);
-	x->queued = jiffies;
 
 	spin_lock_bh(&h->lock);
 	old = lite_dsm_same(&h->running, index, requester, rseq) ?:
@@ -634,6 +660,47 @@ fail:
 	else if (conn)
 		lite_conn_send(conn, LITE_MSG_DSM_REQ, true, req_id, err,
 			       NULL, 0);
+}
+
+/*
+ * A remote request for a page no transaction holds, sent once: start its
+ * transaction now, in any context (the CQ handler). Anything else, or no
+ * memory, is left to lite_dsm_home_request(): return false.
+ */
+static bool lite_dsm_home_request_now(struct lite_dsm_region *r,
+				      u16 requester,
+				      const struct lite_wire_dsm_req *req,
+				      struct lite_conn *conn, u32 req_id)
+{
+	struct lite_dsm_home *h = r->dir;
+	u64 index = le64_to_cpu(req->page);
+	u32 rseq = le32_to_cpu(req->seq);
+	struct lite_dsm_htxn *x;
+	struct lite_dsm_todo td;
+	bool now;
+
+	if (index >= r->n_pages)
+		return false;
+	x = lite_dsm_htxn_new(r, requester, req, conn, req_id, GFP_ATOMIC);
+	if (!x)
+		return false;
+	lite_dsm_todo_init(&td);
+	spin_lock_bh(&h->lock);
+	now = !h->dying && h->users[requester] && !h->dir[index].busy &&
+	      !lite_dsm_waiting(h, index) &&
+	      !lite_dsm_same(&h->running, index, requester, rseq);
+	if (now)
+		lite_dsm_txn_start(h, x, &td);
+	spin_unlock_bh(&h->lock);
+	/*
+	 * Replies to @conn (grants go with GFP_ATOMIC) and asks queued on
+	 * dsm_wq; with the page free before, no other transaction's reply.
+	 * The caller's reference keeps @r: no put here is the last one.
+	 */
+	lite_dsm_todo_run(r, &td);
+	if (!now)
+		lite_dsm_htxn_put(x);
+	return now;
 }
 
 /**
@@ -1023,7 +1090,7 @@ void lite_dsm_home_remove(struct lite_dsm_region *r, bool wait)
  *
  * The grant is the reply, now or when the page's transaction gets to it;
  * -ENOENT if the region is not homed here or the node did not open it.
- * Runs on the receive path.
+ * Runs on node->cq_wq, for the requests lite_dsm_handle_req_fast() left.
  */
 void lite_dsm_handle_req(struct lite_conn *conn, const struct lite_msg *msg)
 {
@@ -1039,6 +1106,36 @@ void lite_dsm_handle_req(struct lite_conn *conn, const struct lite_msg *msg)
 	}
 	lite_dsm_home_request(r, conn->peer_id, req, conn, msg->req_id, NULL);
 	lite_dsm_put(r);
+}
+
+/**
+ * lite_dsm_handle_req_fast - DSM_REQ in the CQ handler, if it can be
+ * @conn: the requester's connection
+ * @msg: the request
+ *
+ * A request for a page of a region homed here that no transaction holds
+ * starts its transaction at once: the grant goes out from the CQ handler,
+ * with no wake-up on the way (asks, if the page needs any, go to dsm_wq).
+ * Any other request (a busy page, one sent again, a region not homed
+ * here) is left to lite_dsm_handle_req(). Any context; does not sleep.
+ *
+ * Return: true if the request was handled.
+ */
+bool lite_dsm_handle_req_fast(struct lite_conn *conn,
+			      const struct lite_msg *msg)
+{
+	const struct lite_wire_dsm_req *req = msg->payload;
+	struct lite_dsm_region *r;
+	bool done = false;
+
+	r = lite_dsm_find(conn->node, le64_to_cpu(req->region));
+	if (!r)
+		return false;
+	if (r->dir)
+		done = lite_dsm_home_request_now(r, conn->peer_id, req, conn,
+						 msg->req_id);
+	lite_dsm_put_any(r);
+	return done;
 }
 
 /**

@@ -922,6 +922,7 @@ struct lite_dsm_region {
 	atomic_t fetches;		/* requests not yet over */
 	wait_queue_head_t wq;		/* faults waiting for a frame */
 	struct list_head all_entry;	/* node->dsm_all; its dsm_all_lock */
+	struct work_struct put_work;	/* lite_dsm_put_any()'s last put */
 	struct rcu_head rcu;
 };
 
@@ -1035,6 +1036,7 @@ void lite_dsm_handle_inval(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_dsm_handle_gone(struct lite_conn *conn, const struct lite_msg *msg);
 struct lite_dsm_region *lite_dsm_find(struct lite_node *node, u64 id);
 void lite_dsm_put(struct lite_dsm_region *r);
+void lite_dsm_put_any(struct lite_dsm_region *r);
 int lite_dsm_frames_show(struct seq_file *m, struct lite_node *node);
 void lite_dsm_inval_local(struct lite_dsm_region *r, u64 index, u8 what,
 			  bool *has_frame, u64 *addr, u32 *rkey);
@@ -1062,6 +1064,8 @@ bool lite_dsm_home_unused(struct lite_dsm_region *r);
 void lite_dsm_handle_open(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_dsm_handle_close(struct lite_conn *conn, const struct lite_msg *msg);
 void lite_dsm_handle_req(struct lite_conn *conn, const struct lite_msg *msg);
+bool lite_dsm_handle_req_fast(struct lite_conn *conn,
+			      const struct lite_msg *msg);
 void lite_dsm_handle_done(struct lite_conn *conn, const struct lite_msg *msg);
 
 /* trace.c */
