@@ -898,20 +898,13 @@ int lite_conn_grant(struct lite_conn *conn, u16 n)
 
 static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
 				     bool reply, u32 req_id, int status,
-				     const void *payload, u32 len)
+				     const void *payload, u32 len, gfp_t gfp)
 {
 	struct lite_tx *tx;
 	size_t hdr;
 
-	/*
-	 * CREDIT messages, ATOMIC replies and DSM grants (DSM_REQ replies)
-	 * go from completion handlers.
-	 */
-	bool atomic = type == LITE_MSG_CREDIT || type == LITE_MSG_ATOMIC ||
-		      (type == LITE_MSG_DSM_REQ && reply);
-
 	tx = kmalloc(struct_size(tx, buf, sizeof(struct lite_wire_hdr) + len),
-		     atomic ? GFP_ATOMIC : GFP_KERNEL);
+		     gfp);
 	if (!tx)
 		return NULL;
 	hdr = lite_wire_put_hdr(tx->buf, type, reply,
@@ -927,7 +920,7 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
 }
 
 /**
- * lite_conn_send - send one message, now or when credits and slots allow
+ * lite_conn_send_gfp - send one message, now or when credits and slots allow
  * @conn: the connection
  * @type: message type
  * @reply: it is a reply
@@ -935,27 +928,28 @@ static struct lite_tx *lite_tx_alloc(struct lite_conn *conn, u8 type,
  * @status: 0 or a negative errno (replies only)
  * @payload: @len bytes, copied
  * @len: payload length
+ * @gfp: how to allocate the message: GFP_ATOMIC from completion handlers
  *
  * Messages leave in the order they were sent. A CREDIT message goes out
  * only if there are credits to return and a credit to spend, and may pass
- * the backlog (it carries no content). CREDIT messages, ATOMIC replies and
- * DSM grants may be sent from completion handlers; other messages may
- * sleep. Takes
- * @conn->lock.
+ * the backlog (it carries no content). With GFP_ATOMIC it does not sleep.
+ * Takes @conn->lock.
  *
  * Return: 0 if posted or queued; -ENOTCONN if the connection is closing
  * or not yet connected; -EMSGSIZE if @len does not fit in a message;
  * -ENOMEM; or the error of posting, after which the connection is closed.
  */
-int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
-		   int status, const void *payload, u32 len)
+int lite_conn_send_gfp(struct lite_conn *conn, u8 type, bool reply,
+		       u32 req_id, int status, const void *payload, u32 len,
+		       gfp_t gfp)
 {
 	struct lite_tx *tx;
 	int ret = 0;
 
 	if (len > LITE_MSG_MAX - sizeof(struct lite_wire_hdr))
 		return -EMSGSIZE;
-	tx = lite_tx_alloc(conn, type, reply, req_id, status, payload, len);
+	tx = lite_tx_alloc(conn, type, reply, req_id, status, payload, len,
+			   gfp);
 	if (!tx)
 		return -ENOMEM;
 
@@ -984,6 +978,31 @@ int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 	if (ret && ret != -ENOTCONN)
 		lite_conn_close(conn);
 	return ret;
+}
+
+/**
+ * lite_conn_send - lite_conn_send_gfp() as the message type allows
+ * @conn: the connection
+ * @type: message type
+ * @reply: it is a reply
+ * @req_id: request id; 0 for one-way messages
+ * @status: 0 or a negative errno (replies only)
+ * @payload: @len bytes, copied
+ * @len: payload length
+ *
+ * CREDIT messages and ATOMIC replies are allocated with GFP_ATOMIC (they go
+ * from completion handlers); other messages may sleep.
+ *
+ * Return: as lite_conn_send_gfp().
+ */
+int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
+		   int status, const void *payload, u32 len)
+{
+	gfp_t gfp = type == LITE_MSG_CREDIT || type == LITE_MSG_ATOMIC ?
+		    GFP_ATOMIC : GFP_KERNEL;
+
+	return lite_conn_send_gfp(conn, type, reply, req_id, status, payload,
+				  len, gfp);
 }
 
 static bool lite_conn_sent(struct lite_conn *conn)

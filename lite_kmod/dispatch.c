@@ -16,7 +16,8 @@ enum lite_run {
 	LITE_RUN_RX,		/* in receive order on the receive path
 				 * (CQ handler of a workqueue CQ, else the
 				 * connection's defer_work): may take mutexes,
-				 * never waits for the network */
+				 * never waits for the network; a row with a
+				 * fast handler: in no order, on cq_wq */
 	LITE_RUN_ORDERED,	/* node->wq, one at a time in arrival order:
 				 * may wait for the network */
 	LITE_RUN_UNORDERED,	/* node->close_wq: may wait for other
@@ -144,8 +145,9 @@ static bool lite_msg_allowed(struct lite_conn *conn,
  * @rx: the receive buffer, with byte_len set
  *
  * lite_msg_received() acts on the verdict.
- * Return: whether it can be handled right in the CQ handler (softirq, or
- * the busy poller under RCU) rather than in process context (a fast row's
+ * Return: whether it can be handled right in the CQ handler (softirq, a
+ * thread polling the CQ with bottom halves off, or the busy poller under
+ * RCU) rather than in process context (a fast row's
  * request: tried there first). The order of such messages against other
  * control messages does not matter: an atomic's requester holds its LMR
  * access until the reply; a DSM request for a page whose transaction has

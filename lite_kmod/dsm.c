@@ -271,6 +271,8 @@ static void lite_dsm_put_work(struct work_struct *work)
  * (which the node destroys, draining it, only once its connections are
  * gone). Only the holder of the last reference can queue @r->put_work, so
  * it is never queued twice.
+ *
+ * Context: any; does not sleep.
  */
 void lite_dsm_put_any(struct lite_dsm_region *r)
 {
@@ -860,10 +862,10 @@ static bool lite_dsm_poll(struct lite_dsm_region *r,
 	while (!moved) {
 		/* Some request ended: ours? */
 		if (READ_ONCE(r->fetch_ends) != ends || READ_ONCE(r->dead)) {
+			ends = READ_ONCE(r->fetch_ends);	/* then look */
 			moved = lite_dsm_moved(r, frame, gen);
 			if (moved)
 				break;
-			ends = READ_ONCE(r->fetch_ends);
 		}
 		cpu_relax();
 		cond_resched();

@@ -14,8 +14,10 @@
  * next request queued for the page. A timer bounds every wait: an answer
  * late by LITE_DSM_ANSWER_MS fails the transaction (the requester asks
  * again), a DONE late by LITE_DSM_DONE_MS ends it as if the requester
- * died. Everything here runs in process context; the home lock is a
- * spinlock taken with bottom halves off.
+ * died. Everything here runs in process context, except the start of a
+ * remote request for a free page, which runs in the CQ handler
+ * (lite_dsm_handle_req_fast(): its lite_dsm_todo is atomic); the home lock
+ * is a spinlock taken with bottom halves off.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -58,6 +60,8 @@ struct lite_dsm_htxn {
 					 * ended, lite_dsm_todo.ended */
 	struct list_head asks;		/* lite_dsm_ask; home lock */
 	struct list_head reply_entry;	/* lite_dsm_todo.replies */
+	struct work_struct lost_work;	/* lite_dsm_grant_lost(), from an
+					 * atomic lite_dsm_todo */
 	int reply_status;		/* home lock, with: */
 	struct lite_conn *reply_conn;	/* where the reply goes (a reference) */
 	u32 reply_req_id;
@@ -93,6 +97,7 @@ struct lite_dsm_todo {
 	struct list_head asks;		/* lite_dsm_ask to send */
 	struct list_head ended;		/* lite_dsm_htxn over: drop the home's
 					 * reference */
+	bool atomic;			/* carried out in the CQ handler */
 };
 
 static void lite_dsm_todo_init(struct lite_dsm_todo *td)
@@ -100,6 +105,7 @@ static void lite_dsm_todo_init(struct lite_dsm_todo *td)
 	INIT_LIST_HEAD(&td->replies);
 	INIT_LIST_HEAD(&td->asks);
 	INIT_LIST_HEAD(&td->ended);
+	td->atomic = false;
 }
 
 static void lite_dsm_htxn_free(struct kref *ref)
@@ -294,6 +300,46 @@ static void lite_dsm_grant_lost(struct lite_dsm_region *r,
 	lite_dsm_todo_run(r, &td);
 }
 
+static void lite_dsm_lost_work(struct work_struct *work)
+{
+	struct lite_dsm_htxn *x = container_of(work, struct lite_dsm_htxn,
+					       lost_work);
+
+	lite_dsm_grant_lost(x->region, x);
+	lite_dsm_htxn_put(x);
+}
+
+/*
+ * Send @x's reply (@status, else its grant) to @conn. A grant that cannot
+ * go ends the transaction (lite_dsm_grant_lost(), in process context: from
+ * a work item if @atomic); if there was no memory for it the connection
+ * closes too, so that the requester, whose call would otherwise wait,
+ * asks again on a new one.
+ */
+static void lite_dsm_reply(struct lite_dsm_region *r, struct lite_dsm_htxn *x,
+			   struct lite_conn *conn, int status, bool atomic)
+{
+	int err;
+
+	err = lite_conn_send_gfp(conn, LITE_MSG_DSM_REQ, true,
+				 x->reply_req_id, status,
+				 status ? NULL : &x->grant,
+				 status ? 0 : sizeof(x->grant),
+				 atomic ? GFP_ATOMIC : GFP_KERNEL);
+	if (!err || status)
+		return;
+	if (err == -ENOMEM)
+		lite_conn_close(conn);
+	if (!atomic) {
+		lite_dsm_grant_lost(r, x);
+		return;
+	}
+	/* The caller's reference on @x keeps this one from being the last. */
+	kref_get(&x->ref);
+	if (!queue_work(r->node->dsm_wq, &x->lost_work))
+		lite_dsm_htxn_put(x);
+}
+
 /* Carry out @td: replies, asks, releases. No lock held. */
 static void lite_dsm_todo_run(struct lite_dsm_region *r,
 			      struct lite_dsm_todo *td)
@@ -309,12 +355,8 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 		status = x->reply_status;
 		if (x->local)
 			lite_dsm_granted(x->local, status, &x->grant);
-		else if (conn &&
-			 lite_conn_send(conn, LITE_MSG_DSM_REQ, true,
-					x->reply_req_id, status,
-					status ? NULL : &x->grant,
-					status ? 0 : sizeof(x->grant)) && !status)
-			lite_dsm_grant_lost(r, x);
+		else if (conn)
+			lite_dsm_reply(r, x, conn, status, td->atomic);
 		if (conn)
 			lite_conn_put(conn);
 		lite_dsm_htxn_put(x);
@@ -566,6 +608,7 @@ static struct lite_dsm_htxn *lite_dsm_htxn_new(struct lite_dsm_region *r,
 	INIT_LIST_HEAD(&x->entry);
 	INIT_LIST_HEAD(&x->asks);
 	INIT_LIST_HEAD(&x->reply_entry);
+	INIT_WORK(&x->lost_work, lite_dsm_lost_work);
 	x->queued = jiffies;
 	return x;
 }
@@ -664,8 +707,9 @@ fail:
 
 /*
  * A remote request for a page no transaction holds, sent once: start its
- * transaction now, in any context (the CQ handler). Anything else, or no
- * memory, is left to lite_dsm_home_request(): return false.
+ * transaction now, in any context (the CQ handler; the home lock is taken
+ * with spin_lock_bh() as everywhere). Anything else, or no memory, is left
+ * to lite_dsm_home_request(): return false.
  */
 static bool lite_dsm_home_request_now(struct lite_dsm_region *r,
 				      u16 requester,
@@ -685,6 +729,7 @@ static bool lite_dsm_home_request_now(struct lite_dsm_region *r,
 	if (!x)
 		return false;
 	lite_dsm_todo_init(&td);
+	td.atomic = true;
 	spin_lock_bh(&h->lock);
 	now = !h->dying && h->users[requester] && !h->dir[index].busy &&
 	      !lite_dsm_waiting(h, index) &&
@@ -693,9 +738,10 @@ static bool lite_dsm_home_request_now(struct lite_dsm_region *r,
 		lite_dsm_txn_start(h, x, &td);
 	spin_unlock_bh(&h->lock);
 	/*
-	 * Replies to @conn (grants go with GFP_ATOMIC) and asks queued on
-	 * dsm_wq; with the page free before, no other transaction's reply.
-	 * The caller's reference keeps @r: no put here is the last one.
+	 * Only @x's reply (to @conn, GFP_ATOMIC) and asks (queued on dsm_wq):
+	 * the page was free and nothing was queued for it, so no other
+	 * transaction starts. The caller's reference keeps @r and @conn's
+	 * CQ keeps @conn: no put here is the last one.
 	 */
 	lite_dsm_todo_run(r, &td);
 	if (!now)

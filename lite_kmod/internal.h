@@ -1170,6 +1170,9 @@ void lite_conn_put(struct lite_conn *conn);
 bool lite_conn_put_not_last(struct lite_conn **conn);
 int lite_conn_send(struct lite_conn *conn, u8 type, bool reply, u32 req_id,
 		   int status, const void *payload, u32 len);
+int lite_conn_send_gfp(struct lite_conn *conn, u8 type, bool reply,
+		       u32 req_id, int status, const void *payload, u32 len,
+		       gfp_t gfp);
 int lite_conn_wait_sent(struct lite_conn *conn, unsigned long deadline);
 void lite_conn_close_when_sent(struct lite_conn *conn);
 int lite_conn_set_ready(struct lite_conn *conn, u16 peer_id);

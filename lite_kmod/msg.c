@@ -272,8 +272,8 @@ void lite_calls_conn_closed(struct lite_conn *conn)
  * @len: its length
  *
  * A reply that cannot be sent is dropped (the connection closes or is
- * closing). As lite_conn_send(), only ATOMIC replies and DSM grants may be
- * sent from a completion handler.
+ * closing). As lite_conn_send(), only ATOMIC replies may be sent from a
+ * completion handler.
  */
 void lite_reply(struct lite_conn *conn, const struct lite_msg *req,
 		int status, const void *payload, u32 len)
