@@ -45,6 +45,27 @@ up() {
 
 medians() { awk -F, 'NR > 1 { printf "%s:%s ", $2, $4 }'; }
 
+# nodes_up MODULE N: insmod MODULE, then N nodes on rxe0 (the first the
+# manager), their instances in ins[] (node 1 first).
+ins=()
+nodes_up() {
+	local j
+	insmod "$1"
+	ins=("$(up --listen "$addr:18515")")
+	for ((j = 1; j < $2; j++)); do
+		ins+=("$(up --listen "$addr:$((18515 + j))" --join "$addr:18515")")
+	done
+}
+
+# nodes_down: the nodes of nodes_up down, newest first, and rmmod.
+nodes_down() {
+	local j
+	for ((j = ${#ins[@]} - 1; j >= 0; j--)); do
+		"$litectl" down -i "${ins[$j]}"
+	done
+	rmmod lite
+}
+
 # onesided_ring PREFIX MODE...: async-tput write and read rows as
 # "<PREFIX>wq1:<ops/s> ...".
 onesided_ring() {
@@ -59,17 +80,11 @@ onesided_ring() {
 if [ "${AB_WHAT:-rpc}" = dsm ]; then
 	for r in $(seq 1 "$rounds"); do
 		for m in "$@"; do
-			insmod "$m"
-			i1=$(up --listen "$addr:18515")
-			i2=$(up --listen "$addr:18516" --join "$addr:18515")
-			i3=$(up --listen "$addr:18517" --join "$addr:18515")
-			lat=$("$build/benchmarks/dsm-lat" --instances "$i1,$i2,$i3" --runs "$iters" |
+			nodes_up "$m" 3
+			lat=$("$build/benchmarks/dsm-lat" --instances "${ins[0]},${ins[1]},${ins[2]}" --runs "$iters" |
 				awk -F, 'NR > 1 && $1 !~ /^user_/ { printf "%s:%s ", $1, $3 }')
 			echo "round $r ${m##*/}: $lat"
-			"$litectl" down -i "$i3"
-			"$litectl" down -i "$i2"
-			"$litectl" down -i "$i1"
-			rmmod lite
+			nodes_down
 		done
 	done
 	exit 0
@@ -79,17 +94,13 @@ if [ "${AB_WHAT:-rpc}" = onesided ]; then
 	for r in $(seq 1 "$rounds"); do
 		echo "round $r native-busy: $(onesided_ring "" --mode native --poll busy --addr "$addr")"
 		for m in "$@"; do
-			insmod "$m"
-			i1=$(up --listen "$addr:18515")
-			i2=$(up --listen "$addr:18516" --join "$addr:18515")
-			lat=$("$build/benchmarks/lite-lat" --instance "$i1" --node 2 --iters "$iters" --warmup 100 \
+			nodes_up "$m" 2
+			lat=$("$build/benchmarks/lite-lat" --instance "${ins[0]}" --node 2 --iters "$iters" --warmup 100 \
 				--sizes 8,64,4096 | awk -F, 'NR > 1 { printf "%s%s:%s ", substr($1, 1, 1), $2, $4 }')
-			ring=$(onesided_ring "" --mode lite-ring --instance "$i1" --node 2)
-			polled=$(onesided_ring p --mode lite-ring-poll --instance "$i1" --node 2)
+			ring=$(onesided_ring "" --mode lite-ring --instance "${ins[0]}" --node 2)
+			polled=$(onesided_ring p --mode lite-ring-poll --instance "${ins[0]}" --node 2)
 			echo "round $r ${m##*/}: $lat$ring$polled"
-			"$litectl" down -i "$i2"
-			"$litectl" down -i "$i1"
-			rmmod lite
+			nodes_down
 		done
 	done
 	exit 0
@@ -99,16 +110,12 @@ for r in $(seq 1 "$rounds"); do
 	echo "round $r native-busy: $("$build/benchmarks/native-rpc" --addr "$addr" --poll busy --mode lat \
 		--iters "$iters" --warmup 100 --sizes 8,4096 | medians)"
 	for m in "$@"; do
-		insmod "$m"
-		i1=$(up --listen "$addr:18515")
-		i2=$(up --listen "$addr:18516" --join "$addr:18515")
-		lat=$("$build/benchmarks/lite-rpc" --client-instance "$i1" --server-instance "$i2" --mode lat \
-			--iters "$iters" --warmup 100 --sizes 8,4096 | medians)
-		tput=$("$build/benchmarks/lite-rpc" --client-instance "$i1" --server-instance "$i2" --mode tput \
-			--threads 1 --seconds 2 --size 64 | awk -F, 'NR > 1 { printf "t%s:%s", $1, $5 }')
+		nodes_up "$m" 2
+		lat=$("$build/benchmarks/lite-rpc" --client-instance "${ins[0]}" --server-instance "${ins[1]}" \
+			--mode lat --iters "$iters" --warmup 100 --sizes 8,4096 | medians)
+		tput=$("$build/benchmarks/lite-rpc" --client-instance "${ins[0]}" --server-instance "${ins[1]}" \
+			--mode tput --threads 1 --seconds 2 --size 64 | awk -F, 'NR > 1 { printf "t%s:%s", $1, $5 }')
 		echo "round $r ${m##*/}: $lat$tput"
-		"$litectl" down -i "$i2"
-		"$litectl" down -i "$i1"
-		rmmod lite
+		nodes_down
 	done
 done
