@@ -147,11 +147,11 @@ static bool lite_msg_allowed(struct lite_conn *conn,
  * lite_msg_received() acts on the verdict.
  * Return: whether it can be handled right in the CQ handler (softirq, a
  * thread polling the CQ with bottom halves off, or the busy poller under
- * RCU) rather than in process context (a fast row's
- * request: tried there first). The order of such messages against other
- * control messages does not matter: an atomic's requester holds its LMR
- * access until the reply; a DSM request for a page whose transaction has
- * not ended queues behind it at the home.
+ * RCU) rather than in process context; a fast row's request is tried
+ * there first. The order of such messages against other control messages
+ * does not matter: an atomic's requester holds its LMR access until the
+ * reply; a DSM request for a page whose transaction has not ended queues
+ * behind it at the home.
  */
 bool lite_msg_parse(struct lite_rx *rx)
 {
