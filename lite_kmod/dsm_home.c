@@ -59,12 +59,14 @@ struct lite_dsm_htxn {
 	struct list_head entry;		/* home->running or ->queued; once
 					 * ended, lite_dsm_todo.ended */
 	struct list_head asks;		/* lite_dsm_ask; home lock */
-	struct list_head reply_entry;	/* lite_dsm_todo.replies */
+	struct list_head reply_entry;	/* home lock: lite_dsm_todo.replies */
 	struct work_struct lost_work;	/* lite_dsm_grant_lost(), from an
 					 * atomic lite_dsm_todo */
-	int reply_status;		/* home lock, with: */
-	struct lite_conn *reply_conn;	/* where the reply goes (a reference) */
-	u32 reply_req_id;
+	struct work_struct reply_work;	/* the reply an atomic lite_dsm_todo
+					 * cannot send */
+	int reply_status;		/* home lock */
+	u32 reply_gen;			/* home lock: replies decided so far */
+	u32 lost_gen;			/* @lost_work's: the reply it ends */
 	unsigned long queued;		/* jiffies: when it arrived */
 };
 
@@ -98,6 +100,7 @@ struct lite_dsm_todo {
 	struct list_head ended;		/* lite_dsm_htxn over: drop the home's
 					 * reference */
 	bool atomic;			/* carried out in the CQ handler */
+	struct lite_conn *conn;		/* then: the connection whose CQ it is */
 };
 
 static void lite_dsm_todo_init(struct lite_dsm_todo *td)
@@ -106,6 +109,7 @@ static void lite_dsm_todo_init(struct lite_dsm_todo *td)
 	INIT_LIST_HEAD(&td->asks);
 	INIT_LIST_HEAD(&td->ended);
 	td->atomic = false;
+	td->conn = NULL;
 }
 
 static void lite_dsm_htxn_free(struct kref *ref)
@@ -165,18 +169,20 @@ static bool lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 	return true;
 }
 
-/* Reply to @x's requester once the lock is off. Home lock held. */
+/*
+ * Reply @status to @x's requester once the lock is off, on its request's
+ * connection as lite_dsm_todo_run() finds it then. A reply still pending
+ * (on another thread's @td) goes with this status instead. Home lock held.
+ */
 static void lite_dsm_reply_later(struct lite_dsm_todo *td,
 				 struct lite_dsm_htxn *x, int status)
 {
+	lockdep_assert_held(&x->region->dir->lock);
+	x->reply_status = status;
+	x->reply_gen++;
 	if (!list_empty(&x->reply_entry))
 		return;
 	kref_get(&x->ref);
-	x->reply_status = status;
-	x->reply_req_id = x->req_id;
-	x->reply_conn = x->conn;
-	if (x->reply_conn)
-		lite_conn_get(x->reply_conn);
 	list_add_tail(&x->reply_entry, &td->replies);
 }
 
@@ -194,19 +200,27 @@ static void lite_dsm_txn_start(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 static void lite_dsm_todo_run(struct lite_dsm_region *r,
 			      struct lite_dsm_todo *td);
 
-/* @x is over: unlink it and start the next request for its page. */
-static void lite_dsm_end(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
-			 struct lite_dsm_todo *td)
+/* Whether a transaction on page @index may start now. Home lock held. */
+static bool lite_dsm_page_free(struct lite_dsm_home *h, u64 index)
+{
+	lockdep_assert_held(&h->lock);
+	return !h->dir[index].busy && !h->dir[index].fences;
+}
+
+/*
+ * Start the next request queued for page @index, if the page is free; one
+ * that fails at once, the next. Home lock held.
+ */
+static void lite_dsm_start_next(struct lite_dsm_home *h, u64 index,
+				struct lite_dsm_todo *td)
 {
 	struct lite_dsm_htxn *next, *tmp;
 
 	lockdep_assert_held(&h->lock);
-	lite_dsm_drop_later(td, x);
-	/* The next request for the page; one that fails at once, the next. */
-	while (!h->dir[x->index].busy) {
+	while (lite_dsm_page_free(h, index)) {
 		next = NULL;
 		list_for_each_entry(tmp, &h->queued, entry) {
-			if (tmp->index == x->index) {
+			if (tmp->index == index) {
 				next = tmp;
 				break;
 			}
@@ -216,6 +230,15 @@ static void lite_dsm_end(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 		list_del_init(&next->entry);
 		lite_dsm_txn_start(h, next, td);
 	}
+}
+
+/* @x is over: unlink it and start the next request for its page. */
+static void lite_dsm_end(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
+			 struct lite_dsm_todo *td)
+{
+	lockdep_assert_held(&h->lock);
+	lite_dsm_drop_later(td, x);
+	lite_dsm_start_next(h, x->index, td);
 }
 
 /* Every answer is in: grant, ask a probe, or fail. Home lock held. */
@@ -280,19 +303,20 @@ static void lite_dsm_txn_start(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 }
 
 /*
- * A grant could not be sent (the connection is closing): the requester
- * asks again on a new one, or is gone. Unless it asked again meanwhile,
- * nothing was written: end the transaction without losing the page.
+ * The grant decided as reply number @gen could not be sent (the
+ * connection is closing): the requester asks again on a new one, or is
+ * gone. Unless it asked again meanwhile (and was answered again, or will
+ * be), nothing was written: end the transaction without losing the page.
  */
 static void lite_dsm_grant_lost(struct lite_dsm_region *r,
-				struct lite_dsm_htxn *x)
+				struct lite_dsm_htxn *x, u32 gen)
 {
 	struct lite_dsm_home *h = r->dir;
 	struct lite_dsm_todo td;
 
 	lite_dsm_todo_init(&td);
 	spin_lock_bh(&h->lock);
-	if (!x->ended && x->reply_conn == x->conn) {
+	if (!x->ended && x->reply_gen == gen) {
 		lite_dsm_abort(&h->dir[x->index], &x->t, false);
 		lite_dsm_end(h, x, &td);
 	}
@@ -305,39 +329,91 @@ static void lite_dsm_lost_work(struct work_struct *work)
 	struct lite_dsm_htxn *x = container_of(work, struct lite_dsm_htxn,
 					       lost_work);
 
-	lite_dsm_grant_lost(x->region, x);
+	lite_dsm_grant_lost(x->region, x, READ_ONCE(x->lost_gen));
 	lite_dsm_htxn_put(x);
 }
 
 /*
- * Send @x's reply (@status, else its grant) to @conn. A grant that cannot
- * go ends the transaction (lite_dsm_grant_lost(), in process context: from
- * a work item if @atomic); if there was no memory for it the connection
- * closes too, so that the requester, whose call would otherwise wait,
- * asks again on a new one.
+ * Send @x's reply number @gen (@status, else its grant) to request @req_id
+ * on @conn. If there was no memory for it the connection closes, so that
+ * the requester, whose call would otherwise wait, asks again on a new one.
+ * A grant that cannot go ends the transaction (lite_dsm_grant_lost(), in
+ * process context: from a work item if @atomic).
  */
 static void lite_dsm_reply(struct lite_dsm_region *r, struct lite_dsm_htxn *x,
-			   struct lite_conn *conn, int status, bool atomic)
+			   struct lite_conn *conn, u32 req_id, int status,
+			   u32 gen, bool atomic)
 {
 	int err;
 
-	err = lite_conn_send_gfp(conn, LITE_MSG_DSM_REQ, true,
-				 x->reply_req_id, status,
+	err = lite_conn_send_gfp(conn, LITE_MSG_DSM_REQ, true, req_id, status,
 				 status ? NULL : &x->grant,
 				 status ? 0 : sizeof(x->grant),
 				 atomic ? GFP_ATOMIC : GFP_KERNEL);
-	if (!err || status)
-		return;
 	if (err == -ENOMEM)
 		lite_conn_close(conn);
+	if (!err || status)
+		return;
 	if (!atomic) {
-		lite_dsm_grant_lost(r, x);
+		lite_dsm_grant_lost(r, x, gen);
 		return;
 	}
 	/* The caller's reference on @x keeps this one from being the last. */
 	kref_get(&x->ref);
+	WRITE_ONCE(x->lost_gen, gen);
 	if (!queue_work(r->node->dsm_wq, &x->lost_work))
 		lite_dsm_htxn_put(x);
+}
+
+/*
+ * Send the reply @x has pending (taken off @td's list, if @td is not
+ * NULL: only the list's owner takes an entry off), on its request's
+ * connection as it is now. In the CQ handler (@td->atomic)
+ * only on @td->conn (its CQ keeps it; another's last reference could not
+ * be dropped there): a reply to another goes from a work item. No lock
+ * held; @td may be NULL (process context).
+ */
+static void lite_dsm_send_reply(struct lite_dsm_region *r,
+				struct lite_dsm_htxn *x,
+				const struct lite_dsm_todo *td)
+{
+	bool atomic = td && td->atomic;
+	struct lite_conn *conn;
+	u32 req_id, gen;
+	int status;
+
+	spin_lock_bh(&r->dir->lock);
+	if (td)
+		list_del_init(&x->reply_entry);
+	status = x->reply_status;
+	gen = x->reply_gen;
+	req_id = x->req_id;
+	conn = x->conn;
+	if (conn && atomic && conn != td->conn) {
+		spin_unlock_bh(&r->dir->lock);
+		kref_get(&x->ref);
+		if (!queue_work(r->node->dsm_wq, &x->reply_work))
+			lite_dsm_htxn_put(x);
+		return;
+	}
+	if (conn && !atomic)
+		lite_conn_get(conn);
+	spin_unlock_bh(&r->dir->lock);
+	if (x->local)
+		lite_dsm_granted(x->local, status, &x->grant);
+	else if (conn)
+		lite_dsm_reply(r, x, conn, req_id, status, gen, atomic);
+	if (conn && !atomic)
+		lite_conn_put(conn);
+}
+
+static void lite_dsm_reply_work(struct work_struct *work)
+{
+	struct lite_dsm_htxn *x = container_of(work, struct lite_dsm_htxn,
+					       reply_work);
+
+	lite_dsm_send_reply(x->region, x, NULL);
+	lite_dsm_htxn_put(x);
 }
 
 /* Carry out @td: replies, asks, releases. No lock held. */
@@ -346,19 +422,10 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 {
 	struct lite_dsm_htxn *x, *xtmp;
 	struct lite_dsm_ask *a, *tmp;
-	int status;
 
+	/* Only this thread takes entries off @td (others may add to theirs). */
 	list_for_each_entry_safe(x, xtmp, &td->replies, reply_entry) {
-		struct lite_conn *conn = x->reply_conn;
-
-		list_del_init(&x->reply_entry);
-		status = x->reply_status;
-		if (x->local)
-			lite_dsm_granted(x->local, status, &x->grant);
-		else if (conn)
-			lite_dsm_reply(r, x, conn, status, td->atomic);
-		if (conn)
-			lite_conn_put(conn);
+		lite_dsm_send_reply(r, x, td);
 		lite_dsm_htxn_put(x);
 	}
 	list_for_each_entry_safe(a, tmp, &td->asks, todo_entry) {
@@ -609,6 +676,7 @@ static struct lite_dsm_htxn *lite_dsm_htxn_new(struct lite_dsm_region *r,
 	INIT_LIST_HEAD(&x->asks);
 	INIT_LIST_HEAD(&x->reply_entry);
 	INIT_WORK(&x->lost_work, lite_dsm_lost_work);
+	INIT_WORK(&x->reply_work, lite_dsm_reply_work);
 	x->queued = jiffies;
 	return x;
 }
@@ -682,7 +750,7 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 		old->req_id = req_id;
 		if (old->granted)
 			lite_dsm_reply_later(&td, old, 0);
-	} else if (h->dir[index].busy) {
+	} else if (!lite_dsm_page_free(h, index)) {
 		list_add_tail(&x->entry, &h->queued);
 		x = NULL;
 	} else {
@@ -730,8 +798,9 @@ static bool lite_dsm_home_request_now(struct lite_dsm_region *r,
 		return false;
 	lite_dsm_todo_init(&td);
 	td.atomic = true;
+	td.conn = conn;
 	spin_lock_bh(&h->lock);
-	now = !h->dying && h->users[requester] && !h->dir[index].busy &&
+	now = !h->dying && h->users[requester] && lite_dsm_page_free(h, index) &&
 	      !lite_dsm_waiting(h, index) &&
 	      !lite_dsm_same(&h->running, index, requester, rseq);
 	if (now)
@@ -921,31 +990,51 @@ static bool lite_dsm_names(struct lite_dsm_home *h, u64 i, u16 user)
  * Wait until page @i is not busy, then forget @user's copy of it, unless
  * @user opened the region again since it left as OPEN number @gen (its
  * copies are new ones then). A page that does not name @user, or a region
- * removed meanwhile, has nothing to forget.
+ * removed meanwhile, has nothing to forget. While it waits, the page is
+ * fenced: requests for it queue (a page other nodes keep asking for would
+ * otherwise never be seen free), and start once the forget is done.
  */
 static int lite_dsm_forget_copy(struct lite_dsm_region *r, u64 i, u16 user,
 				u32 gen, unsigned long deadline)
 {
 	struct lite_dsm_home *h = r->dir;
+	struct lite_dsm_todo td;
+	bool fenced = false;
+	int ret = 0;
 
+	lite_dsm_todo_init(&td);
 	for (;;) {
 		if (lite_dsm_removed(r))
-			return 0;
+			break;
 		spin_lock_bh(&h->lock);
 		if (h->opens[user] != gen || !lite_dsm_names(h, i, user)) {
 			spin_unlock_bh(&h->lock);
-			return 0;
+			break;
 		}
 		if (!h->dir[i].busy) {
 			lite_dsm_node_gone(&h->dir[i], user);
 			spin_unlock_bh(&h->lock);
-			return 0;
+			break;
+		}
+		if (!fenced) {
+			h->dir[i].fences++;
+			fenced = true;
 		}
 		spin_unlock_bh(&h->lock);
-		if (time_after(jiffies, deadline))
-			return -ETIMEDOUT;
+		if (time_after(jiffies, deadline)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
 		usleep_range(100, 1000);
 	}
+	if (fenced) {
+		spin_lock_bh(&h->lock);
+		h->dir[i].fences--;
+		lite_dsm_start_next(h, i, &td);
+		spin_unlock_bh(&h->lock);
+		lite_dsm_todo_run(r, &td);
+	}
+	return ret;
 }
 
 /*

@@ -52,16 +52,43 @@ print(run, passed, failed, skipped)
 PY
 }
 
+# unfinished LOG...: for a guest run that wrote no report, what it was
+# doing: the gtest test it started and did not end, and whether the guest
+# killed the command for its time.
+unfinished() {
+	python3 - "$@" <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    try:
+        text = open(path, errors="replace").read().split("LITE-VM-DMESG-BEGIN")[0]
+    except OSError:
+        continue
+    running = None
+    for m in re.finditer(r"^\[ (RUN|      OK|  FAILED|  SKIPPED) +\] (\S+)", text, re.M):
+        running = m.group(2) if m.group(1) == "RUN" else None
+    what = []
+    if running:
+        what.append("in " + running)
+    if "LITE-VM-GUEST-TIMEOUT" in text:
+        what.append("timed out")
+    if what:
+        print(f"; {path.rsplit('/', 1)[-1]}: " + ", ".join(what))
+PY
+}
+
 # record NAME RC JSON...: add a summary line; fail on rc, failures or skips.
 record() {
 	local name=$1 rc=$2
 	shift 2
-	local run=0 passed=0 bad=0 skipped=0
+	local run=0 passed=0 bad=0 skipped=0 why=""
 	if [ "$#" -gt 0 ] && [ -s "$1" ]; then
 		read -r run passed bad skipped < <(count "$@")
 	fi
-	summary+=("$(printf '%-34s %4d run, %4d passed, %d failed, %d skipped%s' "$name" \
-		"$run" "$passed" "$bad" "$skipped" "$([ "$rc" -eq 0 ] || echo ", exit $rc")")")
+	if [ "$rc" -ne 0 ] && [ "$#" -gt 0 ]; then
+		why=$(unfinished "$(dirname "$1")"/guest-*.log | tr -d '\n')
+	fi
+	summary+=("$(printf '%-34s %4d run, %4d passed, %d failed, %d skipped%s%s' "$name" \
+		"$run" "$passed" "$bad" "$skipped" "$([ "$rc" -eq 0 ] || echo ", exit $rc")" "$why")")
 	if [ "$rc" -ne 0 ] || [ "$bad" -ne 0 ] || [ "$skipped" -ne 0 ] || [ "$run" -eq 0 ]; then
 		failed=1
 	fi

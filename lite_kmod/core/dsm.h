@@ -82,7 +82,10 @@ struct lite_dsm_dir {
 	u32 txn;		/* busy: the running transaction's id */
 	u64 src_addr;		/* frame address of @src's copy */
 	u32 src_rkey;		/* the key that reaches that frame */
-	u32 reserved;
+	u16 fences;		/* the home's: forgets of a leaving node's
+				 * copy waiting for the page; no transaction
+				 * starts meanwhile */
+	u16 reserved;
 	struct lite_dsm_nodes sharers;	/* read copies mapped */
 	struct lite_dsm_nodes holders;	/* SHARED, EXCL: frames that hold the
 					 * current bytes, mapped or not (a

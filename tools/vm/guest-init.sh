@@ -199,10 +199,30 @@ up=$(cut -d. -f1 /proc/uptime)
 budget=$((LITE_TIMEOUT - up - reserve))
 [ "$budget" -ge 5 ] || budget=5
 set +e
+# The watchdog: 10 s before the command's time is up, what every task in
+# the guest is doing goes to the console (a hang names itself).
+(
+	sleep $((budget > 20 ? budget - 10 : budget))
+	echo "LITE-VM-HANG-DUMP: the command runs $budget s, about to be killed"
+	for t in /proc/[0-9]*/task/[0-9]*; do
+		state=$(awk '/^State:/ { print $2 }' "$t/status" 2>/dev/null) || continue
+		[ "$state" != S ] || grep -aq 'lite\|dsm\|rdma\|rxe' "$t/stack" 2>/dev/null || continue
+		echo "--- task ${t#/proc/} ($(cat "$t/comm" 2>/dev/null), state $state)"
+		cat "$t/stack" 2>/dev/null
+	done
+	echo "LITE-VM-HANG-DUMP-END"
+) &
+watchdog=$!
+began=$SECONDS
 timeout -k 5 "$budget" "${cmd[@]}" </dev/null
 rc=$?
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
 set -e
-[ "$rc" -ne 124 ] || echo "LITE-VM-GUEST-TIMEOUT: command killed after $budget s"
+# 124: ended by SIGTERM; 137: SIGKILL 5 s later (or the OOM killer).
+if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ $((SECONDS - began)) -ge "$budget" ]; }; then
+	echo "LITE-VM-GUEST-TIMEOUT: command killed after $budget s"
+fi
 if [ "${LITE_UNLOAD:-0}" -eq 1 ] && [ "$LITE_NO_MODULE" -eq 0 ]; then
 	mod=$(basename "$LITE_MODULE" .ko)
 	mod=${mod//-/_}
