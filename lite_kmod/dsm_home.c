@@ -64,6 +64,7 @@ struct lite_dsm_htxn {
 					 * atomic lite_dsm_todo */
 	struct work_struct reply_work;	/* the reply an atomic lite_dsm_todo
 					 * cannot send */
+	struct work_struct free_work;	/* a last put in the CQ handler */
 	int reply_status;		/* home lock */
 	u32 reply_gen;			/* home lock: replies decided so far */
 	u32 lost_gen;			/* @lost_work's: the reply it ends */
@@ -125,6 +126,26 @@ static void lite_dsm_htxn_free(struct kref *ref)
 static void lite_dsm_htxn_put(struct lite_dsm_htxn *x)
 {
 	kref_put(&x->ref, lite_dsm_htxn_free);
+}
+
+static void lite_dsm_htxn_free_work(struct work_struct *work)
+{
+	lite_dsm_htxn_free(&container_of(work, struct lite_dsm_htxn,
+					 free_work)->ref);
+}
+
+/*
+ * Drop a reference @td's holder took: in the CQ handler (@td->atomic) the
+ * last one is dropped from a work item (the request's connection, which
+ * a resend may have changed, could go with it).
+ */
+static void lite_dsm_htxn_put_td(struct lite_dsm_htxn *x,
+				 const struct lite_dsm_todo *td)
+{
+	if (!td->atomic)
+		lite_dsm_htxn_put(x);
+	else if (!refcount_dec_not_one(&x->ref.refcount))
+		queue_work(x->region->node->dsm_wq, &x->free_work);
 }
 
 static void lite_dsm_ask_free(struct kref *ref)
@@ -383,9 +404,17 @@ static void lite_dsm_send_reply(struct lite_dsm_region *r,
 	int status;
 
 	spin_lock_bh(&r->dir->lock);
-	if (td)
+	if (td) {
 		list_del_init(&x->reply_entry);
+	} else if (!list_empty(&x->reply_entry)) {
+		/* Pending on a list again: its owner sends the latest. */
+		spin_unlock_bh(&r->dir->lock);
+		return;
+	}
 	status = x->reply_status;
+	/* Ended since (removed, timed out): no grant may go out; ask again. */
+	if (x->ended && !status && !x->local)
+		status = -EAGAIN;
 	gen = x->reply_gen;
 	req_id = x->req_id;
 	conn = x->conn;
@@ -426,7 +455,7 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 	/* Only this thread takes entries off @td (others may add to theirs). */
 	list_for_each_entry_safe(x, xtmp, &td->replies, reply_entry) {
 		lite_dsm_send_reply(r, x, td);
-		lite_dsm_htxn_put(x);
+		lite_dsm_htxn_put_td(x, td);
 	}
 	list_for_each_entry_safe(a, tmp, &td->asks, todo_entry) {
 		list_del_init(&a->todo_entry);
@@ -434,7 +463,7 @@ static void lite_dsm_todo_run(struct lite_dsm_region *r,
 	}
 	list_for_each_entry_safe(x, xtmp, &td->ended, entry) {
 		list_del_init(&x->entry);
-		lite_dsm_htxn_put(x);
+		lite_dsm_htxn_put_td(x, td);
 	}
 	if (READ_ONCE(r->dir->dying))
 		wake_up_all(&r->wq);	/* lite_dsm_home_idle() */
@@ -677,6 +706,7 @@ static struct lite_dsm_htxn *lite_dsm_htxn_new(struct lite_dsm_region *r,
 	INIT_LIST_HEAD(&x->reply_entry);
 	INIT_WORK(&x->lost_work, lite_dsm_lost_work);
 	INIT_WORK(&x->reply_work, lite_dsm_reply_work);
+	INIT_WORK(&x->free_work, lite_dsm_htxn_free_work);
 	x->queued = jiffies;
 	return x;
 }
@@ -768,9 +798,9 @@ void lite_dsm_home_request(struct lite_dsm_region *r, u16 requester,
 fail:
 	if (local)
 		lite_dsm_granted(local, err, NULL);
-	else if (conn)
-		lite_conn_send(conn, LITE_MSG_DSM_REQ, true, req_id, err,
-			       NULL, 0);
+	else if (conn && lite_conn_send(conn, LITE_MSG_DSM_REQ, true, req_id,
+					err, NULL, 0) == -ENOMEM)
+		lite_conn_close(conn);	/* the requester asks again */
 }
 
 /*
@@ -814,7 +844,7 @@ static bool lite_dsm_home_request_now(struct lite_dsm_region *r,
 	 */
 	lite_dsm_todo_run(r, &td);
 	if (!now)
-		lite_dsm_htxn_put(x);
+		lite_dsm_htxn_put_td(x, &td);
 	return now;
 }
 
