@@ -192,7 +192,7 @@ static bool lite_dsm_ask(struct lite_dsm_home *h, struct lite_dsm_htxn *x,
 
 /*
  * Reply @status to @x's requester once the lock is off, on its request's
- * connection as lite_dsm_todo_run() finds it then. A reply still pending
+ * connection as lite_dsm_send_reply() finds it then. A reply still pending
  * (on another thread's @td) goes with this status instead. Home lock held.
  */
 static void lite_dsm_reply_later(struct lite_dsm_todo *td,
@@ -387,12 +387,12 @@ static void lite_dsm_reply(struct lite_dsm_region *r, struct lite_dsm_htxn *x,
 }
 
 /*
- * Send the reply @x has pending (taken off @td's list, if @td is not
- * NULL: only the list's owner takes an entry off), on its request's
- * connection as it is now. In the CQ handler (@td->atomic)
- * only on @td->conn (its CQ keeps it; another's last reference could not
- * be dropped there): a reply to another goes from a work item. No lock
- * held; @td may be NULL (process context).
+ * Send the reply @x has pending, on its request's connection as it is
+ * now. With a @td, @x is taken off its list (only the list's owner takes
+ * an entry off); @td NULL is process context. In the CQ handler
+ * (@td->atomic) the reply goes only on @td->conn, which its CQ keeps
+ * (another's last reference could not be dropped there); a reply to
+ * another goes from a work item. No lock held.
  */
 static void lite_dsm_send_reply(struct lite_dsm_region *r,
 				struct lite_dsm_htxn *x,
