@@ -10,6 +10,9 @@
 
 #include "internal.h"
 
+/* How often lite_node_close_conns() says whom it still waits for. */
+#define LITE_CONNS_GONE_WARN_S	30
+
 /**
  * lite_sockaddr_to_naddr - convert a socket address to lite's form
  * @sa: an IPv4 or IPv6 socket address
@@ -507,8 +510,21 @@ static void lite_node_close_conns(struct lite_node *node)
 	list_for_each_entry(conn, &node->conns, node_entry)
 		lite_conn_close(conn);	/* idempotent, never takes node->lock */
 	mutex_unlock(&node->lock);
-	/* close_work and queued requests drop the last references. */
-	wait_event(node->conns_wq, !atomic_read(&node->n_conns));
+	/*
+	 * close_work and queued requests drop the last references. A
+	 * reference nothing drops is a bug: name the connections it holds.
+	 */
+	while (!wait_event_timeout(node->conns_wq, !atomic_read(&node->n_conns),
+				   LITE_CONNS_GONE_WARN_S * HZ)) {
+		pr_warn("lite%u: waiting for %d connections to be released\n",
+			node->instance, atomic_read(&node->n_conns));
+		mutex_lock(&node->lock);
+		list_for_each_entry(conn, &node->conns, node_entry)
+			pr_warn("lite%u: connection to node %u (state %d): %u references\n",
+				node->instance, conn->peer_id, lite_conn_state(conn),
+				kref_read(&conn->ref));
+		mutex_unlock(&node->lock);
+	}
 }
 
 /**

@@ -338,8 +338,8 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 			return;	/* the close failed that call already */
 		lite_count_error(node, conn->peer_id, LITE_ERR_BAD_MSG,
 				 -ENOENT);
-		pr_info_ratelimited("lite%u: dropping connection after reply to no call\n",
-				    node->instance);
+		pr_info_ratelimited("lite%u: dropping connection to node %u after a reply to call %u, which is not waiting\n",
+				    node->instance, conn->peer_id, id);
 		lite_conn_close(conn);
 		return;
 	}
@@ -1803,6 +1803,11 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	struct lite_conn *conn = call->conn;
 	bool kept = false;
 
+	/*
+	 * A kept call holds no connection. Cleared before it is in the
+	 * cache: from then on another caller may take it and set its own.
+	 */
+	call->conn = NULL;
 	if (get_order(call->buf.size) <= LITE_RCALL_CACHE_ORDER &&
 	    call->status != -EBADMSG &&
 	    (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING)) {
@@ -1813,13 +1818,10 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 		}
 		spin_unlock(&node->rcall_lock);
 	}
-	if (!kept) {
+	if (!kept)
 		lite_rcall_free(call);
-		return;
-	}
-	call->conn = NULL;
 	if (conn)
-		lite_conn_put(conn);	/* the cache holds none */
+		lite_conn_put(conn);	/* after the buffer is freed */
 }
 
 static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,

@@ -472,19 +472,24 @@ TEST_F(Async, RingServerKilledMidFlight)
     }
     close(p[1]);
     char c = 0;
-    ASSERT_EQ(read(p[0], &c, 1), 1) << "the server did not register";
+    if (read_byte_within(p[0], &c, 60s) != 1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        FAIL() << "the server did not register in 60 s";
+    }
     std::vector<ClientStats> clients(3);
     std::vector<std::thread> pool;
     auto t0 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < 3; i++)
         pool.emplace_back([&, i] { clients[i] = ring_calls(inst_[i], 2, kRpcPort, kCalls); });
-    EXPECT_EQ(read(p[0], &c, 1), 1) << "the server answered fewer than 300 calls";
+    // The calls end by themselves (60 s each at most) if the server stalls.
+    EXPECT_EQ(read_byte_within(p[0], &c, 120s), 1) << "the server answered fewer than 300 calls";
     kill(pid, SIGKILL);
     for (auto& t : pool)
         t.join();
     auto took = std::chrono::steady_clock::now() - t0;
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 60s);
+    ASSERT_NE(st, -1) << "the killed server did not exit in 60 s (its ring's commands did not end)";
     EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "child status " << st;
     close(p[0]);
     uint64_t good = 0, failed = 0;
@@ -837,12 +842,12 @@ void end_child(uint32_t instance, Ending how, bool polled)
     close(p[1]);
     if (how == Ending::Kill) {
         char c = 0;
-        ASSERT_EQ(read(p[0], &c, 1), 1);
+        EXPECT_EQ(read_byte_within(p[0], &c, 60s), 1) << "the child did not start its operations in 60 s";
         kill(pid, SIGKILL);
     }
     close(p[0]);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 60s);
+    ASSERT_NE(st, -1) << "the child did not exit in 60 s";
     if (how == Ending::Kill) {
         EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     } else {

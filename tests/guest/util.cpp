@@ -3,6 +3,7 @@
 
 #include <grp.h>
 #include <linux/limits.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,6 +252,30 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return pred();
+}
+
+int read_byte_within(int fd, char* c, std::chrono::milliseconds timeout)
+{
+    auto end = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
+            return 0;
+        pollfd pfd{.fd = fd, .events = POLLIN, .revents = 0};
+        int n = poll(&pfd, 1, static_cast<int>(left.count()));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        return read(fd, c, 1) == 1 ? 1 : 0;
+    }
+}
+
+int wait_child_within(pid_t pid, std::chrono::milliseconds timeout)
+{
+    int st = 0;
+    bool ended = wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; }, timeout);
+    return ended ? st : -1;
 }
 
 std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <lite/lite.hpp>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace lite_guest
@@ -97,6 +98,14 @@ std::string litectl();
 
 // Poll @pred until it holds or @timeout passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// One byte from @fd (a pipe from a child) within @timeout: 1, or 0 when
+// the time passed or the writer closed it first.
+int read_byte_within(int fd, char* c, std::chrono::milliseconds timeout);
+
+// The status of child @pid once it ended, waiting at most @timeout; -1 if
+// it is still there (a process stuck in the kernel as it exits).
+int wait_child_within(pid_t pid, std::chrono::milliseconds timeout);
 
 // Members of an instance that are connected (or self), sorted.
 std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance);

@@ -13,8 +13,9 @@ if [ $# -eq 0 ]; then
 fi
 
 # Extended regex; matched case-sensitively except "kernel panic"
-# (the kernel prints "Kernel panic - not syncing").
-pattern='BUG:|WARNING:|Oops|general protection|soft lockup|hard LOCKUP|hung task|blocked for more than|KASAN|UBSAN|[Kk]ernel panic|Call Trace|unreferenced object|suspected memory leak'
+# (the kernel prints "Kernel panic - not syncing"). lite says when a node
+# going down waits long for its connections (a reference leaked).
+pattern='BUG:|WARNING:|Oops|general protection|soft lockup|hard LOCKUP|hung task|blocked for more than|KASAN|UBSAN|[Kk]ernel panic|Call Trace|unreferenced object|suspected memory leak|connections to be released'
 
 dirty=0
 for f in "$@"; do
