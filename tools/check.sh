@@ -73,16 +73,15 @@ for path in sys.argv[1:]:
         what.append("timed out")
     # The hang dump: each task it names, with its innermost lite frame
     # (else its innermost frame), so that the summary names the wait.
-    dump = text.split("LITE-VM-HANG-DUMP:")[-1].split("LITE-VM-HANG-DUMP-END")[0]
-    if dump is not text:
-        tasks = []
-        for block in dump.split("--- task ")[1:]:
-            head, _, stack = block.partition("\n")
-            frames = re.findall(r"\] (\S+)\+0x\S+( \[lite\])?", stack)
-            frame = next((f for f, mod in frames if mod), frames[0][0] if frames else "?")
-            tasks.append(head.split(" ", 1)[-1].strip("()") + " at " + frame)
-        if tasks:
-            what.append("hang dump: " + "; ".join(tasks[:4]))
+    dump = text.partition("LITE-VM-HANG-DUMP:")[2]
+    tasks = []
+    for block in dump.split("LITE-VM-HANG-DUMP-END")[0].split("--- task ")[1:]:
+        head, _, stack = block.partition("\n")
+        frames = re.findall(r"\] (\S+)\+0x\S+( \[lite\])?", stack)
+        frame = next((f for f, mod in frames if mod), frames[0][0] if frames else "?")
+        tasks.append(head.split(" ", 1)[-1].strip("()") + " at " + frame)
+    if tasks:
+        what.append("hang dump: " + "; ".join(tasks[:4]))
     if what:
         print(f"; {path.rsplit('/', 1)[-1]}: " + ", ".join(what))
 PY
