@@ -29,7 +29,19 @@ start=$(date +%s)
 summary=()
 failed=0
 
-step() { echo; echo "=== $*"; }
+# step TITLE: start a step; the time of the one before goes to step_times.
+step_times=()
+step_name="" step_start=$start
+step() {
+	end_step
+	step_name=$* step_start=$(date +%s)
+	echo
+	echo "=== $*"
+}
+end_step() {
+	[ -z "$step_name" ] || step_times+=("$(printf '%5d s  %s' "$(($(date +%s) - step_start))" "${step_name:0:72}")")
+	step_name=""
+}
 
 # Count a gtest JSON report: "run passed failed skipped".
 count() {
@@ -289,6 +301,10 @@ packages) packages_test ;;
 	;;
 esac
 
+end_step
+echo
+echo "=== time by step"
+for line in "${step_times[@]}"; do echo "  $line"; done
 echo
 echo "=== summary ($(($(date +%s) - start)) s)"
 for line in "${summary[@]}"; do echo "  $line"; done

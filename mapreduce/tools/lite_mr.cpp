@@ -10,18 +10,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
+#include "lite_cli.hpp"
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -42,28 +40,6 @@ namespace
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// "256M", "16k", "1G", "4096" -> bytes.
-uint64_t parse_size(const std::string& text)
-{
-    uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    std::string_view unit(end, text.data() + text.size());
-    uint64_t mult = 1;
-    if (unit == "k" || unit == "K") {
-        mult = 1ULL << 10;
-    } else if (unit == "m" || unit == "M") {
-        mult = 1ULL << 20;
-    } else if (unit == "g" || unit == "G") {
-        mult = 1ULL << 30;
-    } else if (!unit.empty()) {
-        throw CLI::ValidationError("size", "'" + text + "' is not a size (a number with K, M or G)");
-    }
-    if (ec != std::errc() || end == text.data() || v > std::numeric_limits<uint64_t>::max() / mult) {
-        throw CLI::ValidationError("size", "'" + text + "' is not a size (a number with K, M or G)");
-    }
-    return v * mult;
-}
 
 std::string read_file(const std::string& path)
 {
@@ -157,7 +133,7 @@ struct RunOptions {
     uint32_t k = 8;
     uint32_t iterations = 5;
     uint64_t seed = 1;
-    std::string split = "32M";
+    uint64_t split = 32ULL << 20;
     uint32_t reducers = 0;
     uint32_t port = 7300;
     uint32_t lease_ms = 4000;
@@ -317,14 +293,14 @@ int run(const RunOptions& o)
         }
     }
     if (workers == 0) {
-        throw CLI::ValidationError("--workers", "give the number of workers to wait for, or --spawn");
+        throw lite_cli::UsageError("--workers: give the number of workers to wait for, or --spawn");
     }
     mr::Master master(session, cfg);
     master.wait_for_workers(workers, std::chrono::seconds(60));
     mr::JobSpec spec;
     spec.app = o.app;
     spec.inputs = o.inputs;
-    spec.split_bytes = parse_size(o.split);
+    spec.split_bytes = o.split;
     spec.reducers_per_worker = o.reducers;
     const auto files = mr::list_inputs(o.inputs);
     if (o.app == "strmatch") {
@@ -398,7 +374,7 @@ int serial(const RunOptions& o)
 
 struct GenOptions {
     std::string kind;
-    std::string size = "16M";
+    uint64_t size = 16ULL << 20;
     uint64_t seed = 1;
     std::string words = "/usr/share/dict/words";
     uint32_t files = 1;
@@ -430,7 +406,7 @@ void write_out(const GenOptions& o, const std::string& data)
 
 int gen(const GenOptions& o)
 {
-    const uint64_t bytes = parse_size(o.size);
+    const uint64_t bytes = o.size;
     std::string data;
     if (o.kind == "text") {
         data = mr::apps::make_zipf_text(read_file(o.words), bytes, o.seed);
@@ -449,7 +425,7 @@ int gen(const GenOptions& o)
     } else if (o.kind == "clusters") {
         data = mr::apps::make_clusters(bytes / 16, o.k, o.seed);
     } else {
-        throw CLI::ValidationError("kind", "'" + o.kind + "': use text, bytes, points or clusters");
+        throw lite_cli::UsageError("kind '" + o.kind + "': use text, bytes, points or clusters");
     }
     write_out(o, data);
     return 0;
@@ -462,7 +438,7 @@ namespace
 
 int lite_mr(int argc, char** argv)
 {
-    CLI::App cli("lite-MapReduce: jobs on a lite cluster, their workers, the serial baseline, inputs");
+    lite_cli::App cli("lite-mr", "lite-MapReduce: jobs on a lite cluster, their workers, the serial baseline, inputs");
     cli.require_subcommand(1);
 
     RunOptions ro;
@@ -487,7 +463,8 @@ int lite_mr(int argc, char** argv)
     run_cmd->add_option("--spawn-on", ro.spawn_on, "start workers on these node instances only")->delimiter(',');
     run_cmd->add_option("--threads", ro.threads, "threads per spawned worker (default: CPUs / nodes)");
     run_cmd->add_option("--iterations", ro.iterations, "kmeans: jobs to run")->capture_default_str();
-    run_cmd->add_option("--split", ro.split, "map task size (K, M, G)")->capture_default_str();
+    lite_cli::add_number(*run_cmd, "--split", ro.split, 4096, 1ULL << 40, "map task size (K, M, G)")
+        ->default_str("32M");
     run_cmd->add_option("--reducers-per-worker", ro.reducers, "partitions per worker (default: its threads)");
     run_cmd->add_option("--port", ro.port, "the master's RPC port")->capture_default_str();
     run_cmd->add_option("--lease-ms", ro.lease_ms, "a worker silent this long is dead")->capture_default_str();
@@ -514,20 +491,17 @@ int lite_mr(int argc, char** argv)
     gen_cmd->add_option("kind", go.kind, "text (Zipf words), bytes, points (x y on a line), clusters (x y)")
         ->required();
     gen_cmd->add_option("out", go.out, "the file (or directory, with --files)")->required();
-    gen_cmd->add_option("--size", go.size, "bytes (K, M, G)")->capture_default_str();
+    lite_cli::add_number(*gen_cmd, "--size", go.size, 0, 1ULL << 40, "bytes (K, M, G)")->default_str("16M");
     gen_cmd->add_option("--seed", go.seed, "the generator's seed")->capture_default_str();
     gen_cmd->add_option("--words", go.words, "text: the word list, one per line")->capture_default_str();
     gen_cmd->add_option("--files", go.files, "cut into this many files in the directory OUT")->capture_default_str();
     gen_cmd->add_option("--k", go.k, "clusters: how many")->capture_default_str();
 
-    CLI11_PARSE(cli, argc, argv);
-    try {
-        if (run_cmd->parsed()) {
+    return cli.run(argc, argv, [&] {
+        if (run_cmd->parsed())
             return run(ro);
-        }
-        if (serial_cmd->parsed()) {
+        if (serial_cmd->parsed())
             return serial(ro);
-        }
         if (worker_cmd->parsed()) {
             wc.join_timeout = std::chrono::seconds(w_timeout_s);
             const lite::Session s = open_session(w_instance);
@@ -535,22 +509,12 @@ int lite_mr(int argc, char** argv)
             return 0;
         }
         return gen(go);
-    } catch (const CLI::Error& e) {
-        return cli.exit(e);
-    } catch (const std::exception& e) {
-        std::cerr << "lite-mr: " << e.what() << "\n";
-        return 1;
-    }
+    });
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-    try {
-        return lite_mr(argc, argv);
-    } catch (const std::exception& e) {
-        std::cerr << "lite-mr: " << e.what() << "\n";
-        return 1;
-    }
+    return lite_cli::guard("lite-mr", [&] { return lite_mr(argc, argv); });
 }

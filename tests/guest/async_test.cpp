@@ -473,8 +473,7 @@ TEST_F(Async, RingServerKilledMidFlight)
     close(p[1]);
     char c = 0;
     if (read_byte_within(p[0], &c, 60s) != 1) {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
+        kill_child(pid);
         FAIL() << "the server did not register in 60 s";
     }
     std::vector<ClientStats> clients(3);

@@ -55,8 +55,9 @@ template <class F> int in_child(F&& f)
         }
         ::_exit(rc);
     }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
+    int status = wait_child_within(pid, 120s);
+    if (status == -1)
+        return -1; // still there after 120 s (then killed)
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
@@ -292,7 +293,7 @@ TEST_F(Dsm, ExitAndKillLeaveTheCountersWhereTheyWere)
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 200));
         ::kill(pid, SIGKILL);
-        ::waitpid(pid, nullptr, 0);
+        ASSERT_NE(wait_child_within(pid, 60s), -1) << "a child killed mid-fault did not exit in 60 s";
     }
     EXPECT_TRUE(wait_until(
         [&] { return dsm(1).pages == before1.pages && dsm(2).regions == 0 && dsm(1).regions == before1.regions; }, 15s))
@@ -345,13 +346,17 @@ TEST_F(Dsm, ADestroyDuringARemoteCloseLeavesNothingBehind)
         }
         ::close(ready[1]);
         char x = 0;
-        ASSERT_EQ(::read(ready[0], &x, 1), 1);
+        const int got = read_byte_within(ready[0], &x, 120s);
         ::close(ready[0]);
+        if (got != 1) {
+            kill_child(pid);
+            FAIL() << "the child did not write its pages in 120 s";
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
         a.destroy();
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        int status = wait_child_within(pid, 120s);
+        EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            << "child status " << status << " (-1: still there after 120 s)";
         EXPECT_TRUE(wait_until([&] { return dsm(2).regions == 0 && dsm(2).pages == 0; }, 15s))
             << "node 3 keeps " << dsm(2).regions << " regions, " << dsm(2).pages << " pages";
     }

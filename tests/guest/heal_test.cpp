@@ -35,6 +35,7 @@ extern "C" {
 #pragma GCC diagnostic pop
 
 using namespace lite_guest;
+using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -368,8 +369,8 @@ TEST_F(Heal, HostileConnectionsDoNotStopAJoin)
         int refused = hostile_connects(addr(), kPort, kHostile);
         _exit(refused == kHostile ? 0 : refused < 0 ? 101 : 102);
     }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 0) << "100: setuid, 101: rdma_cm, 102: not every stranger was refused";
     EXPECT_GE(dev_->status(inst_[0]).counters.auth_failures, failures0 + kHostile);

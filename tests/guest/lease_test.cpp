@@ -273,8 +273,8 @@ TEST_F(Lease, ProcessExitLeavesCountersAtStart)
         }
         _exit(0); // no free, no close
     }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(st));
     ASSERT_EQ(WEXITSTATUS(st), 0);
     for (size_t i = 0; i < 3; i++) {

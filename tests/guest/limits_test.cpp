@@ -85,8 +85,8 @@ struct Pipe {
     [[nodiscard]] bool put(char c) const { return write(fd[1], &c, 1) == 1; }
     [[nodiscard]] char get() const
     {
-        char c = 0;
-        if (read(fd[0], &c, 1) != 1)
+        char c = 0; // 0: nothing within 120 s
+        if (read_byte_within(fd[0], &c, 120s) != 1)
             c = 0;
         return c;
     }
@@ -130,7 +130,7 @@ protected:
 
     // Run @op in a child process attached to node 1, SIGKILL it once
     // @started says the operation is under way, and return the seconds
-    // from the kill until waitpid() returned. The child must not finish.
+    // from the kill until the child was reaped. The child must not finish.
     double kill_midway(const std::function<int(lite_t*)>& op, const std::function<bool()>& started)
     {
         Pipe ready;
@@ -165,8 +165,8 @@ protected:
             }
             std::this_thread::sleep_for(2ms);
         }
-        int st = 0;
-        EXPECT_EQ(waitpid(pid, &st, 0), pid);
+        int st = wait_child_within(pid, 120s);
+        EXPECT_NE(st, -1) << "the killed child did not exit in 120 s";
         double took = seconds(Clock::now() - t0);
         if (took > 0.25)
             std::printf("slow end (%.3f s); kernel stacks of the dying child:\n%s", took, trail.c_str());
@@ -228,9 +228,9 @@ TEST_F(Limits, LargeAllocationDoesNotStallSmallOnes)
     // What the child did while the large allocation ran.
     ASSERT_TRUE(stop.put('s'));
     std::array<uint64_t, 3> r{};
-    ASSERT_EQ(read(result.fd[0], r.data(), sizeof(r)), static_cast<ssize_t>(sizeof(r)));
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_EQ(read_within(result.fd[0], r.data(), sizeof(r), 120s), sizeof(r)) << "no result from the child in 120 s";
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
     EXPECT_EQ(big_err, 0);
@@ -390,8 +390,8 @@ TEST_F(Limits, QuotaPerUserPerNode)
             _exit(4);
         _exit(0);
     }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 0) << "1: own quota refused, 2: quota not enforced, 3: map refused, 4: free did not "
                                      "return it, 10x: setup";

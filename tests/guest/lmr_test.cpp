@@ -126,8 +126,8 @@ TEST_F(Lmr, HandleOfAnotherProcessIsRejected)
         int ret = LITE_read(mine, h, 0, &b, 1);
         _exit(ret == -EBADF ? 0 : 1);
     }
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 0) << "the child could use the parent's handle";
 }
@@ -232,15 +232,15 @@ TEST_F(Lmr, ProcessExitFreesItsMemoryOnEveryNode)
         _exit(0); // no free, no close: the kernel cleans up
     }
     char x = 0;
-    ASSERT_EQ(read(to_parent[0], &x, 1), 1);
+    ASSERT_EQ(read_byte_within(to_parent[0], &x, 120s), 1) << "the child did not allocate in 120 s";
     EXPECT_EQ(mem_bytes(0), before[0] + kMiB + 1);
     EXPECT_EQ(mem_bytes(1), before[1] + kMiB + 2);
     EXPECT_EQ(mem_bytes(2), before[2] + kMiB + 3 + 5 * kMiB);
     auto s = lite::Session::open(inst_[2]);
     auto mapped = s.map("exit-test");
     ASSERT_EQ(write(to_child[1], &x, 1), 1);
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(st));
     ASSERT_EQ(WEXITSTATUS(st), 0);
     for (size_t i = 0; i < 3; i++) {

@@ -27,6 +27,7 @@
 #include "mapreduce/apps.hpp"
 #include "mapreduce/cluster.hpp"
 #include "nodes.hpp"
+#include "util.hpp"
 
 extern char** environ; // NOLINT(readability-redundant-declaration)
 
@@ -52,8 +53,7 @@ public:
     ~Workers()
     {
         for (const pid_t pid : pids_) {
-            kill(pid, SIGKILL);
-            waitpid(pid, nullptr, 0);
+            lite_guest::kill_child(pid);
         }
     }
 
@@ -88,8 +88,7 @@ public:
                 std::this_thread::sleep_for(20ms);
             }
             if (got == 0) {
-                kill(pid, SIGKILL);
-                waitpid(pid, nullptr, 0);
+                lite_guest::kill_child(pid);
                 codes.push_back(-1);
             } else {
                 codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));

@@ -665,7 +665,10 @@ TEST_F(Rpc, ServerProcessExitResetsThePendingCall)
     }
     close(ready[1]);
     char x = 0;
-    ASSERT_EQ(read(ready[0], &x, 1), 1) << "the child did not register";
+    if (read_byte_within(ready[0], &x, 60s) != 1) {
+        kill_child(pid);
+        FAIL() << "the child did not register in 60 s";
+    }
     auto s = lite::Session::open(inst_[0]);
     auto req = make_request(1000, 1, 0, 3);
     Bytes reply;
@@ -676,10 +679,10 @@ TEST_F(Rpc, ServerProcessExitResetsThePendingCall)
     EXPECT_LT(took, 10s) << "the reset took " << secs(took) << " s";
     if (e != ECONNRESET)
         kill(pid, SIGKILL);
-    EXPECT_EQ(read(ready[0], &x, 1), 1);
+    EXPECT_EQ(read_byte_within(ready[0], &x, 60s), 1);
     EXPECT_EQ(x, 'g') << "the child never received the call";
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    int st = wait_child_within(pid, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
     close(ready[0]);
 

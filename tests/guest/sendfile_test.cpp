@@ -426,8 +426,8 @@ TEST_F(Sendfile, ExampleFileServerServesIntoClientLmrs)
     EXPECT_NE(r.output.find("No such file"), std::string::npos) << r.output;
 
     kill(server, SIGTERM);
-    int st = 0;
-    ASSERT_EQ(waitpid(server, &st, 0), server);
+    int st = wait_child_within(server, 120s);
+    ASSERT_NE(st, -1) << "the child did not exit in 120 s";
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "file_server exit status " << st;
     run("rm -rf " + std::string(root) + " " + secret_outside);
 }

@@ -21,6 +21,7 @@
 #include "util.hpp"
 
 using namespace lite_guest;
+using namespace std::chrono_literals;
 
 namespace
 {
@@ -416,8 +417,8 @@ TEST_F(Uapi, ControlNeedsCapNetAdmin)
             _exit(3); // reading status is allowed
         _exit(0);
     }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    int status = wait_child_within(pid, 120s);
+    ASSERT_NE(status, -1) << "the child did not exit in 120 s";
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0) << "1: NODE_UP allowed, 2: NODE_DOWN allowed, 3: STATUS refused";
     EXPECT_EQ(dev_->instances().size(), 1u);
@@ -473,8 +474,10 @@ TEST_F(Uapi, DeviceIsForGroupLiteOnly)
             LITE_close(l);
             _exit(0);
         }
-        int status = 0;
-        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        if (pid < 0)
+            return -1;
+        int status = wait_child_within(pid, 120s);
+        if (status == -1 || !WIFEXITED(status))
             return -1;
         return WEXITSTATUS(status);
     };

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -254,28 +256,49 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
     return pred();
 }
 
-int read_byte_within(int fd, char* c, std::chrono::milliseconds timeout)
+size_t read_within(int fd, void* buf, size_t n, std::chrono::milliseconds timeout)
 {
     auto end = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
+    auto* at = static_cast<char*>(buf);
+    size_t got = 0;
+    while (got < n) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
         if (left.count() <= 0)
-            return 0;
+            break;
         pollfd pfd{.fd = fd, .events = POLLIN, .revents = 0};
-        int n = poll(&pfd, 1, static_cast<int>(left.count()));
-        if (n < 0 && errno == EINTR)
+        int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+        if (ready < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            return 0;
-        return read(fd, c, 1) == 1 ? 1 : 0;
+        if (ready <= 0)
+            break;
+        ssize_t r = read(fd, at + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += static_cast<size_t>(r);
     }
+    return got;
+}
+
+int read_byte_within(int fd, char* c, std::chrono::milliseconds timeout)
+{
+    return read_within(fd, c, 1, timeout) == 1 ? 1 : 0;
 }
 
 int wait_child_within(pid_t pid, std::chrono::milliseconds timeout)
 {
     int st = 0;
-    bool ended = wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; }, timeout);
-    return ended ? st : -1;
+    if (wait_until([&] { return waitpid(pid, &st, WNOHANG) == pid; }, timeout))
+        return st;
+    kill_child(pid);
+    return -1;
+}
+
+void kill_child(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    (void)wait_until([&] { return waitpid(pid, nullptr, WNOHANG) == pid; }, std::chrono::seconds(10));
 }
 
 std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance)

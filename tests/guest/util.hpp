@@ -99,13 +99,22 @@ std::string litectl();
 // Poll @pred until it holds or @timeout passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
-// One byte from @fd (a pipe from a child) within @timeout: 1, or 0 when
-// the time passed or the writer closed it first.
+// Up to @n bytes from @fd (a pipe from a child) within @timeout: the bytes
+// read, fewer when the time passed or the writer closed it first.
+size_t read_within(int fd, void* buf, size_t n, std::chrono::milliseconds timeout);
+
+// One byte from @fd within @timeout: 1, or 0 when the time passed or the
+// writer closed it first.
 int read_byte_within(int fd, char* c, std::chrono::milliseconds timeout);
 
 // The status of child @pid once it ended, waiting at most @timeout; -1 if
-// it is still there (a process stuck in the kernel as it exits).
+// it is still there then (a process stuck in the kernel, or a child that
+// waits for something that never came): it is sent SIGKILL and reaped if
+// it ends within 10 s more, so a failed test leaves no child behind.
 int wait_child_within(pid_t pid, std::chrono::milliseconds timeout);
+
+// SIGKILL child @pid and reap it, waiting at most 10 s.
+void kill_child(pid_t pid);
 
 // Members of an instance that are connected (or self), sorted.
 std::vector<uint32_t> live_members(const lite::Device& dev, uint32_t instance);

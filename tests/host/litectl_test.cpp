@@ -5,6 +5,8 @@
 // per-command --help. (With the module: guest test Cluster.Litectl*.)
 #include <gtest/gtest.h>
 
+#include "run_program.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,29 +17,12 @@
 namespace
 {
 
-struct Ran {
-    int status = -1;
-    std::string output; // stdout and stderr
-};
+using lite_host::has;
+using lite_host::Ran;
 
 Ran litectl(const std::string& args)
 {
-    Ran r;
-    const std::string cmd = std::string(LITE_LITECTL_PATH) + " " + args + " 2>&1";
-    // A fixed program with fixed arguments.
-    FILE* p = ::popen(cmd.c_str(), "r"); // NOLINT(cert-env33-c)
-    if (p == nullptr)
-        return r;
-    for (int c = std::fgetc(p); c != EOF; c = std::fgetc(p))
-        r.output.push_back(static_cast<char>(c));
-    int st = ::pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return r;
-}
-
-bool has(const Ran& r, const std::string& text)
-{
-    return r.output.find(text) != std::string::npos;
+    return lite_host::run_program(LITE_LITECTL_PATH, args);
 }
 
 TEST(Litectl, VersionIsTheProjects)
