@@ -195,8 +195,10 @@ def ratio(a, b):
 
 
 def pair(lite, native, unit):
-    """A summary entry, or None if either figure is missing."""
-    if lite is None or native is None or native == 0:
+    """A summary entry, or None if either figure is missing or not a finite
+    number (perftest prints inf when its clock calibration fails: no ratio
+    can be made of that)."""
+    if lite is None or native is None or native == 0 or not math.isfinite(lite) or not math.isfinite(native):
         return None
     return {"lite": round(lite, 4), "native": round(native, 4), "ratio": round(lite / native, 3), "unit": unit}
 
@@ -1151,7 +1153,7 @@ def section_core(d, summary, p):
     # Pipelined on io_uring: no one-in-flight native run compares.
     for r in tables.get("rpc_tput.csv") or []:
         calls = num(r, "lite_ring_calls_per_s")
-        if calls is not None:
+        if calls is not None and math.isfinite(calls):
             summary[f"rpc_tput_ring_{r['threads']}"] = {"value": round(calls, 1), "unit": "calls/s",
                                                        "in_flight": int(r.get("ring_depth") or 0)}
     rows = optional_rows(d, "ops.csv")
@@ -1167,7 +1169,7 @@ def section_core(d, summary, p):
             pair(num(by.get(("lite-fetch-add", "8")), "median_us"),
                  num(by.get(("perftest-fetch-add", "8")), "median_us"), "us"), "ib_atomic_lat")
         cpu = num(by.get(("lite-cpu-fetch-add", "8")), "median_us")
-        if cpu is not None:
+        if cpu is not None and math.isfinite(cpu):
             summary["fetch_add_cpu_lat"] = {"value": cpu, "unit": "us"}
     rows = optional_rows(d, "first_op.csv")
     if rows:
@@ -1598,9 +1600,13 @@ def main(argv):
             summary.pop(k, None)
             if v is not None:
                 summary[k] = v
+    # An entry with inf or nan (a summary.json of an older report.py) is
+    # no figure: left out, and the file stays strict JSON.
+    summary = {k: v for k, v in summary.items()
+               if all(not isinstance(x, float) or math.isfinite(x) for x in v.values())}
     if any(SECTIONS[s][2] for s in names):
         with open(path + ".part", "w") as f:
-            json.dump(summary, f, indent=2, sort_keys=True)
+            json.dump(summary, f, indent=2, sort_keys=True, allow_nan=False)  # strict JSON
             f.write("\n")
         os.replace(path + ".part", path)
     return 0 if ok else 1
