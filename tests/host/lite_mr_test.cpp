@@ -16,9 +16,9 @@ namespace
 {
 
 using lite_host::has;
-using lite_host::Ran;
 
-Ran lite_mr(const std::string& args)
+// lite-mr with @args: its exit status and output.
+auto lite_mr(const std::string& args)
 {
     return lite_host::run_program(LITE_MR_PATH, args);
 }
