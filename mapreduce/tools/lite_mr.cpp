@@ -406,13 +406,12 @@ void write_out(const GenOptions& o, const std::string& data)
 
 int gen(const GenOptions& o)
 {
-    const uint64_t bytes = o.size;
     std::string data;
     if (o.kind == "text") {
-        data = mr::apps::make_zipf_text(read_file(o.words), bytes, o.seed);
+        data = mr::apps::make_zipf_text(read_file(o.words), o.size, o.seed);
     } else if (o.kind == "bytes") {
         // Skewed bytes: a histogram with a shape, some values rare.
-        data.resize(bytes);
+        data.resize(o.size);
         uint64_t x = o.seed * 0x9E3779B97F4A7C15ULL + 1;
         for (auto& c : data) {
             x ^= x << 13;
@@ -421,9 +420,9 @@ int gen(const GenOptions& o)
             c = static_cast<char>((x & 0xff) * ((x >> 8) & 0xff) >> 8);
         }
     } else if (o.kind == "points") {
-        data = mr::apps::make_points(bytes / 16, o.seed);
+        data = mr::apps::make_points(o.size / 16, o.seed);
     } else if (o.kind == "clusters") {
-        data = mr::apps::make_clusters(bytes / 16, o.k, o.seed);
+        data = mr::apps::make_clusters(o.size / 16, o.k, o.seed);
     } else {
         throw lite_cli::UsageError("kind '" + o.kind + "': use text, bytes, points or clusters");
     }
