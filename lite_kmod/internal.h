@@ -831,6 +831,12 @@ struct lite_rdma_op {
 				 * WRs not counted in @pending (lite_rdma_post())
 				 * unless @confirm */
 	bool confirm;		/* wait for inline WRs too */
+	/* If set: runs once each WR with immediate of the op is posted (one
+	 * per op: the last), in the poster, conn lock held and bottom halves
+	 * off, before the transfer's softirq work (rxe's) runs on this CPU
+	 * (lite_rdma_post()). Must not sleep.
+	 */
+	void (*posted_fn)(struct lite_rdma_op *op);
 	/* lite_rdma_submit(): prepared WRs, queued on conn->aops if no slot */
 	struct list_head entry;		/* conn->aops; conn lock */
 	union lite_wr *wrs;		/* immutable once submitted */

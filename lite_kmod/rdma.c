@@ -239,6 +239,7 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 	op->status = 0;
 	op->inline_data = false;
 	op->confirm = false;
+	op->posted_fn = NULL;
 	INIT_LIST_HEAD(&op->entry);
 	op->wrs = NULL;
 	op->n_wrs = 0;
@@ -334,7 +335,9 @@ static bool lite_rdma_slot(struct lite_conn *conn, bool credit)
  * immediate consumes a receive buffer of the peer's: it takes a credit too.
  * An inline WR of @op->inline_data is the connection's once posted
  * (lite_rdma_ff_prep()) unless @op->confirm: @op does not wait for it; if
- * it fails, the connection closes.
+ * it fails, the connection closes. Once a write with immediate is posted,
+ * @op->posted_fn (if any) runs before the conn lock and bottom halves are
+ * let go: rxe runs the transfer in softirq when they are.
  */
 static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 {
@@ -361,6 +364,8 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 				atomic_inc(&op->pending);
 			ret = lite_fault_fail_post(conn->node) ? -EIO :
 			      ib_post_send(conn->cm_id->qp, wr, NULL);
+			if (!ret && credit && op->posted_fn)
+				op->posted_fn(op);
 			if (ret) {
 				conn->data_avail++;
 				if (ff)

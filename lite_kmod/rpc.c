@@ -483,6 +483,8 @@ static void lite_stage_put(struct lite_stage *s)
 struct lite_rpc_tx {
 	struct lite_rdma_op op;
 	struct lite_stage s;
+	u64 ring_end;			/* an entry: where the next one starts */
+	bool ring_posted;		/* an entry: lite_ring_op_posted() ran */
 };
 
 static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
@@ -821,26 +823,71 @@ static int lite_ring_reserve(struct lite_conn *conn, u32 size,
 }
 
 struct lite_turn {
+	struct wait_queue_entry wait;	/* on conn->tx_wq while it sleeps */
 	struct lite_conn *conn;
 	u64 pos;
-	u64 seen;			/* tx_ring.posted when last looked */
 };
 
+/*
+ * Its turn: every entry before @pos was posted; or the connection closes.
+ * Lock-free: lite_ring_turn_wake() runs it under tx_wq's lock.
+ */
 static bool lite_ring_my_turn(void *arg)
 {
 	struct lite_turn *tn = arg;
-	u64 posted = smp_load_acquire(&tn->conn->tx_ring.posted);
 
-	return posted == tn->pos || posted != tn->seen ||
+	return smp_load_acquire(&tn->conn->tx_ring.posted) == tn->pos ||
 	       lite_conn_state(tn->conn) == LITE_CONN_CLOSING;
+}
+
+/*
+ * Of the writers waiting for their turn, a wake-up of tx_wq wakes only the
+ * one whose turn it is (or all, once the connection closes): a post sets
+ * tx_ring.posted, and a close the state, before they wake tx_wq. The
+ * others, and every wake-up meant for other waiters (credits, slots,
+ * room), leave them asleep.
+ */
+static int lite_ring_turn_wake(struct wait_queue_entry *wait,
+			       unsigned int mode, int sync, void *key)
+{
+	if (!lite_ring_my_turn(container_of(wait, struct lite_turn, wait)))
+		return 0;
+	return autoremove_wake_function(wait, mode, sync, key);
+}
+
+/*
+ * Sleep until it is @tn's turn, for up to @timeout jiffies. Return: 0 if
+ * the time ran out first, else what was left of it (at least 1: a turn
+ * that came as the time ran out counts).
+ */
+static long lite_ring_turn_sleep(struct lite_turn *tn, long timeout)
+{
+	struct lite_conn *conn = tn->conn;
+
+	init_wait_entry(&tn->wait, 0);
+	tn->wait.func = lite_ring_turn_wake;
+	for (;;) {
+		prepare_to_wait(&conn->tx_wq, &tn->wait, TASK_UNINTERRUPTIBLE);
+		if (lite_ring_my_turn(tn)) {
+			timeout = max(timeout, 1L);
+			break;
+		}
+		if (!timeout)
+			break;
+		timeout = schedule_timeout(timeout);
+	}
+	finish_wait(&conn->tx_wq, &tn->wait);
+	return timeout;
 }
 
 /*
  * Wait until every entry reserved before @pos was posted: immediates must
  * reach the peer in ring order. The writers before it hold no user memory
  * (their data is in the kernel) and only post, each within its own bounds;
- * the wait polls briefly, then sleeps, and gives up only if no writer
- * before it posted for lite_tun(data_timeout_ms).
+ * the wait polls briefly, then sleeps until the post just before it (the
+ * other wake-ups of tx_wq do not wake it: lite_ring_turn_wake()), and
+ * gives up only if no writer before it posted for
+ * lite_tun(data_timeout_ms) (it notices within twice that).
  * Return: 0 (post now, then lite_ring_posted()); -ECONNRESET; -ETIMEDOUT
  * (the ring is stuck: the caller closes the connection).
  */
@@ -848,28 +895,44 @@ static int lite_ring_turn(struct lite_conn *conn, u64 pos)
 {
 	struct lite_turn tn = { .conn = conn, .pos = pos };
 	unsigned long deadline;
+	u64 seen;
 
 	for (;;) {
-		tn.seen = smp_load_acquire(&conn->tx_ring.posted);
-		if (tn.seen == pos)
+		seen = smp_load_acquire(&conn->tx_ring.posted);
+		if (seen == pos)
 			break;
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
 			return -ECONNRESET;
 		deadline = lite_tun_deadline(data_timeout_ms);
-		if (!lite_spin_any(conn->node, LITE_RING_TURN_NS,
-				   lite_ring_my_turn, &tn, deadline) &&
-		    !wait_event_timeout(conn->tx_wq, lite_ring_my_turn(&tn),
-					lite_tun_jiffies(data_timeout_ms)))
+		if (lite_spin_any(conn->node, LITE_RING_TURN_NS,
+				  lite_ring_my_turn, &tn, deadline) ||
+		    lite_ring_turn_sleep(&tn, lite_tun_jiffies(data_timeout_ms)))
+			continue;
+		/* A whole timeout without its turn: stuck if nobody posted. */
+		if (smp_load_acquire(&conn->tx_ring.posted) == seen)
 			return -ETIMEDOUT;
 	}
 	return lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET : 0;
 }
 
-/* The entry before @end is posted: the next writer's turn. */
+/* The entries before @end are posted: the turn of the writer at @end. */
 static void lite_ring_posted(struct lite_conn *conn, u64 end)
 {
 	smp_store_release(&conn->tx_ring.posted, end);
 	wake_up(&conn->tx_wq);
+}
+
+/*
+ * The entry's WR with immediate is on the QP (conn lock held, bottom halves
+ * off): the next writer may post now. Its turn does not wait for the
+ * transfer that rxe runs in softirq once this poster lets them on.
+ */
+static void lite_ring_op_posted(struct lite_rdma_op *op)
+{
+	struct lite_rpc_tx *tx = container_of(op, struct lite_rpc_tx, op);
+
+	tx->ring_posted = true;
+	lite_ring_posted(op->conn, tx->ring_end);
 }
 
 /*
@@ -929,6 +992,9 @@ static int lite_ring_write(struct lite_conn *conn,
 		lite_conn_close(conn);	/* no writer before it got through */
 	if (ret)
 		goto free;
+	tx->ring_end = pos + size;
+	tx->ring_posted = false;
+	tx->op.posted_fn = lite_ring_op_posted;
 	if (one_step)
 		ret = lite_stage_post(&tx->op, s, &t->layout, t->size,
 				      pos, hdr_len + o->len, imm);
@@ -936,10 +1002,15 @@ static int lite_ring_write(struct lite_conn *conn,
 		ret = lite_stage_write(&tx->op, s, &t->layout, t->size,
 				       pos, hdr_len, NULL, kdata,
 				       o->len, imm);
+	tx->op.posted_fn = NULL;
 	if (ret)
 		lite_conn_close(conn);	/* the ring is out of step now */
-	/* The next writer's WRs queue behind ours on the QP: order holds. */
-	lite_ring_posted(conn, pos + size);
+	/*
+	 * The next writer's WRs queue behind ours on the QP: order holds. Its
+	 * turn came with our last post, or comes now if that was not posted.
+	 */
+	if (!tx->ring_posted)
+		lite_ring_posted(conn, pos + size);
 free:
 	kvfree(kdata);
 	return ret;
