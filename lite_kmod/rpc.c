@@ -484,7 +484,6 @@ struct lite_rpc_tx {
 	struct lite_rdma_op op;
 	struct lite_stage s;
 	u64 ring_end;			/* an entry: where the next one starts */
-	bool ring_posted;		/* an entry: lite_ring_op_posted() ran */
 };
 
 static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
@@ -931,7 +930,6 @@ static void lite_ring_op_posted(struct lite_rdma_op *op)
 {
 	struct lite_rpc_tx *tx = container_of(op, struct lite_rpc_tx, op);
 
-	tx->ring_posted = true;
 	lite_ring_posted(op->conn, tx->ring_end);
 }
 
@@ -993,7 +991,6 @@ static int lite_ring_write(struct lite_conn *conn,
 	if (ret)
 		goto free;
 	tx->ring_end = pos + size;
-	tx->ring_posted = false;
 	tx->op.posted_fn = lite_ring_op_posted;
 	if (one_step)
 		ret = lite_stage_post(&tx->op, s, &t->layout, t->size,
@@ -1007,9 +1004,10 @@ static int lite_ring_write(struct lite_conn *conn,
 		lite_conn_close(conn);	/* the ring is out of step now */
 	/*
 	 * The next writer's WRs queue behind ours on the QP: order holds. Its
-	 * turn came with our last post, or comes now if that was not posted.
+	 * turn came with our last post, or comes now if that was not posted
+	 * (only the writer whose turn it is moves tx_ring.posted on).
 	 */
-	if (!tx->ring_posted)
+	if (smp_load_acquire(&t->posted) == pos)
 		lite_ring_posted(conn, pos + size);
 free:
 	kvfree(kdata);
