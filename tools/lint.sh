@@ -45,7 +45,9 @@ export build fuzz_build logs
 printf '%s\0' "${tidy_files[@]}" | xargs -0 -n1 -P"$jobs" sh -c '
 	log="$logs/$(printf %s "$1" | tr / _).log"
 	case $1 in tests/fuzz/guest/*) db=$build ;; tests/fuzz/*) db=$fuzz_build ;; *) db=$build ;; esac
-	clang-tidy -p "$db" --quiet "$1" >"$log" 2>&1 || echo "exit $?" >>"$log"' sh
+	start=$(date +%s)
+	clang-tidy -p "$db" --quiet "$1" >"$log" 2>&1 || echo "exit $?" >>"$log"
+	echo "$(($(date +%s) - start)) $1" >"$log.time"' sh
 
 bad_tidy=0
 for f in "${tidy_files[@]}"; do
@@ -58,6 +60,8 @@ for f in "${tidy_files[@]}"; do
 	fi
 done
 [ "$bad_tidy" -eq 0 ] || failed=1
+# Where clang-tidy's time goes: the slowest files (s).
+echo "lint: slowest in clang-tidy: $(cat "$logs"/*.time | sort -rn | head -5 | awk '{printf "%s%s %d s", NR > 1 ? ", " : "", $2, $1}')"
 
 if [ "$failed" -ne 0 ]; then
 	echo "lint: FAILED: $bad_fmt of ${#fmt_files[@]} files need clang-format -i," \
