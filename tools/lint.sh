@@ -61,7 +61,7 @@ for f in "${tidy_files[@]}"; do
 done
 [ "$bad_tidy" -eq 0 ] || failed=1
 # Where clang-tidy's time goes: the slowest files (s).
-echo "lint: slowest in clang-tidy: $(cat "$logs"/*.time | sort -rn | head -5 | awk '{printf "%s%s %d s", NR > 1 ? ", " : "", $2, $1}')"
+echo "lint: slowest in clang-tidy: $(cat "$logs"/*.time | sort -rn | head -5 | awk '{printf "%s%s %d s", (NR > 1 ? ", " : ""), $2, $1}')"
 
 if [ "$failed" -ne 0 ]; then
 	echo "lint: FAILED: $bad_fmt of ${#fmt_files[@]} files need clang-format -i," \
