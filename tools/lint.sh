@@ -41,8 +41,11 @@ FUZZ_OUT=$fuzz_build tools/fuzz-host.sh compdb
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 export build fuzz_build logs
+# Largest files first (the large guest tests and litectl take a minute
+# each): the last minutes then have both jobs busy on small files.
 # shellcheck disable=SC2016 # expanded by the inner shell
-printf '%s\0' "${tidy_files[@]}" | xargs -0 -n1 -P"$jobs" sh -c '
+for f in "${tidy_files[@]}"; do printf '%s %s\0' "$(stat -c %s "$f")" "$f"; done |
+	sort -z -rn | cut -z -d' ' -f2- | xargs -0 -n1 -P"$jobs" sh -c '
 	log="$logs/$(printf %s "$1" | tr / _).log"
 	case $1 in tests/fuzz/guest/*) db=$build ;; tests/fuzz/*) db=$fuzz_build ;; *) db=$build ;; esac
 	start=$(date +%s)
