@@ -58,14 +58,6 @@ Bytes pattern(size_t n, uint64_t seed)
     return b;
 }
 
-uint64_t checksum(std::span<const std::byte> b)
-{
-    uint64_t h = 0xcbf29ce484222325ULL ^ b.size();
-    for (std::byte x : b)
-        h = (h ^ std::to_integer<uint64_t>(x)) * 0x100000001b3ULL;
-    return h;
-}
-
 // A block of test data at an offset of one of several LMRs.
 struct Block {
     size_t lmr = 0, off = 0;

@@ -36,14 +36,6 @@ constexpr uint16_t kPort = 19800;
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = kKiB * 1024;
 
-uint64_t fnv1a(const std::vector<std::byte>& b)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (std::byte x : b)
-        h = (h ^ std::to_integer<uint64_t>(x)) * 0x100000001b3ULL;
-    return h;
-}
-
 std::vector<std::byte> pattern(uint64_t size, uint64_t seed)
 {
     std::mt19937_64 rng(seed);
@@ -148,7 +140,7 @@ TEST_F(Lease, SmallAllocationsComeFromTheLeaseCutToSize)
         auto data = pattern(size, seed++);
         l.write(0, std::span<const std::byte>(data));
         l.read(0, std::span<std::byte>(back));
-        EXPECT_EQ(fnv1a(back), fnv1a(data)) << size << " bytes";
+        EXPECT_EQ(checksum(back), checksum(data)) << size << " bytes";
         std::byte b{};
         EXPECT_EQ(LITE_read(s.get(), l.handle(), size, &b, 1), -ERANGE) << size << ": one past its size";
         EXPECT_EQ(LITE_write(s.get(), l.handle(), size - 1, &b, 2), -ERANGE) << size << ": crosses its end";
@@ -179,7 +171,7 @@ TEST_F(Lease, SharedLeasedLmrMapsAtItsSize)
     ASSERT_EQ(mapped.size(), 5000u);
     std::vector<std::byte> back(5000);
     mapped.read(0, std::span<std::byte>(back));
-    EXPECT_EQ(fnv1a(back), fnv1a(data));
+    EXPECT_EQ(checksum(back), checksum(data));
     std::byte b{};
     EXPECT_EQ(LITE_read(m.get(), mapped.handle(), 5000, &b, 1), -ERANGE) << "the mapping ends at 5000 too";
     ASSERT_EQ(LITE_free(s.get(), l.handle()), 0); // l's own free then finds nothing
@@ -236,7 +228,7 @@ TEST_F(Lease, MemoryNodeLeavingDropsItsLease)
     c.write(0, std::span<const std::byte>(data));
     std::vector<std::byte> back(4 * kKiB);
     c.read(0, std::span<std::byte>(back));
-    EXPECT_EQ(fnv1a(back), fnv1a(data)) << "allocations elsewhere still work";
+    EXPECT_EQ(checksum(back), checksum(data)) << "allocations elsewhere still work";
 }
 
 // A process that allocates from leases (and above them) on every node and

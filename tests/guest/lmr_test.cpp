@@ -29,13 +29,6 @@ namespace
 constexpr uint16_t kPort = 18800;
 constexpr uint64_t kMiB = 1ULL << 20;
 
-uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 class Lmr : public ::testing::Test
 {
 protected:
@@ -77,13 +70,12 @@ TEST_F(Lmr, RandomRoundTripsAcrossNodes)
                 std::copy(data.begin(), data.end(), shadow.begin() + static_cast<long>(off));
                 std::vector<uint8_t> back(len);
                 l.read(off, std::span<uint8_t>(back));
-                ASSERT_EQ(fnv1a(back.data(), len), fnv1a(data.data(), len))
+                ASSERT_EQ(checksum(back), checksum(data))
                     << "instance " << i << " node " << node << " off " << off << " len " << len;
             }
             std::vector<uint8_t> all(size);
             l.read(0, std::span<uint8_t>(all));
-            ASSERT_EQ(fnv1a(all.data(), size), fnv1a(shadow.data(), size))
-                << "whole LMR, instance " << i << " on node " << node;
+            ASSERT_EQ(checksum(all), checksum(shadow)) << "whole LMR, instance " << i << " on node " << node;
         }
     }
 }
@@ -95,17 +87,17 @@ TEST_F(Lmr, OneGiBWrittenAndVerified)
     auto l = s.alloc(size, 2);
     EXPECT_GE(mem_bytes(1), size) << "node 2 holds it";
     std::vector<uint64_t> buf(piece / 8), back(piece / 8);
-    uint64_t sum_out = 0, sum_in = 0;
+    uint64_t sum_out = kChecksumStart, sum_in = kChecksumStart;
     for (uint64_t off = 0; off < size; off += piece) {
         std::mt19937_64 rng(off);
         for (auto& w : buf)
             w = rng();
         l.write(off, std::span<const uint64_t>(buf));
-        sum_out = fnv1a(reinterpret_cast<const uint8_t*>(buf.data()), piece, sum_out);
+        sum_out = checksum(buf, sum_out);
     }
     for (uint64_t off = 0; off < size; off += piece) {
         l.read(off, std::span<uint64_t>(back));
-        sum_in = fnv1a(reinterpret_cast<const uint8_t*>(back.data()), piece, sum_in);
+        sum_in = checksum(back, sum_in);
     }
     EXPECT_EQ(sum_in, sum_out) << "1 GiB checksum";
 }
@@ -318,13 +310,13 @@ TEST_F(Lmr, MemsetAndMemcpyAcrossNodes)
     std::copy(pat.begin() + static_cast<long>(4 * kMiB - 50), pat.begin() + static_cast<long>(5 * kMiB - 47),
               want.begin() + 100);
     b.read(0, std::span<uint8_t>(got));
-    EXPECT_EQ(fnv1a(got.data(), size), fnv1a(want.data(), size));
+    EXPECT_EQ(checksum(got), checksum(want));
 
     // Overlapping copy inside one LMR behaves like memmove.
     a.copy_from(1000, a, 0, 5000);
     std::memmove(pat.data() + 1000, pat.data(), 5000);
     a.read(0, std::span<uint8_t>(got));
-    EXPECT_EQ(fnv1a(got.data(), size), fnv1a(pat.data(), size));
+    EXPECT_EQ(checksum(got), checksum(pat));
 }
 
 // A zero-length read, write, memset or copy is valid at any offset up to

@@ -58,24 +58,6 @@ double secs(Clock::duration d)
     return std::chrono::duration<double>(d).count();
 }
 
-// FNV-1a over 8-byte words (then the tail bytes): cheap enough for MiBs
-// under emulation, and any changed, moved or missing byte changes it.
-uint64_t checksum(std::span<const uint8_t> b)
-{
-    constexpr uint64_t kPrime = 0x100000001b3ULL;
-    uint64_t h = 0xcbf29ce484222325ULL ^ b.size();
-    size_t i = 0;
-    for (; i + 8 <= b.size(); i += 8) {
-        uint64_t w = 0;
-        std::memcpy(&w, b.data() + i, sizeof(w));
-        h = (h ^ w) * kPrime;
-        h ^= h >> 29;
-    }
-    for (; i < b.size(); i++)
-        h = (h ^ b[i]) * kPrime;
-    return h;
-}
-
 uint32_t get32(std::span<const uint8_t> b, size_t off)
 {
     uint32_t v = 0;

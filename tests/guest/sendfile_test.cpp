@@ -35,22 +35,6 @@ constexpr uint16_t kPort = 19400;
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = 1024 * kKiB;
 
-// FNV-1a over 8-byte words (then the tail bytes): a checksum fast enough
-// for 256 MiB under emulation. Pieces of a stream must be multiples of 8
-// bytes but the last.
-uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ULL)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w = 0;
-        std::memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-    }
-    for (; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 // A file in the guest's tmpfs, removed with the object.
 class TempFile
 {
@@ -97,13 +81,13 @@ private:
 uint64_t file_sum(int fd, uint64_t off, uint64_t len)
 {
     std::vector<uint8_t> buf(4 * kMiB);
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = kChecksumStart;
     for (uint64_t done = 0; done < len;) {
         size_t n = std::min<uint64_t>(buf.size(), len - done);
         ssize_t got = pread(fd, buf.data(), n, static_cast<off_t>(off + done));
         if (got <= 0)
             return 0;
-        h = fnv1a(buf.data(), static_cast<size_t>(got), h);
+        h = checksum(std::span<const uint8_t>(buf.data(), static_cast<size_t>(got)), h);
         done += static_cast<uint64_t>(got);
     }
     return h;
@@ -113,11 +97,11 @@ uint64_t file_sum(int fd, uint64_t off, uint64_t len)
 uint64_t lmr_sum(const lite::Lmr& l, uint64_t off, uint64_t len)
 {
     std::vector<uint8_t> buf(4 * kMiB);
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = kChecksumStart;
     for (uint64_t done = 0; done < len;) {
         size_t n = std::min<uint64_t>(buf.size(), len - done);
         l.read(off + done, std::span<uint8_t>(buf.data(), n));
-        h = fnv1a(buf.data(), n, h);
+        h = checksum(std::span<const uint8_t>(buf.data(), n), h);
         done += n;
     }
     return h;

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,6 +22,21 @@
 
 namespace lite_guest
 {
+
+uint64_t checksum(std::span<const std::byte> data, uint64_t h)
+{
+    constexpr uint64_t kPrime = 0x100000001b3ULL;
+    size_t i = 0;
+    for (; i + sizeof(uint64_t) <= data.size(); i += sizeof(uint64_t)) {
+        uint64_t w = 0;
+        std::memcpy(&w, data.data() + i, sizeof(w));
+        h = (h ^ w) * kPrime;
+        h ^= h >> 29;
+    }
+    for (; i < data.size(); i++)
+        h = (h ^ std::to_integer<uint64_t>(data[i])) * kPrime;
+    return h;
+}
 
 std::string env(const char* name, const std::string& fallback)
 {
