@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# make check: build everything, lint the C++ user space (tools/lint.sh), run
+# make check: build everything, lint the C++ user space (tools/lint.sh; in
+# `all`, in the background at idle priority while the steps below run), run
 # the host tests, a short libFuzzer campaign on the kernel core
 # (tools/fuzz-host.sh short: every target FUZZ_SECONDS, default 7), the
 # guest tests and, in the one-guest boot, a short campaign of the ioctl and
