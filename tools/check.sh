@@ -139,9 +139,11 @@ lint_begin() {
 	echo "=== lint (clang-format, clang-tidy): started in the background at idle priority, log $out/lint.log"
 	# Its own process group (job control), so that an early exit can end
 	# all of it; the same session, so the same scheduling autogroup as the
-	# guests (SCHED_IDLE yields only within a group).
+	# guests (a waking guest preempts it anyway, but its share of a busy CPU
+	# is that small only within one group). No stdin: a background group
+	# reading the terminal would stop.
 	set -m
-	BUILD=$build chrt --idle 0 nice -n 19 tools/lint.sh >"$out/lint.log" 2>&1 &
+	BUILD=$build chrt --idle 0 nice -n 19 tools/lint.sh </dev/null >"$out/lint.log" 2>&1 &
 	lint_pid=$!
 	set +m
 	trap 'lint_kill' EXIT

@@ -66,13 +66,15 @@ compdb() {
 import glob, json, os, sys
 path, cxx, inc = sys.argv[1], sys.argv[2], sys.argv[3:]
 root = os.getcwd()
-# Written aside and renamed: lint may be reading it (make check lints in
-# the background while the short campaign builds).
-with open(path + ".tmp", "w") as out:
+# Written aside (a name of this process's own) and renamed: lint may be
+# reading it, or writing it too (make check lints in the background while
+# the short campaign builds).
+tmp = f"{path}.{os.getpid()}"
+with open(tmp, "w") as out:
     json.dump([{"directory": root, "file": f,
                 "arguments": [cxx, "-std=c++20", *inc, "-Wall", "-Wextra", "-c", f]}
                for f in sorted(glob.glob("tests/fuzz/*.cpp"))], out, indent=1)
-os.replace(path + ".tmp", path)
+os.replace(tmp, path)
 PY
 }
 
