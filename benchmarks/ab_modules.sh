@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # A/B of lite modules in one guest boot, for changes smaller than the
-# spread between boots: for each round, native-rpc (busy) once, then for
-# each module in turn insmod, two nodes on rxe0, lite-rpc latency (8 B and
-# 4 KiB) and 2 s of 1-thread calls/s, both nodes down, rmmod. One line per
-# run: "round R MODULE: 8:<median us> 4096:<median us> t1:<calls/s>".
+# spread between boots: for each round, native-rpc once (busy-polled
+# latency; event-driven calls/s), then for each module in turn insmod, two
+# nodes on rxe0, lite-rpc latency (8 B and 4 KiB) and 2 s of 64-byte
+# calls/s per client thread count of AB_THREADS (1,2,4 say; default 1),
+# both nodes down, rmmod. One line per run: "round R MODULE: 8:<median
+# us> 4096:<median us> t1:<calls/s> ...".
 # With AB_WHAT=onesided, the one-sided path instead: native async-tput
 # (busy) once a round, then per module lite-lat write and read medians at
 # 8, 64 and 4096 bytes ("w8:<us> ... r4096:<us>"), lite::Ring 64-byte
@@ -19,13 +21,14 @@
 #
 # (build each module from its commit first, e.g. in a git worktree with
 # make kmod). Environment: BUILD (build/meson), LITE_ADDR (10.99.0.1),
-# AB_ITERS (600), AB_WHAT (rpc, onesided or dsm).
+# AB_ITERS (600), AB_WHAT (rpc, onesided or dsm), AB_THREADS (1).
 set -euo pipefail
 
 build=${BUILD:-build/meson}
 litectl=$build/tools/litectl/litectl
 addr=${LITE_ADDR:-10.99.0.1}
 iters=${AB_ITERS:-600}
+threads=${AB_THREADS:-1}
 rounds=${1:?usage: ab_modules.sh ROUNDS MODULE.ko...}
 shift
 [ $# -gt 0 ] || { echo "ab_modules.sh: no module named" >&2; exit 2; }
@@ -106,15 +109,20 @@ if [ "${AB_WHAT:-rpc}" = onesided ]; then
 	exit 0
 fi
 
+# calls_per_s: "t<threads>:<calls/s> ..." from a --mode tput CSV.
+calls_per_s() { awk -F, 'NR > 1 { printf "t%s:%s ", $1, $5 }'; }
+
 for r in $(seq 1 "$rounds"); do
 	echo "round $r native-busy: $("$build/benchmarks/native-rpc" --addr "$addr" --poll busy --mode lat \
 		--iters "$iters" --warmup 100 --sizes 8,4096 | medians)"
+	echo "round $r native-event: $("$build/benchmarks/native-rpc" --addr "$addr" --poll event --mode tput \
+		--threads "$threads" --seconds 2 --size 64 | calls_per_s)"
 	for m in "$@"; do
 		nodes_up "$m" 2
 		lat=$("$build/benchmarks/lite-rpc" --client-instance "${ins[0]}" --server-instance "${ins[1]}" \
 			--mode lat --iters "$iters" --warmup 100 --sizes 8,4096 | medians)
 		tput=$("$build/benchmarks/lite-rpc" --client-instance "${ins[0]}" --server-instance "${ins[1]}" \
-			--mode tput --threads 1 --seconds 2 --size 64 | awk -F, 'NR > 1 { printf "t%s:%s", $1, $5 }')
+			--mode tput --threads "$threads" --seconds 2 --size 64 | calls_per_s)
 		echo "round $r ${m##*/}: $lat$tput"
 		nodes_down
 	done

@@ -12,6 +12,7 @@
 #include <linux/kthread.h>
 #include <linux/freezer.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/ktime.h>
 #include <linux/rculist.h>
 
@@ -299,9 +300,16 @@ void lite_wait_note(u32 *avg_ns, u64 ns)
 static atomic_t lite_pollers = ATOMIC_INIT(0);
 
 /*
- * Poll mode: poll until @cond holds, for @bound_ns, as long as no other
- * task wants this CPU, no signal is pending and there is one CPU per
- * poller.
+ * Poll mode: poll until @cond holds, for @bound_ns, as long as this CPU has
+ * no other task to run, no signal is pending and there is one CPU per poller.
+ * need_resched() is not enough: a task woken here that does not preempt the
+ * poller would wait until the poll ends or a tick preempts it, and a writer
+ * would poll for its turn while the writer before it waits for this CPU. As
+ * in KVM's halt polling, any runnable task stops it, a SCHED_IDLE one too,
+ * before the first poll: polling once anyway measured slower
+ * (docs/benchmarks.md). The bound is read with ktime_get_ns() although
+ * local_clock() is cheaper: on the emulated guest (HPET clocksource) the
+ * cheaper clock made the loop poll the CQ more often and calls slower.
  */
 static bool lite_poll(struct lite_node *node, struct lite_conn *conn,
 		      u64 bound_ns, bool (*cond)(void *), void *arg,
@@ -312,8 +320,8 @@ static bool lite_poll(struct lite_node *node, struct lite_conn *conn,
 
 	if (atomic_inc_return(&lite_pollers) > num_online_cpus())
 		goto out;
-	while (!need_resched() && time_before(jiffies, deadline) &&
-	       !signal_pending(current)) {
+	while (!need_resched() && single_task_running() &&
+	       time_before(jiffies, deadline) && !signal_pending(current)) {
 		lite_poll_once(node, conn);
 		if (cond(arg)) {
 			done = true;
