@@ -3,25 +3,26 @@
 # A/B of lite modules in one guest boot, for changes smaller than the
 # spread between boots: for each round, native-rpc once (busy-polled
 # latency; event-driven calls/s), then for each module in turn insmod, two
-# nodes on rxe0, lite-rpc latency (8 B and 4 KiB) and 2 s of 64-byte
-# calls/s per client thread count of AB_THREADS (1,2,4 say; default 1),
-# both nodes down, rmmod. One line per run: "round R MODULE: 8:<median
-# us> 4096:<median us> t1:<calls/s> ...".
+# nodes on rxe0, lite-rpc latency (at AB_SIZES; default 8 B and 4 KiB)
+# and 2 s of 64-byte calls/s per client thread count of AB_THREADS (1,2,4
+# say; default 1), both nodes down, rmmod. One line per run: "round R
+# MODULE: 8:<median us> 4096:<median us> t1:<calls/s> ...".
 # With AB_WHAT=onesided, the one-sided path instead: native async-tput
 # (busy) once a round, then per module lite-lat write and read medians at
-# 8, 64 and 4096 bytes ("w8:<us> ... r4096:<us>"), lite::Ring 64-byte
-# writes and reads at queue depths 1, 8 and 32 ("wq1:<ops/s> ...") and the
-# same on a polled Ring ("pwq1:<ops/s> ...", absent where the module has
-# no polled rings). With AB_WHAT=dsm, the DSM's fault latency: per module
-# three nodes and dsm-lat (AB_ITERS faults of each kind), its medians
-# ("raw_read:<us> read_fault:<us> ...").
+# AB_SIZES (default 8, 64 and 4096 bytes: "w8:<us> ... r4096:<us>"),
+# lite::Ring 64-byte writes and reads at queue depths 1, 8 and 32
+# ("wq1:<ops/s> ...") and the same on a polled Ring ("pwq1:<ops/s> ...",
+# absent where the module has no polled rings). With AB_WHAT=dsm, the
+# DSM's fault latency: per module three nodes and dsm-lat (AB_ITERS faults
+# of each kind), its medians ("raw_read:<us> read_fault:<us> ...").
 #
 #   tools/vm/lite-vm --no-module --out build/ab -- \
 #       bash benchmarks/ab_modules.sh ROUNDS A.ko B.ko ...
 #
 # (build each module from its commit first, e.g. in a git worktree with
 # make kmod). Environment: BUILD (build/meson), LITE_ADDR (10.99.0.1),
-# AB_ITERS (600), AB_WHAT (rpc, onesided or dsm), AB_THREADS (1).
+# AB_ITERS (600), AB_WHAT (rpc, onesided or dsm), AB_THREADS (1),
+# AB_SIZES (comma-separated, K and M suffixes allowed).
 set -euo pipefail
 
 build=${BUILD:-build/meson}
@@ -99,7 +100,7 @@ if [ "${AB_WHAT:-rpc}" = onesided ]; then
 		for m in "$@"; do
 			nodes_up "$m" 2
 			lat=$("$build/benchmarks/lite-lat" --instance "${ins[0]}" --node 2 --iters "$iters" --warmup 100 \
-				--sizes 8,64,4096 | awk -F, 'NR > 1 { printf "%s%s:%s ", substr($1, 1, 1), $2, $4 }')
+				--sizes "${AB_SIZES:-8,64,4096}" | awk -F, 'NR > 1 { printf "%s%s:%s ", substr($1, 1, 1), $2, $4 }')
 			ring=$(onesided_ring "" --mode lite-ring --instance "${ins[0]}" --node 2)
 			polled=$(onesided_ring p --mode lite-ring-poll --instance "${ins[0]}" --node 2)
 			echo "round $r ${m##*/}: $lat$ring$polled"
@@ -114,13 +115,13 @@ calls_per_s() { awk -F, 'NR > 1 { printf "t%s:%s ", $1, $5 }'; }
 
 for r in $(seq 1 "$rounds"); do
 	echo "round $r native-busy: $("$build/benchmarks/native-rpc" --addr "$addr" --poll busy --mode lat \
-		--iters "$iters" --warmup 100 --sizes 8,4096 | medians)"
+		--iters "$iters" --warmup 100 --sizes "${AB_SIZES:-8,4096}" | medians)"
 	echo "round $r native-event: $("$build/benchmarks/native-rpc" --addr "$addr" --poll event --mode tput \
 		--threads "$threads" --seconds 2 --size 64 | calls_per_s)"
 	for m in "$@"; do
 		nodes_up "$m" 2
 		lat=$("$build/benchmarks/lite-rpc" --client-instance "${ins[0]}" --server-instance "${ins[1]}" \
-			--mode lat --iters "$iters" --warmup 100 --sizes 8,4096 | medians)
+			--mode lat --iters "$iters" --warmup 100 --sizes "${AB_SIZES:-8,4096}" | medians)
 		tput=$("$build/benchmarks/lite-rpc" --client-instance "${ins[0]}" --server-instance "${ins[1]}" \
 			--mode tput --threads "$threads" --seconds 2 --size 64 | calls_per_s)
 		echo "round $r ${m##*/}: $lat$tput"

@@ -326,48 +326,96 @@ void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size)
 }
 
 /**
- * lite_bounce_take - a mapped LITE_BOUNCE_SIZE buffer the node kept
+ * lite_bounce_map_down - a DMA-mapped buffer of @size bytes, or smaller
+ * @dev: the device
+ * @size: bytes wanted
+ * @buf: set to its kernel address
+ * @dma: set to its DMA address
+ * @got: set to its size
+ *
+ * If memory is short, halves the size down to a page (@size if smaller),
+ * which is then allocated as any other; for transfers that go in steps of
+ * any size of at least a page. Sleeps. Return: 0, or -ENOMEM.
+ */
+int lite_bounce_map_down(struct ib_device *dev, u32 size, void **buf,
+			 u64 *dma, u32 *got)
+{
+	const gfp_t opportunistic = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
+
+	for (; size > PAGE_SIZE; size = max_t(u32, size / 2, PAGE_SIZE)) {
+		if (!lite_bounce_map(dev, size, opportunistic, buf, dma)) {
+			*got = size;
+			return 0;
+		}
+	}
+	*got = size;
+	return lite_bounce_map(dev, size, GFP_KERNEL, buf, dma);
+}
+
+/**
+ * lite_bounce_obtain - a mapped LITE_BOUNCE_SIZE buffer to give back later
  * @node: the node
  * @buf: set to its kernel address
  * @dma: set to its DMA address
  *
- * Any context but hard irq. Return: true if one was left.
+ * One the node kept, or a new one if the node has fewer than
+ * LITE_STAGE_CACHE in all (so that it keeps every one given back, and a
+ * transfer allocates only when more than that many run at once). Give it
+ * back with lite_bounce_keep(). Sleeps if it allocates.
+ *
+ * Return: true if there is one.
  */
-bool lite_bounce_take(struct lite_node *node, void **buf, u64 *dma)
+bool lite_bounce_obtain(struct lite_node *node, void **buf, u64 *dma)
 {
-	bool got = false;
+	bool make = false;
 
 	spin_lock_bh(&node->stage_lock);
 	if (node->n_stages) {
 		node->n_stages--;
 		*buf = node->stages[node->n_stages].buf;
 		*dma = node->stages[node->n_stages].dma;
-		got = true;
+		spin_unlock_bh(&node->stage_lock);
+		return true;
+	}
+	if (!node->stages_closed && node->n_bounces < LITE_STAGE_CACHE) {
+		node->n_bounces++;	/* a place for it, taken now */
+		make = true;
 	}
 	spin_unlock_bh(&node->stage_lock);
-	return got;
+	if (!make)
+		return false;
+	if (!lite_bounce_map(node->ibdev->dev, LITE_BOUNCE_SIZE,
+			     GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN, buf,
+			     dma))
+		return true;
+	spin_lock_bh(&node->stage_lock);
+	node->n_bounces--;
+	spin_unlock_bh(&node->stage_lock);
+	return false;
 }
 
 /**
- * lite_bounce_keep - give a mapped LITE_BOUNCE_SIZE buffer back
+ * lite_bounce_keep - give a buffer of lite_bounce_obtain() back
  * @node: the node
  * @buf: its kernel address
  * @dma: its DMA address
  *
- * The node keeps it if it has room and is not going down; else it is
- * freed. Nothing may still move data through it. Any context but hard
- * irq.
+ * The node keeps it unless it is going down; then it is freed. Nothing
+ * may still move data through it. Any context but hard irq.
  */
 void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma)
 {
 	bool kept = false;
 
 	spin_lock_bh(&node->stage_lock);
-	if (!node->stages_closed && node->n_stages < LITE_STAGE_CACHE) {
+	if (!node->stages_closed &&
+	    !WARN_ON_ONCE(node->n_stages >= LITE_STAGE_CACHE)) {
 		node->stages[node->n_stages].buf = buf;
 		node->stages[node->n_stages].dma = dma;
 		node->n_stages++;
 		kept = true;
+	} else {
+		node->n_bounces--;
 	}
 	spin_unlock_bh(&node->stage_lock);
 	if (!kept)
@@ -387,6 +435,7 @@ void lite_bounce_close(struct lite_node *node)
 	node->stages_closed = true;
 	n = node->n_stages;
 	node->n_stages = 0;
+	node->n_bounces -= n;	/* those in use are freed when given back */
 	memcpy(kept, node->stages, sizeof(kept));
 	spin_unlock_bh(&node->stage_lock);
 	while (n--)
@@ -400,22 +449,23 @@ void lite_bounce_close(struct lite_node *node)
  * @node: the node the transfer goes from
  * @len: bytes the whole transfer moves (it may go in steps of b->size)
  *
- * One the node kept, or a new one of LITE_BOUNCE_SIZE (kept afterwards)
- * if memory allows, or one just large enough (at most LITE_BOUNCE_SIZE).
- * Sleeps. Return: 0, or -ENOMEM.
+ * One of LITE_BOUNCE_SIZE the node keeps (lite_bounce_obtain()), else one
+ * just large enough, at most LITE_BOUNCE_SIZE (smaller if memory is
+ * short). Sleeps. Return: 0, or -ENOMEM.
  */
 int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len)
 {
-	const gfp_t opportunistic = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
-
 	b->node = node;
 	b->dev = node->ibdev->dev;
-	b->size = LITE_BOUNCE_SIZE;
-	if (lite_bounce_take(node, &b->buf, &b->dma) ||
-	    !lite_bounce_map(b->dev, b->size, opportunistic, &b->buf, &b->dma))
+	b->keep = lite_bounce_obtain(node, &b->buf, &b->dma);
+	if (b->keep) {
+		b->size = LITE_BOUNCE_SIZE;
 		return 0;
-	b->size = min_t(u64, max_t(u64, len, 8), LITE_BOUNCE_SIZE);
-	return lite_bounce_map(b->dev, b->size, GFP_KERNEL, &b->buf, &b->dma);
+	}
+	return lite_bounce_map_down(b->dev,
+				    min_t(u64, max_t(u64, len, 8),
+					  LITE_BOUNCE_SIZE),
+				    &b->buf, &b->dma, &b->size);
 }
 
 /**
@@ -424,7 +474,7 @@ int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len)
  */
 void lite_bounce_put(struct lite_bounce *b)
 {
-	if (b->size == LITE_BOUNCE_SIZE)
+	if (b->keep)
 		lite_bounce_keep(b->node, b->buf, b->dma);
 	else
 		lite_bounce_unmap(b->dev, b->buf, b->dma, b->size);

@@ -1063,8 +1063,10 @@ void lite_conn_close_when_sent(struct lite_conn *conn)
  * sends are dropped and close_work, on the node's close_wq, does the rest
  * with the existence reference. Any context. Never takes node->lock, so it
  * may be called with it held.
+ *
+ * Return: true if this call started the teardown, false if it had begun.
  */
-void lite_conn_close(struct lite_conn *conn)
+bool lite_conn_close(struct lite_conn *conn)
 {
 	struct lite_tx *tx, *tmp;
 	LIST_HEAD(backlog);
@@ -1072,7 +1074,7 @@ void lite_conn_close(struct lite_conn *conn)
 	spin_lock_bh(&conn->lock);
 	if (conn->state == LITE_CONN_CLOSING) {
 		spin_unlock_bh(&conn->lock);
-		return;
+		return false;
 	}
 	lite_conn_set_state(conn, LITE_CONN_CLOSING);
 	list_splice_init(&conn->backlog, &backlog);
@@ -1089,6 +1091,7 @@ void lite_conn_close(struct lite_conn *conn)
 	lite_conn_hooks_run(conn, LITE_HOOK_FAILED);
 	/* close_work inherits the existence reference. */
 	queue_work(conn->node->close_wq, &conn->close_work);
+	return true;
 }
 
 /* A marker work request of lite_conn_drain(). */

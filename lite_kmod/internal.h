@@ -45,7 +45,9 @@
 #define LITE_DATA_SYNC_SLOTS	16	/* of them, never taken by async ops */
 #define LITE_FF_EVERY		8	/* unsignaled inline WRs: one in this
 					 * many is signaled (rdma.c) */
-#define LITE_BOUNCE_SIZE	(64 * 1024)	/* kernel buffer per transfer step */
+#define LITE_BOUNCE_SIZE	(128 * 1024)	/* kernel buffer per transfer
+					 * step: an RPC entry of 64 KiB
+					 * and its header fit */
 #define LITE_PIN_PAGES		256		/* pinned per transfer step */
 #define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
 #define LITE_MAX_INLINE		256		/* inline bytes we ask a QP for:
@@ -77,12 +79,16 @@
 #define LITE_MAX_RD_ATOM	16	/* RDMA READ/atomic depth we ask for */
 #define LITE_RING_SIZE		(8U << 20)	/* RPC ring per sending peer */
 #define LITE_RING_ACK_EVERY	(LITE_RING_SIZE / 8)	/* consumed bytes */
-#define LITE_RCALL_CACHE	8	/* reply buffers a node keeps */
+#define LITE_RCALL_CACHE	8	/* reply buffers a node keeps, */
+#define LITE_RCALL_KEEP_BYTES	(8U << 20)	/* ... this many bytes
+						 * of them in all */
+#define LITE_RCALL_CACHE_ORDER	5	/* reply buffer sizes: a power of
+					 * two pages up to this order, a
+					 * multiple of it above */
 #define LITE_STAGE_CACHE	8	/* bounce buffers a node keeps,
 					 * LITE_BOUNCE_SIZE each (buf.c) */
 #define LITE_RING_TURN_NS	10000	/* a writer polls about twice this
 					 * for the one before it to post */
-#define LITE_RCALL_CACHE_ORDER	5	/* ... each of up to 128 KiB */
 #define LITE_BUSY_BUDGET	16	/* completions per CQ per poll pass */
 #define LITE_BUSY_SPIN_MS	10	/* busy mode: longest spin of a wait */
 #define LITE_POLL_BUDGET	64	/* poll mode: completions per softirq
@@ -370,15 +376,18 @@ struct lite_node {
 	struct xarray rpc_held;		/* token -> lite_rpc_in; xa lock (bh) */
 	u32 next_token;			/* xa lock of rpc_held */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
-	spinlock_t rcall_lock;		/* protects the three fields below */
+	spinlock_t rcall_lock;		/* protects the four fields below */
 	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
 					 * calls left for the next ones */
 	u32 n_rcalls;
+	u64 rcall_bytes;		/* of the rcalls[] buffers */
 	bool rcalls_closed;		/* the node went down: free, not keep */
-	spinlock_t stage_lock;		/* (bh) protects the three fields below */
+	spinlock_t stage_lock;		/* (bh) protects the four fields below */
 	struct lite_stage_buf stages[LITE_STAGE_CACHE];	/* mapped bounce
 					 * buffers transfers left (buf.c) */
 	u32 n_stages;
+	u32 n_bounces;			/* keepable ones, kept or in use: at
+					 * most LITE_STAGE_CACHE */
 	bool stages_closed;		/* the node went down: free, not keep */
 	struct list_head sync_waits;	/* lite_sync_wait parked here; node lock */
 	u32 next_owner;			/* node lock: lock owner tokens */
@@ -992,12 +1001,15 @@ struct lite_bounce {
 	void *buf;
 	u64 dma;		/* mapped DMA_BIDIRECTIONAL */
 	u32 size;
+	bool keep;		/* one of node->n_bounces: goes back to it */
 };
 
 int lite_bounce_map(struct ib_device *dev, u32 size, gfp_t gfp, void **buf,
 		    u64 *dma);
 void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size);
-bool lite_bounce_take(struct lite_node *node, void **buf, u64 *dma);
+int lite_bounce_map_down(struct ib_device *dev, u32 size, void **buf,
+			 u64 *dma, u32 *got);
+bool lite_bounce_obtain(struct lite_node *node, void **buf, u64 *dma);
 void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma);
 void lite_bounce_close(struct lite_node *node);
 int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len);
@@ -1170,7 +1182,7 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 		     struct rdma_cm_event *ev);
 int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
 		       struct rdma_cm_event *ev);
-void lite_conn_close(struct lite_conn *conn);
+bool lite_conn_close(struct lite_conn *conn);
 void lite_conn_get(struct lite_conn *conn);
 void lite_conn_put(struct lite_conn *conn);
 bool lite_conn_put_not_last(struct lite_conn **conn);

@@ -423,7 +423,13 @@ int lite_rdma_op_await(struct lite_rdma_op *op)
 			   lite_tun_jiffies(data_timeout_ms), false))
 		return 0;
 	/* The peer stopped answering: the drain flushes. */
-	lite_conn_close(op->conn);
+	if (lite_conn_close(op->conn)) {
+		lite_count_error(op->conn->node, op->conn->peer_id,
+				 LITE_ERR_TIMEOUT, -ETIMEDOUT);
+		pr_info_ratelimited("lite%u: node %u: an RDMA step did not complete in time (data_timeout_ms): connection closed\n",
+				    op->conn->node->instance,
+				    op->conn->peer_id);
+	}
 	wait_for_completion(&op->done);
 	return -ETIMEDOUT;
 }
@@ -601,7 +607,7 @@ static int lite_rdma_write_inline(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* Copy path: through a kernel buffer, LITE_BOUNCE_SIZE at a time. */
+/* Copy path: through a kernel buffer, b.size (LITE_BOUNCE_SIZE or less) at a time. */
 static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 			     u64 off, u64 len, void __user *buf, bool write)
 {

@@ -407,36 +407,19 @@ struct lite_stage {
 	u64 dma;
 	u32 size;
 	bool inl;			/* @buf is @small, sent inline */
+	bool keep;			/* lite_bounce_obtain()'s: given back */
 	u8 small[LITE_MAX_INLINE] __aligned(8);
 };
-
-/* A bounce buffer the node kept (buf.c), if any is left. */
-static bool lite_stage_cached(struct lite_stage *s)
-{
-	if (!lite_bounce_take(s->node, &s->buf, &s->dma))
-		return false;
-	s->size = LITE_BOUNCE_SIZE;
-	return true;
-}
-
-/* A DMA-mapped staging buffer of @size bytes in @s. */
-static int lite_stage_alloc(struct lite_stage *s, u32 size, gfp_t gfp)
-{
-	int ret = lite_bounce_map(s->dev, size, gfp, &s->buf, &s->dma);
-
-	if (!ret)
-		s->size = size;
-	return ret;
-}
 
 /*
  * A staging buffer for up to @want bytes: the stage's own small one if the
  * connection can send that much inline (nothing to allocate or map); for
- * up to LITE_BOUNCE_SIZE, one of that size the node kept (mapped once), or
- * a new one of that size (the node may keep it), or, if memory is short,
- * one of @want; for more, a DMA-mapped one as large as LITE_STAGE_MAX if
- * memory allows (fewer round trips for big entries), halved down to
- * LITE_BOUNCE_SIZE if not.
+ * up to LITE_BOUNCE_SIZE, one the node keeps (lite_bounce_obtain()), else
+ * one of @want; for more, one as large as LITE_STAGE_MAX if memory allows
+ * (fewer round trips for big entries), halved down to LITE_BOUNCE_SIZE if
+ * not, then one the node keeps. When memory is short any of these may be
+ * smaller (down to a page, which holds any header): the entry then goes
+ * in more steps.
  */
 static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 			  u64 want)
@@ -446,6 +429,7 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 
 	s->node = conn->node;
 	s->dev = conn->node->ibdev->dev;
+	s->keep = false;
 	s->inl = want <= conn->max_inline;
 	if (s->inl) {
 		s->buf = s->small;
@@ -453,25 +437,29 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 		s->size = want;
 		return 0;
 	}
-	if (want <= LITE_BOUNCE_SIZE) {
-		if (lite_stage_cached(s) ||
-		    !lite_stage_alloc(s, LITE_BOUNCE_SIZE, opportunistic))
-			return 0;
-		return lite_stage_alloc(s, want, GFP_KERNEL);
-	}
 	for (size = min_t(u64, want, LITE_STAGE_MAX);
 	     size > LITE_BOUNCE_SIZE; size = max_t(u32, size / 2,
-						   LITE_BOUNCE_SIZE))
-		if (!lite_stage_alloc(s, size, opportunistic))
+						   LITE_BOUNCE_SIZE)) {
+		if (!lite_bounce_map(s->dev, size, opportunistic, &s->buf,
+				     &s->dma)) {
+			s->size = size;
 			return 0;
-	return lite_stage_alloc(s, LITE_BOUNCE_SIZE, GFP_KERNEL);
+		}
+	}
+	s->keep = lite_bounce_obtain(s->node, &s->buf, &s->dma);
+	if (s->keep) {
+		s->size = LITE_BOUNCE_SIZE;
+		return 0;
+	}
+	return lite_bounce_map_down(s->dev, min_t(u64, want, LITE_BOUNCE_SIZE),
+				    &s->buf, &s->dma, &s->size);
 }
 
 /* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
 static void lite_stage_put(struct lite_stage *s)
 {
 	if (s->buf && !s->inl) {
-		if (s->size == LITE_BOUNCE_SIZE)
+		if (s->keep)
 			lite_bounce_keep(s->node, s->buf, s->dma);
 		else
 			lite_bounce_unmap(s->dev, s->buf, s->dma, s->size);
@@ -914,6 +902,17 @@ static int lite_ring_turn(struct lite_conn *conn, u64 pos)
 	return lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET : 0;
 }
 
+/* No writer before this one posted in a whole timeout: close @conn. */
+static void lite_ring_stuck(struct lite_conn *conn)
+{
+	if (!lite_conn_close(conn))
+		return;
+	lite_count_error(conn->node, conn->peer_id, LITE_ERR_TIMEOUT,
+			 -ETIMEDOUT);
+	pr_info_ratelimited("lite%u: node %u: no RPC ring writer posted in time (data_timeout_ms): connection closed\n",
+			    conn->node->instance, conn->peer_id);
+}
+
 /* The entries before @end are posted: the turn of the writer at @end. */
 static void lite_ring_posted(struct lite_conn *conn, u64 end)
 {
@@ -987,7 +986,7 @@ static int lite_ring_write(struct lite_conn *conn,
 	imm = (pos / LITE_RPC_ALIGN) & ~LITE_IMM_REPLY;
 	ret = lite_ring_turn(conn, pos);
 	if (ret == -ETIMEDOUT)
-		lite_conn_close(conn);	/* no writer before it got through */
+		lite_ring_stuck(conn);
 	if (ret)
 		goto free;
 	tx->ring_end = pos + size;
@@ -1806,22 +1805,43 @@ int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 /* Callers */
 
 /*
- * A call a previous one on @node left, with a reply buffer of at least
- * @size bytes; NULL if none. Its bytes are those of an earlier reply: a
- * reply's header says how many of them are its own.
+ * The size of a reply buffer for @size bytes: rounded up, so that calls
+ * whose capacities differ a little can take each other's kept buffers.
+ */
+static u64 lite_rcall_size(u64 size)
+{
+	const u64 step = PAGE_SIZE << LITE_RCALL_CACHE_ORDER;
+
+	if (size <= step)
+		return PAGE_SIZE << get_order(size);
+	return round_up(size, step);
+}
+
+/*
+ * A call a previous one on @node left, with the smallest reply buffer of
+ * at least @size bytes and at most twice what a new one would take (a
+ * small call does not take a large buffer that a large call would then
+ * miss); NULL if none. Its bytes are those of an earlier reply: a reply's
+ * header says how many of them are its own.
  */
 static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 {
+	const u64 most = 2 * lite_rcall_size(size);
 	struct lite_rcall *call = NULL;
-	u32 i;
+	u32 i, best = 0;
 
 	spin_lock(&node->rcall_lock);
-	for (i = node->n_rcalls; i-- > 0;) {
-		if (node->rcalls[i]->buf.size < size)
+	for (i = 0; i < node->n_rcalls; i++) {
+		if (node->rcalls[i]->buf.size < size ||
+		    node->rcalls[i]->buf.size > most ||
+		    (call && node->rcalls[i]->buf.size >= call->buf.size))
 			continue;
 		call = node->rcalls[i];
-		node->rcalls[i] = node->rcalls[--node->n_rcalls];
-		break;
+		best = i;
+	}
+	if (call) {
+		node->rcalls[best] = node->rcalls[--node->n_rcalls];
+		node->rcall_bytes -= call->buf.size;
 	}
 	spin_unlock(&node->rcall_lock);
 	if (call) {
@@ -1840,7 +1860,7 @@ static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 	return call;
 }
 
-/* A new call, with a reply buffer the cache can keep if it is small. */
+/* A new call, with a reply buffer the cache can keep. */
 static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
 					   struct lite_conn *conn, u64 size)
 {
@@ -1851,9 +1871,8 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
 		return NULL;
 	call->node = node;
 	init_completion(&call->done);
-	if (get_order(size) <= LITE_RCALL_CACHE_ORDER)
-		size = PAGE_SIZE << get_order(size);
-	if (lite_kbuf_alloc(&call->buf, conn, size, LITE_RPC_MAX_SEGS)) {
+	if (lite_kbuf_alloc(&call->buf, conn, lite_rcall_size(size),
+			    LITE_RPC_MAX_SEGS)) {
 		kfree(call);
 		return NULL;
 	}
@@ -1877,12 +1896,14 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	 * cache: from then on another caller may take it and set its own.
 	 */
 	call->conn = NULL;
-	if (get_order(call->buf.size) <= LITE_RCALL_CACHE_ORDER &&
-	    call->status != -EBADMSG &&
+	if (call->status != -EBADMSG &&
 	    (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING)) {
 		spin_lock(&node->rcall_lock);
-		if (!node->rcalls_closed && node->n_rcalls < LITE_RCALL_CACHE) {
+		if (!node->rcalls_closed && node->n_rcalls < LITE_RCALL_CACHE &&
+		    node->rcall_bytes + call->buf.size <=
+		    LITE_RCALL_KEEP_BYTES) {
 			node->rcalls[node->n_rcalls++] = call;
+			node->rcall_bytes += call->buf.size;
 			kept = true;
 		}
 		spin_unlock(&node->rcall_lock);
@@ -2423,6 +2444,7 @@ void lite_rpc_node_down(struct lite_node *node)
 	node->rcalls_closed = true;
 	n = node->n_rcalls;
 	node->n_rcalls = 0;
+	node->rcall_bytes = 0;
 	memcpy(kept, node->rcalls, sizeof(kept));
 	spin_unlock(&node->rcall_lock);
 	while (n)

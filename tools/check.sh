@@ -220,7 +220,7 @@ multi_guest_run() {
 	# shellcheck disable=SC2016 # the guest's shell expands $LITE_GUEST_INDEX
 	tools/vm/lite-vm --quiet --guests "$1" --timeout "${GUEST2_TIMEOUT:-600}" ${vm_opts[@]+"${vm_opts[@]}"} \
 		${iso_args[@]+"${iso_args[@]}"} --out "$2" -- \
-		env LITE_DETECT_SLACK_S="${DETECT_SLACK_S:-0}" sh -c 'exec "$0" --gtest_color=no --gtest_filter="$1" --gtest_output=json:/run/lite-out/$2-$LITE_GUEST_INDEX.json' \
+		env LITE_DETECT_SLACK_S="${DETECT_SLACK_S:-0}" LITE_TIMEOUT_SCALE="${TIMEOUT_SCALE:-1}" sh -c 'exec "$0" --gtest_color=no --gtest_filter="$1" --gtest_output=json:/run/lite-out/$2-$LITE_GUEST_INDEX.json' \
 		"$build/tests/lite-guest-tests" "$3" "$4" || rc=$?
 }
 
@@ -231,7 +231,7 @@ guest_tests() {
 	local rc=0 trc frc slack=${DETECT_SLACK_S:-0}
 	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} \
 		--module-args raw_rdma=1 --out "$out/guest1" -- \
-		env BUILD="$build" LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" LITE_DETECT_SLACK_S="$slack" \
+		env BUILD="$build" LITE_DSM_ROUNDS="${DSM_ROUNDS:-10000}" LITE_DETECT_SLACK_S="$slack" LITE_TIMEOUT_SCALE="${TIMEOUT_SCALE:-1}" \
 		tools/vm/guest-fuzz.sh --seconds "${FUZZ_GUEST_SECONDS:-60}" -- \
 		"$build/tests/lite-guest-tests" --gtest_color=no --gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?
@@ -251,7 +251,7 @@ guest_tests() {
 	rc=0
 	tools/vm/lite-vm --quiet --timeout "${GUEST1_TIMEOUT:-1020}" ${vm_opts[@]+"${vm_opts[@]}"} \
 		--module-args raw_rdma=1,isolation=2 --out "$out/guest1-lmr" -- \
-		env LITE_DSM_ROUNDS="${DSM_ROUNDS_LMR:-2000}" LITE_DETECT_SLACK_S="$slack" \
+		env LITE_DSM_ROUNDS="${DSM_ROUNDS_LMR:-2000}" LITE_DETECT_SLACK_S="$slack" LITE_TIMEOUT_SCALE="${TIMEOUT_SCALE:-1}" \
 		"$build/tests/lite-guest-tests" --gtest_color=no \
 		--gtest_filter='-MultiGuest*' \
 		--gtest_output=json:/run/lite-out/guest.json || rc=$?

@@ -39,7 +39,7 @@ namespace
 {
 
 constexpr uint16_t kPort = 18900;
-constexpr uint32_t kTimeoutMs = 30000; // generous (TCG), but bounded
+const uint32_t kTimeoutMs = call_bound_ms(30000); // generous (TCG), but bounded
 constexpr size_t kMiB = size_t{1} << 20;
 
 using Clock = std::chrono::steady_clock;
@@ -531,6 +531,54 @@ TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
 TEST_F(Rpc, CombinedReplyRecvFromThreeNodesWithChecksums)
 {
     concurrent_calls(inst_, true);
+}
+
+// A node keeps the reply buffers of finished calls for later ones (the
+// smallest that fits, 8 MiB in all): calls from 16 B to LITE_RPC_MAX of
+// capacity, in an order where each takes a buffer a larger or smaller one
+// left, get exactly their own reply (checked), never bytes of an earlier
+// one; a reply larger than the capacity fails with EMSGSIZE and its length
+// (the server's reply too), and the next call through the same buffer is
+// whole.
+TEST_F(Rpc, KeptReplyBuffersOfEveryCapacity)
+{
+    constexpr uint32_t kRpcPort = 101;
+    constexpr size_t kMaxLen = 256 * 1024; // the largest reply sent here
+    std::atomic<uint64_t> bad{0};
+    Server srv(inst_[1], kRpcPort, 1, echo(2, bad));
+    auto s = lite::Session::open(inst_[0]);
+    const std::vector<size_t> caps = {16,   4096, 65537, kMiB,        LITE_RPC_MAX, 4096,
+                                      kMiB, 16,   65537, LITE_RPC_MAX, 100000,      kMiB + 1};
+    Bytes reply;
+    uint32_t tag = 0;
+    uint64_t too_long = 0;
+    for (size_t round = 0; round < 2; round++) {
+        for (size_t cap : caps) {
+            const size_t full = std::min(cap, kMaxLen);
+            for (size_t len : {full, full / 2 + 1, size_t{0}}) {
+                const uint32_t t = ++tag;
+                auto req = make_request(len, 1, t, t);
+                ASSERT_EQ(call(s.get(), 2, kRpcPort, req, reply, cap), 0) << "cap " << cap << ", " << len << " B";
+                EXPECT_TRUE(reply_ok(req, reply, 2)) << "cap " << cap << ", " << len << " B: " << reply.size()
+                                                     << " B back";
+            }
+            if (cap >= kMaxLen)
+                continue;
+            const uint32_t t = ++tag;
+            auto req = make_request(cap + 1, 1, t, t);
+            reply.assign(cap, 0);
+            size_t len = 0;
+            EXPECT_EQ(LITE_rpc_call(s.get(), 2, kRpcPort, req.data(), req.size(), reply.data(), cap, &len, kTimeoutMs),
+                      -EMSGSIZE)
+                << "cap " << cap;
+            EXPECT_EQ(len, cap + 1) << "the length the reply needed";
+            too_long++;
+        }
+    }
+    srv.stop();
+    EXPECT_EQ(bad, 0u) << "requests arrived corrupted";
+    EXPECT_EQ(srv.reply_errors, too_long) << "only the replies too long fail";
+    EXPECT_EQ(srv.last_error, EMSGSIZE);
 }
 
 // A fast client against a slow server (one thread, 2 ms per request): 2000

@@ -234,6 +234,13 @@ double detect_bound_s(double slack)
     return (module_param("dead_ms", 1500) + module_param("heartbeat_ms", 200)) / 1000.0 + slack + extra;
 }
 
+uint32_t call_bound_ms(uint32_t base_ms)
+{
+    constexpr uint64_t kMaxMs = 60000; // LITE_MAX_TIMEOUT_MS
+    const uint64_t scale = std::stoul(env("LITE_TIMEOUT_SCALE", "1"));
+    return static_cast<uint32_t>(std::min(kMaxMs, uint64_t{base_ms} * std::max<uint64_t>(scale, 1)));
+}
+
 int lite_gid()
 {
     const group* g = getgrnam("lite");

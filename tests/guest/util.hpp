@@ -109,6 +109,11 @@ unsigned module_param(const std::string& name, unsigned fallback);
 // @slack seconds, plus $LITE_DETECT_SLACK_S (make check-debug: 5 s).
 double detect_bound_s(double slack);
 
+// A timeout of @base_ms for one call that moves data, times
+// $LITE_TIMEOUT_SCALE (make check-debug: 2; the debug kernel runs large
+// calls 10-20x slower), at most the kernel's 60000 ms.
+uint32_t call_bound_ms(uint32_t base_ms);
+
 // Path of the litectl built next to this test binary.
 std::string litectl();
 
