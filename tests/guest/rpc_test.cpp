@@ -543,12 +543,12 @@ TEST_F(Rpc, CombinedReplyRecvFromThreeNodesWithChecksums)
 TEST_F(Rpc, KeptReplyBuffersOfEveryCapacity)
 {
     constexpr uint32_t kRpcPort = 101;
-    constexpr size_t kMaxLen = 256 * 1024; // the largest reply sent here
+    constexpr size_t kMaxLen = size_t{256} * 1024; // the largest reply sent here
     std::atomic<uint64_t> bad{0};
     Server srv(inst_[1], kRpcPort, 1, echo(2, bad));
     auto s = lite::Session::open(inst_[0]);
-    const std::vector<size_t> caps = {16,   4096, 65537, kMiB,        LITE_RPC_MAX, 4096,
-                                      kMiB, 16,   65537, LITE_RPC_MAX, 100000,      kMiB + 1};
+    const std::vector<size_t> caps = {16,   4096, 65537, kMiB,         LITE_RPC_MAX, 4096,
+                                      kMiB, 16,   65537, LITE_RPC_MAX, 100000,       kMiB + 1};
     Bytes reply;
     uint32_t tag = 0;
     uint64_t too_long = 0;
@@ -559,8 +559,8 @@ TEST_F(Rpc, KeptReplyBuffersOfEveryCapacity)
                 const uint32_t t = ++tag;
                 auto req = make_request(len, 1, t, t);
                 ASSERT_EQ(call(s.get(), 2, kRpcPort, req, reply, cap), 0) << "cap " << cap << ", " << len << " B";
-                EXPECT_TRUE(reply_ok(req, reply, 2)) << "cap " << cap << ", " << len << " B: " << reply.size()
-                                                     << " B back";
+                EXPECT_TRUE(reply_ok(req, reply, 2))
+                    << "cap " << cap << ", " << len << " B: " << reply.size() << " B back";
             }
             if (cap >= kMaxLen)
                 continue;
