@@ -325,55 +325,41 @@ void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size)
 	kfree(buf);
 }
 
-/**
- * lite_bounce_map_down - a DMA-mapped buffer of @size bytes, or smaller
- * @dev: the device
- * @size: bytes wanted
- * @buf: set to its kernel address
- * @dma: set to its DMA address
- * @got: set to its size
- *
- * If memory is short, halves the size down to a page (@size if smaller),
- * which is then allocated as any other; for transfers that go in steps of
- * any size of at least a page. Sleeps. Return: 0, or -ENOMEM.
+/*
+ * A DMA-mapped buffer of @size bytes, or, if memory is short, halved down
+ * to a page (@size if smaller), which is then allocated as any other; for
+ * transfers that go in steps of any size of at least a page. Sleeps.
  */
-int lite_bounce_map_down(struct ib_device *dev, u32 size, void **buf,
-			 u64 *dma, u32 *got)
+static int lite_bounce_map_down(struct lite_bounce *b, u32 size)
 {
-	const gfp_t opportunistic = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
-
 	for (; size > PAGE_SIZE; size = max_t(u32, size / 2, PAGE_SIZE)) {
-		if (!lite_bounce_map(dev, size, opportunistic, buf, dma)) {
-			*got = size;
+		if (!lite_bounce_map(b->dev, size, LITE_GFP_TRY, &b->buf,
+				     &b->dma)) {
+			b->size = size;
 			return 0;
 		}
 	}
-	*got = size;
-	return lite_bounce_map(dev, size, GFP_KERNEL, buf, dma);
+	b->size = size;
+	return lite_bounce_map(b->dev, size, GFP_KERNEL, &b->buf, &b->dma);
 }
 
-/**
- * lite_bounce_obtain - a mapped LITE_BOUNCE_SIZE buffer to give back later
- * @node: the node
- * @buf: set to its kernel address
- * @dma: set to its DMA address
- *
- * One the node kept, or a new one if the node has fewer than
- * LITE_STAGE_CACHE in all (so that it keeps every one given back, and a
- * transfer allocates only when more than that many run at once). Give it
- * back with lite_bounce_keep(). Sleeps if it allocates.
- *
- * Return: true if there is one.
+/*
+ * A mapped LITE_BOUNCE_SIZE buffer into @b, to give back with
+ * lite_bounce_keep(): one the node kept, or a new one if the node has fewer
+ * than LITE_STAGE_CACHE in all (so that it keeps every one given back, and
+ * a transfer allocates only when more than that many run at once). Sleeps
+ * if it allocates. Return: true if there is one.
  */
-bool lite_bounce_obtain(struct lite_node *node, void **buf, u64 *dma)
+static bool lite_bounce_obtain(struct lite_bounce *b)
 {
+	struct lite_node *node = b->node;
 	bool make = false;
 
 	spin_lock_bh(&node->stage_lock);
 	if (node->n_stages) {
 		node->n_stages--;
-		*buf = node->stages[node->n_stages].buf;
-		*dma = node->stages[node->n_stages].dma;
+		b->buf = node->stages[node->n_stages].buf;
+		b->dma = node->stages[node->n_stages].dma;
 		spin_unlock_bh(&node->stage_lock);
 		return true;
 	}
@@ -384,9 +370,8 @@ bool lite_bounce_obtain(struct lite_node *node, void **buf, u64 *dma)
 	spin_unlock_bh(&node->stage_lock);
 	if (!make)
 		return false;
-	if (!lite_bounce_map(node->ibdev->dev, LITE_BOUNCE_SIZE,
-			     GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN, buf,
-			     dma))
+	if (!lite_bounce_map(b->dev, LITE_BOUNCE_SIZE, LITE_GFP_TRY, &b->buf,
+			     &b->dma))
 		return true;
 	spin_lock_bh(&node->stage_lock);
 	node->n_bounces--;
@@ -394,24 +379,21 @@ bool lite_bounce_obtain(struct lite_node *node, void **buf, u64 *dma)
 	return false;
 }
 
-/**
- * lite_bounce_keep - give a buffer of lite_bounce_obtain() back
- * @node: the node
- * @buf: its kernel address
- * @dma: its DMA address
- *
- * The node keeps it unless it is going down; then it is freed. Nothing
- * may still move data through it. Any context but hard irq.
+/*
+ * Give a buffer of lite_bounce_obtain() back: the node keeps it unless it
+ * is going down; then it is freed. Nothing may still move data through
+ * it. Any context but hard irq.
  */
-void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma)
+static void lite_bounce_keep(struct lite_bounce *b)
 {
+	struct lite_node *node = b->node;
 	bool kept = false;
 
 	spin_lock_bh(&node->stage_lock);
 	if (!node->stages_closed &&
 	    !WARN_ON_ONCE(node->n_stages >= LITE_STAGE_CACHE)) {
-		node->stages[node->n_stages].buf = buf;
-		node->stages[node->n_stages].dma = dma;
+		node->stages[node->n_stages].buf = b->buf;
+		node->stages[node->n_stages].dma = b->dma;
 		node->n_stages++;
 		kept = true;
 	} else {
@@ -419,7 +401,7 @@ void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma)
 	}
 	spin_unlock_bh(&node->stage_lock);
 	if (!kept)
-		lite_bounce_unmap(node->ibdev->dev, buf, dma, LITE_BOUNCE_SIZE);
+		lite_bounce_unmap(b->dev, b->buf, b->dma, LITE_BOUNCE_SIZE);
 }
 
 /**
@@ -448,34 +430,51 @@ void lite_bounce_close(struct lite_node *node)
  * @b: filled in
  * @node: the node the transfer goes from
  * @len: bytes the whole transfer moves (it may go in steps of b->size)
+ * @max: the largest buffer worth having (at least LITE_BOUNCE_SIZE)
  *
- * One of LITE_BOUNCE_SIZE the node keeps (lite_bounce_obtain()), else one
- * just large enough, at most LITE_BOUNCE_SIZE (smaller if memory is
- * short). Sleeps. Return: 0, or -ENOMEM.
+ * For more than LITE_BOUNCE_SIZE bytes, first one of up to @max bytes if
+ * memory allows, halved down while larger than LITE_BOUNCE_SIZE (fewer,
+ * larger steps); then one of LITE_BOUNCE_SIZE the node keeps
+ * (lite_bounce_obtain()); else one just large enough, at most
+ * LITE_BOUNCE_SIZE (smaller if memory is short). Sleeps.
+ *
+ * Return: 0, or -ENOMEM.
  */
-int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len)
+int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len,
+		    u32 max)
 {
+	u32 size;
+
 	b->node = node;
 	b->dev = node->ibdev->dev;
-	b->keep = lite_bounce_obtain(node, &b->buf, &b->dma);
+	b->keep = false;
+	for (size = min_t(u64, len, max); size > LITE_BOUNCE_SIZE;
+	     size = max_t(u32, size / 2, LITE_BOUNCE_SIZE)) {
+		if (!lite_bounce_map(b->dev, size, LITE_GFP_TRY, &b->buf,
+				     &b->dma)) {
+			b->size = size;
+			return 0;
+		}
+	}
+	b->keep = lite_bounce_obtain(b);
 	if (b->keep) {
 		b->size = LITE_BOUNCE_SIZE;
 		return 0;
 	}
-	return lite_bounce_map_down(b->dev,
-				    min_t(u64, max_t(u64, len, 8),
-					  LITE_BOUNCE_SIZE),
-				    &b->buf, &b->dma, &b->size);
+	return lite_bounce_map_down(b, min_t(u64, max_t(u64, len, 8),
+					     LITE_BOUNCE_SIZE));
 }
 
 /**
  * lite_bounce_put - done with a bounce buffer (nothing in flight uses it)
  * @b: from lite_bounce_get()
+ *
+ * Any context but hard irq.
  */
 void lite_bounce_put(struct lite_bounce *b)
 {
 	if (b->keep)
-		lite_bounce_keep(b->node, b->buf, b->dma);
+		lite_bounce_keep(b);
 	else
 		lite_bounce_unmap(b->dev, b->buf, b->dma, b->size);
 	b->buf = NULL;

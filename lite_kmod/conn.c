@@ -1094,6 +1094,25 @@ bool lite_conn_close(struct lite_conn *conn)
 	return true;
 }
 
+/**
+ * lite_conn_timed_out - close a connection whose peer stopped answering
+ * @conn: the connection
+ * @what: what did not happen in time, for the log
+ *
+ * Closes @conn (its drain flushes what is in flight); if this call started
+ * the teardown, counts a timeout against the peer and logs it, ratelimited,
+ * so one stalled peer is counted and logged once. Any context.
+ */
+void lite_conn_timed_out(struct lite_conn *conn, const char *what)
+{
+	if (!lite_conn_close(conn))
+		return;
+	lite_count_error(conn->node, conn->peer_id, LITE_ERR_TIMEOUT,
+			 -ETIMEDOUT);
+	pr_info_ratelimited("lite%u: node %u: %s in time (data_timeout_ms): connection closed\n",
+			    conn->node->instance, conn->peer_id, what);
+}
+
 /* A marker work request of lite_conn_drain(). */
 struct lite_drain {
 	struct ib_cqe cqe;

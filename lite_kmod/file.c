@@ -340,7 +340,7 @@ int lite_file_rw_access(struct lite_file *lf, const struct lite_rw *rw,
 			bool write, struct lite_lmr **lmr)
 {
 	if ((rw->flags & ~LITE_RW_FLAGS_ALL) ||
-	    rw->flags == LITE_RW_FLAGS_ALL ||
+	    (rw->flags & LITE_RW_COPY && rw->flags & LITE_RW_ZCOPY) ||
 	    !lite_zero(rw->reserved, sizeof(rw->reserved)))
 		return -EINVAL;
 	if (rw->len && !access_ok(u64_to_user_ptr(rw->buf), rw->len))
@@ -357,6 +357,8 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 
 	if (copy_from_user(&rw, argp, sizeof(rw)))
 		return -EFAULT;
+	if (rw.flags & LITE_RW_SPIN)
+		return -EINVAL;		/* io_uring's: an ioctl always waits */
 	ret = lite_file_rw_access(lf, &rw, write, &lmr);
 	if (ret)
 		return ret;

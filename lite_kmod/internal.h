@@ -48,6 +48,8 @@
 #define LITE_BOUNCE_SIZE	(128 * 1024)	/* kernel buffer per transfer
 					 * step: an RPC entry of 64 KiB
 					 * and its header fit */
+/* Memory worth having only if it comes at once: no reclaim, no warning. */
+#define LITE_GFP_TRY		(GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN)
 #define LITE_PIN_PAGES		256		/* pinned per transfer step */
 #define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
 #define LITE_MAX_INLINE		256		/* inline bytes we ask a QP for:
@@ -1007,12 +1009,9 @@ struct lite_bounce {
 int lite_bounce_map(struct ib_device *dev, u32 size, gfp_t gfp, void **buf,
 		    u64 *dma);
 void lite_bounce_unmap(struct ib_device *dev, void *buf, u64 dma, u32 size);
-int lite_bounce_map_down(struct ib_device *dev, u32 size, void **buf,
-			 u64 *dma, u32 *got);
-bool lite_bounce_obtain(struct lite_node *node, void **buf, u64 *dma);
-void lite_bounce_keep(struct lite_node *node, void *buf, u64 dma);
 void lite_bounce_close(struct lite_node *node);
-int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len);
+int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len,
+		    u32 max);
 void lite_bounce_put(struct lite_bounce *b);
 void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len);
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
@@ -1183,6 +1182,7 @@ int lite_conn_accept(struct lite_node *node, struct rdma_cm_id *id,
 int lite_conn_cm_event(struct lite_conn *conn, struct rdma_cm_id *id,
 		       struct rdma_cm_event *ev);
 bool lite_conn_close(struct lite_conn *conn);
+void lite_conn_timed_out(struct lite_conn *conn, const char *what);
 void lite_conn_get(struct lite_conn *conn);
 void lite_conn_put(struct lite_conn *conn);
 bool lite_conn_put_not_last(struct lite_conn **conn);

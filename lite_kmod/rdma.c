@@ -423,13 +423,7 @@ int lite_rdma_op_await(struct lite_rdma_op *op)
 			   lite_tun_jiffies(data_timeout_ms), false))
 		return 0;
 	/* The peer stopped answering: the drain flushes. */
-	if (lite_conn_close(op->conn)) {
-		lite_count_error(op->conn->node, op->conn->peer_id,
-				 LITE_ERR_TIMEOUT, -ETIMEDOUT);
-		pr_info_ratelimited("lite%u: node %u: an RDMA step did not complete in time (data_timeout_ms): connection closed\n",
-				    op->conn->node->instance,
-				    op->conn->peer_id);
-	}
+	lite_conn_timed_out(op->conn, "an RDMA step did not complete");
 	wait_for_completion(&op->done);
 	return -ETIMEDOUT;
 }
@@ -607,7 +601,10 @@ static int lite_rdma_write_inline(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* Copy path: through a kernel buffer, b.size (LITE_BOUNCE_SIZE or less) at a time. */
+/*
+ * Copy path: through a kernel buffer, b.size (LITE_BOUNCE_SIZE or less) at
+ * a time.
+ */
 static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 			     u64 off, u64 len, void __user *buf, bool write)
 {
@@ -616,7 +613,7 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 	u32 n;
 	int ret;
 
-	ret = lite_bounce_get(&b, conn->node, len);
+	ret = lite_bounce_get(&b, conn->node, len, LITE_BOUNCE_SIZE);
 	if (ret)
 		return ret;
 	for (done = 0; !ret && done < len; done += n) {
@@ -873,7 +870,7 @@ static int lite_rdma_atomic_nic(struct lite_conn *conn, struct lite_lmr *lmr,
 	struct ib_sge sge;
 	int ret;
 
-	ret = lite_bounce_get(&b, conn->node, 8);
+	ret = lite_bounce_get(&b, conn->node, 8, LITE_BOUNCE_SIZE);
 	if (ret)
 		return ret;
 	ret = lite_rdma_atomic_wr(&wr, &sge, lmr, off, cmp_swap, operand, swap,
@@ -988,7 +985,7 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
 		return -ENOTCONN;
-	ret = lite_bounce_get(&b, conn->node, len);
+	ret = lite_bounce_get(&b, conn->node, len, LITE_BOUNCE_SIZE);
 	if (ret)
 		goto out;
 	fill = min_t(u64, len, b.size);		/* what the steps use of it */
@@ -1043,7 +1040,7 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	dconn = lite_rdma_conn(dst);
 	ret = sconn && dconn ? 0 : -ENOTCONN;
 	if (!ret)
-		ret = lite_bounce_get(&b, sconn->node, len);
+		ret = lite_bounce_get(&b, sconn->node, len, LITE_BOUNCE_SIZE);
 	if (ret)
 		goto out;
 	for (done = 0; !ret && done < len; done += n) {

@@ -400,71 +400,42 @@ struct lite_rpc_out {
 	u32 len;
 };
 
+/* An entry's or reply's staging buffer: its own small one, or a bounce. */
 struct lite_stage {
-	struct lite_node *node;
-	struct ib_device *dev;
-	void *buf;
-	u64 dma;
-	u32 size;
-	bool inl;			/* @buf is @small, sent inline */
-	bool keep;			/* lite_bounce_obtain()'s: given back */
+	struct lite_bounce b;		/* b.buf is @small if @inl */
+	bool inl;			/* sent inline from @small */
 	u8 small[LITE_MAX_INLINE] __aligned(8);
 };
 
 /*
  * A staging buffer for up to @want bytes: the stage's own small one if the
- * connection can send that much inline (nothing to allocate or map); for
- * up to LITE_BOUNCE_SIZE, one the node keeps (lite_bounce_obtain()), else
- * one of @want; for more, one as large as LITE_STAGE_MAX if memory allows
- * (fewer round trips for big entries), halved down to LITE_BOUNCE_SIZE if
- * not, then one the node keeps. When memory is short any of these may be
- * smaller (down to a page, which holds any header): the entry then goes
- * in more steps.
+ * connection can send that much inline (nothing to allocate or map), else
+ * a bounce buffer of up to LITE_STAGE_MAX bytes (lite_bounce_get(): fewer
+ * round trips for big entries). When memory is short it may be smaller
+ * (down to a page, which holds any header): the entry then goes in more
+ * steps.
  */
 static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 			  u64 want)
 {
-	const gfp_t opportunistic = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
-	u32 size;
-
-	s->node = conn->node;
-	s->dev = conn->node->ibdev->dev;
-	s->keep = false;
 	s->inl = want <= conn->max_inline;
-	if (s->inl) {
-		s->buf = s->small;
-		s->dma = (uintptr_t)s->small;
-		s->size = want;
-		return 0;
-	}
-	for (size = min_t(u64, want, LITE_STAGE_MAX);
-	     size > LITE_BOUNCE_SIZE; size = max_t(u32, size / 2,
-						   LITE_BOUNCE_SIZE)) {
-		if (!lite_bounce_map(s->dev, size, opportunistic, &s->buf,
-				     &s->dma)) {
-			s->size = size;
-			return 0;
-		}
-	}
-	s->keep = lite_bounce_obtain(s->node, &s->buf, &s->dma);
-	if (s->keep) {
-		s->size = LITE_BOUNCE_SIZE;
-		return 0;
-	}
-	return lite_bounce_map_down(s->dev, min_t(u64, want, LITE_BOUNCE_SIZE),
-				    &s->buf, &s->dma, &s->size);
+	if (!s->inl)
+		return lite_bounce_get(&s->b, conn->node, want, LITE_STAGE_MAX);
+	s->b.node = conn->node;
+	s->b.dev = conn->node->ibdev->dev;
+	s->b.buf = s->small;
+	s->b.dma = (uintptr_t)s->small;
+	s->b.size = want;
+	s->b.keep = false;
+	return 0;
 }
 
 /* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
 static void lite_stage_put(struct lite_stage *s)
 {
-	if (s->buf && !s->inl) {
-		if (s->keep)
-			lite_bounce_keep(s->node, s->buf, s->dma);
-		else
-			lite_bounce_unmap(s->dev, s->buf, s->dma, s->size);
-	}
-	s->buf = NULL;
+	if (s->b.buf && !s->inl)
+		lite_bounce_put(&s->b);
+	s->b.buf = NULL;
 }
 
 /* An entry or reply on its way: its last step may still be in flight. */
@@ -478,7 +449,7 @@ static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
 			     void (*done_fn)(struct lite_rdma_op *op))
 {
 	lite_rdma_op_init(&tx->op, conn, done_fn);
-	tx->s.buf = NULL;
+	tx->s.b.buf = NULL;
 }
 
 /* Wait for what @tx posted, then free its staging. */
@@ -511,26 +482,26 @@ static int lite_stage_post(struct lite_rdma_op *last, struct lite_stage *s,
 	int ret;
 
 	if (!s->inl)
-		ib_dma_sync_single_for_device(s->dev, s->dma, n,
+		ib_dma_sync_single_for_device(s->b.dev, s->b.dma, n,
 					      DMA_BIDIRECTIONAL);
 	last->inline_data = s->inl;
 	if (first < n) {
-		ret = lite_rdma_post_layout(last, l, off, first, s->dma,
+		ret = lite_rdma_post_layout(last, l, off, first, s->b.dma,
 					    true, NULL);
 		if (!ret)
 			ret = lite_rdma_post_layout(last, l, 0, n - first,
-						    s->dma + first, true,
+						    s->b.dma + first, true,
 						    &imm);
 		return ret;
 	}
-	return lite_rdma_post_layout(last, l, off, n, s->dma, true,
+	return lite_rdma_post_layout(last, l, off, n, s->b.dma, true,
 				     &imm);
 }
 
 /*
  * Write @hdr_len bytes of header (already in @s) and @len bytes from
  * @data (user memory; or @kdata, kernel memory, if set) to @pos of layout
- * @l (modulo @wrap), staging at most s->size at a
+ * @l (modulo @wrap), staging at most s->b.size at a
  * time; the last work request carries @imm. Every step but the last
  * completes before the next is staged; the last is posted on @last
  * (lite_stage_post()). An inline stage is the only step.
@@ -548,26 +519,26 @@ static int lite_stage_write(struct lite_rdma_op *last, struct lite_stage *s,
 	int ret;
 
 	for (done = 0;; done += n) {
-		n = min_t(u64, total - done, s->size);
+		n = min_t(u64, total - done, s->b.size);
 		skip = done ? 0 : hdr_len;
 		if (n > skip && kdata)
-			memcpy(s->buf + skip, kdata + done + skip - hdr_len,
+			memcpy(s->b.buf + skip, kdata + done + skip - hdr_len,
 			       n - skip);
 		else if (n > skip &&
-			 copy_from_user(s->buf + skip,
+			 copy_from_user(s->b.buf + skip,
 					data + done + skip - hdr_len, n - skip))
 			return -EFAULT;
 		if (done + n == total)
 			break;		/* the last step: posted below */
-		ib_dma_sync_single_for_device(s->dev, s->dma, n,
+		ib_dma_sync_single_for_device(s->b.dev, s->b.dma, n,
 					      DMA_BIDIRECTIONAL);
 		off = (pos + done) % wrap;
 		first = min_t(u64, n, wrap - off);
-		ret = lite_rdma_write_imm(conn, l, off, first, s->dma,
+		ret = lite_rdma_write_imm(conn, l, off, first, s->b.dma,
 					  NULL);
 		if (!ret && first < n)
 			ret = lite_rdma_write_imm(conn, l, 0, n - first,
-						  s->dma + first, NULL);
+						  s->b.dma + first, NULL);
 		if (ret)
 			return ret;
 		cond_resched();
@@ -902,17 +873,6 @@ static int lite_ring_turn(struct lite_conn *conn, u64 pos)
 	return lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET : 0;
 }
 
-/* No writer before this one posted in a whole timeout: close @conn. */
-static void lite_ring_stuck(struct lite_conn *conn)
-{
-	if (!lite_conn_close(conn))
-		return;
-	lite_count_error(conn->node, conn->peer_id, LITE_ERR_TIMEOUT,
-			 -ETIMEDOUT);
-	pr_info_ratelimited("lite%u: node %u: no RPC ring writer posted in time (data_timeout_ms): connection closed\n",
-			    conn->node->instance, conn->peer_id);
-}
-
 /* The entries before @end are posted: the turn of the writer at @end. */
 static void lite_ring_posted(struct lite_conn *conn, u64 end)
 {
@@ -964,12 +924,12 @@ static int lite_ring_write(struct lite_conn *conn,
 	ret = lite_stage_get(s, conn, size);
 	if (ret)
 		return ret;
-	one_step = size <= s->size;
+	one_step = size <= s->b.size;
 	if (nowait && !one_step)
 		return -EAGAIN;
 	if (one_step) {
 		if (o->len &&
-		    copy_from_user(s->buf + hdr_len, o->data, o->len))
+		    copy_from_user(s->b.buf + hdr_len, o->data, o->len))
 			return -EFAULT;
 	} else {
 		kdata = kvmalloc(o->len, GFP_KERNEL_ACCOUNT);
@@ -982,11 +942,11 @@ static int lite_ring_write(struct lite_conn *conn,
 	ret = lite_ring_reserve(conn, size, deadline, nowait, &pos);
 	if (ret)
 		goto free;
-	lite_rpc_put_hdr(conn, o, pos, s->buf);
+	lite_rpc_put_hdr(conn, o, pos, s->b.buf);
 	imm = (pos / LITE_RPC_ALIGN) & ~LITE_IMM_REPLY;
 	ret = lite_ring_turn(conn, pos);
 	if (ret == -ETIMEDOUT)
-		lite_ring_stuck(conn);
+		lite_conn_timed_out(conn, "no RPC ring writer posted");
 	if (ret)
 		goto free;
 	tx->ring_end = pos + size;
@@ -1050,7 +1010,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 			kfree(tx);
 		goto nomem;
 	}
-	h = tx->s.buf;
+	h = tx->s.b.buf;
 	memset(h, 0, sizeof(*h));
 	h->magic = cpu_to_le32(LITE_RPC_MAGIC);
 	h->call_id = cpu_to_le32(in->e.call_id);

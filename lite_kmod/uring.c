@@ -69,6 +69,7 @@ struct lite_aop {
 	u64 accounted;			/* bytes in lf->aop_bytes */
 	bool polled;			/* its ring polls (IORING_SETUP_IOPOLL):
 					 * completion sets @done, no task work */
+	atomic_t spin;			/* LITE_AOP_*: LITE_RW_SPIN's hand-off */
 	bool done;			/* polled: complete (release/acquire) */
 	struct work_struct put_conn;	/* polled: drops @conn's last ref */
 	struct mm_struct *mm;		/* polled read: the issuer's, grabbed;
@@ -97,6 +98,19 @@ struct lite_aop {
 	void *kbuf;			/* LITE_AOP_KBUF bytes, or NULL */
 	struct lite_aop_fixed *fixed_kept;	/* @fixed when used, or NULL */
 	struct list_head pool_entry;	/* lf->aop_pool while idle; its lock */
+};
+
+/*
+ * A read or write with LITE_RW_SPIN: its issuer polls for the completion
+ * at submission (SPINNING). Whichever of the completion and the issuer
+ * giving up moves the state on first decides who finishes it: the issuer
+ * (SPUN), or the usual path (GAVE_UP).
+ */
+enum {
+	LITE_AOP_NO_SPIN,
+	LITE_AOP_SPINNING,
+	LITE_AOP_SPUN,
+	LITE_AOP_GAVE_UP,
 };
 
 static struct lite_aop **lite_aop_slot(struct io_uring_cmd *cmd)
@@ -358,6 +372,9 @@ static void lite_aop_put_conn(struct work_struct *work)
 static void lite_aop_complete(struct lite_aop *a)
 {
 	lite_aop_end(a);
+	if (atomic_cmpxchg(&a->spin, LITE_AOP_SPINNING, LITE_AOP_SPUN) ==
+	    LITE_AOP_SPINNING)
+		return;		/* its issuer finishes it (lite_aop_spin()) */
 	if (!a->polled) {
 		io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
 	} else if (a->is_call ||
@@ -639,6 +656,37 @@ static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
 	return 0;
 }
 
+static bool lite_aop_spun(void *arg)
+{
+	struct lite_aop *a = arg;
+
+	return atomic_read_acquire(&a->spin) == LITE_AOP_SPUN;
+}
+
+/*
+ * LITE_RW_SPIN: the operation is posted; poll for its completion as a
+ * synchronous one would (lite_spin(): the node's mode bounds it, and it
+ * stops for any other task this CPU should run). If it came, finish it
+ * here: its CQE is posted before the submission returns, no task work and
+ * no wake-up. Else it completes as any other.
+ */
+static int lite_aop_spin(struct lite_aop *a, unsigned int issue_flags)
+{
+	struct io_uring_cmd *cmd = a->cmd;
+	unsigned long deadline;
+
+	deadline = jiffies + 1 + usecs_to_jiffies(LITE_POLL_MAX_US);
+	lite_spin(a->lmr->node, a->conn, lite_aop_spun, a, deadline);
+	if (atomic_cmpxchg(&a->spin, LITE_AOP_SPINNING, LITE_AOP_GAVE_UP) ==
+	    LITE_AOP_SPINNING)
+		return -EIOCBQUEUED;
+	/* SPUN: the completion is done with @a; what it saw is visible. */
+	smp_acquire__after_ctrl_dep();
+	lite_aop_finish(cmd, issue_flags);
+	*lite_aop_slot(cmd) = NULL;	/* nothing for lite_uring_iopoll() */
+	return -EIOCBQUEUED;
+}
+
 /*
  * What the asynchronous path does not take runs synchronously in an
  * io_uring worker (a registered buffer's address is the caller's too).
@@ -692,7 +740,7 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 	int n, ret;
 
 	memcpy(&rw, cmd->cmd, sizeof(rw));
-	if (fixed && rw.flags)
+	if (fixed && (rw.flags & ~LITE_RW_SPIN))
 		return -EINVAL;		/* no path to pick: the NIC's */
 	ret = lite_file_rw_access(lf, &rw, write, &lmr);
 	if (ret)
@@ -716,6 +764,8 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 	if (!a)
 		return ret;
 	a->write = write;
+	if (rw.flags & LITE_RW_SPIN)
+		atomic_set(&a->spin, LITE_AOP_SPINNING);
 	if (a->polled && !write && !fixed) {
 		a->mm = current->mm;	/* the copy-out's address space */
 		mmgrab(a->mm);
@@ -734,6 +784,8 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 		lite_aop_free(a);
 		return ret;
 	}
+	if (rw.flags & LITE_RW_SPIN)
+		return lite_aop_spin(a, issue_flags);
 	return -EIOCBQUEUED;
 }
 

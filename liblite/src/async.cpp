@@ -27,8 +27,9 @@ struct __attribute__((visibility("hidden"))) Ring::Impl {
     size_t in_flight = 0;          // queued or submitted, callback not run
     size_t recvs = 0;              // receives among them
     size_t cap = 0;
-    bool deferred = false; // IORING_SETUP_DEFER_TASKRUN: completions wait for us
-    bool polled = false;   // IORING_SETUP_IOPOLL: reaping polls in the kernel
+    bool deferred = false;      // IORING_SETUP_DEFER_TASKRUN: completions wait for us
+    bool polled = false;        // IORING_SETUP_IOPOLL: reaping polls in the kernel
+    lite_rw* last_rw = nullptr; // the last queued SQE's, if a read or write
 
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
@@ -74,7 +75,7 @@ struct __attribute__((visibility("hidden"))) Ring::Impl {
         // are the caller's until then, so wait, dropping callbacks. Not
         // for receives: once the ring is closed they end without writing.
         while (in_flight > recvs) {
-            io_uring_submit(&ring);
+            submit_queued();
             io_uring_cqe* cqe = nullptr;
             if (io_uring_wait_cqe(&ring, &cqe) < 0)
                 break;
@@ -114,15 +115,39 @@ struct __attribute__((visibility("hidden"))) Ring::Impl {
         return ran;
     }
 
+    // A read or write about to be submitted alone, with nothing else in
+    // flight, is flagged LITE_RW_SPIN: the kernel polls for its completion
+    // at submission, as a synchronous call would, instead of this thread
+    // sleeping until a wake-up (which costs more than the wait itself).
+    void flag_lone_rw()
+    {
+        if (last_rw != nullptr && in_flight == 1 && io_uring_sq_ready(&ring) == 1)
+            last_rw->flags |= LITE_RW_SPIN;
+        last_rw = nullptr;
+    }
+
+    int submit_queued()
+    {
+        flag_lone_rw();
+        return io_uring_submit(&ring);
+    }
+
+    int submit_and_wait(unsigned int n)
+    {
+        flag_lone_rw();
+        return io_uring_submit_and_wait(&ring, n);
+    }
+
     // Queue a new operation: @prep fills the SQE (clearing it first),
-    // then it is tagged with the operation's slot.
-    template <class Prep> void queue(Callback cb, const char* op, Prep&& prep, bool recv = false)
+    // then it is tagged with the operation's slot. Returns the SQE's
+    // command area.
+    template <class Prep> uint8_t* queue(Callback cb, const char* op, Prep&& prep, bool recv = false)
     {
         if (in_flight == cap)
             reap(true, 1);
         io_uring_sqe* e = io_uring_get_sqe(&ring);
         if (e == nullptr) {
-            int ret = io_uring_submit(&ring);
+            int ret = submit_queued();
             if (ret < 0)
                 detail::fail(ret, "submit lite operations");
             e = io_uring_get_sqe(&ring);
@@ -138,6 +163,15 @@ struct __attribute__((visibility("hidden"))) Ring::Impl {
         recvs += recv ? 1 : 0;
         prep(e);
         e->user_data = uint64_t{slot} + 1;
+        last_rw = nullptr;
+        return e->cmd;
+    }
+
+    // Queue a read or write (@prep fills the SQE with LITE_prep_rw*).
+    template <class Prep> void queue_rw(Callback cb, const char* op, Prep&& prep)
+    {
+        uint8_t* cmd = queue(std::move(cb), op, std::forward<Prep>(prep));
+        last_rw = reinterpret_cast<lite_rw*>(cmd);
     }
 
     void check_lmr(const Lmr& lmr) const
@@ -158,15 +192,17 @@ Ring::~Ring() = default;
 void Ring::read(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, Callback cb)
 {
     impl_->check_lmr(lmr);
-    impl_->queue(std::move(cb), "async read",
-                 [&](io_uring_sqe* e) { LITE_prep_read(e, impl_->fd, lmr.handle(), offset, out.data(), out.size()); });
+    impl_->queue_rw(std::move(cb), "async read", [&](io_uring_sqe* e) {
+        LITE_prep_read(e, impl_->fd, lmr.handle(), offset, out.data(), out.size());
+    });
 }
 
 void Ring::write(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, Callback cb)
 {
     impl_->check_lmr(lmr);
-    impl_->queue(std::move(cb), "async write",
-                 [&](io_uring_sqe* e) { LITE_prep_write(e, impl_->fd, lmr.handle(), offset, in.data(), in.size()); });
+    impl_->queue_rw(std::move(cb), "async write", [&](io_uring_sqe* e) {
+        LITE_prep_write(e, impl_->fd, lmr.handle(), offset, in.data(), in.size());
+    });
 }
 
 void Ring::send_file(const Lmr& lmr, uint64_t offset, int fd, uint64_t file_offset, uint64_t len, Callback cb)
@@ -191,7 +227,7 @@ void Ring::register_buffers(std::span<const std::span<std::byte>> bufs)
 void Ring::read_fixed(const Lmr& lmr, uint64_t offset, std::span<std::byte> out, uint16_t index, Callback cb)
 {
     impl_->check_lmr(lmr);
-    impl_->queue(std::move(cb), "async read (registered buffer)", [&](io_uring_sqe* e) {
+    impl_->queue_rw(std::move(cb), "async read (registered buffer)", [&](io_uring_sqe* e) {
         LITE_prep_rw_fixed(e, impl_->fd, 0, lmr.handle(), offset, out.data(), out.size(), index);
     });
 }
@@ -199,7 +235,7 @@ void Ring::read_fixed(const Lmr& lmr, uint64_t offset, std::span<std::byte> out,
 void Ring::write_fixed(const Lmr& lmr, uint64_t offset, std::span<const std::byte> in, uint16_t index, Callback cb)
 {
     impl_->check_lmr(lmr);
-    impl_->queue(std::move(cb), "async write (registered buffer)", [&](io_uring_sqe* e) {
+    impl_->queue_rw(std::move(cb), "async write (registered buffer)", [&](io_uring_sqe* e) {
         LITE_prep_rw_fixed(e, impl_->fd, 1, lmr.handle(), offset, in.data(), in.size(), index);
     });
 }
@@ -254,7 +290,7 @@ Incoming Result::incoming() const
 
 unsigned int Ring::submit()
 {
-    int ret = io_uring_submit(&impl_->ring);
+    int ret = impl_->submit_queued();
     if (ret < 0)
         detail::fail(ret, "submit lite operations");
     return static_cast<unsigned int>(ret);
@@ -279,7 +315,7 @@ unsigned int Ring::wait(unsigned int n)
     // task work), not one for each. (A polled ring's reaping polls anyway;
     // measured, waiting there in the same call made it slower.)
     if (n > 0 && !impl_->polled && impl_->in_flight > 0 && io_uring_cq_ready(&impl_->ring) == 0) {
-        int ret = io_uring_submit_and_wait(&impl_->ring, 1);
+        int ret = impl_->submit_and_wait(1);
         if (ret < 0 && ret != -EINTR)
             detail::fail(ret, "submit and wait for lite operations");
     } else {

@@ -466,6 +466,8 @@ TEST_F(Lmr, DataUapiRejections)
     EXPECT_EQ(e(LITE_IOC_READ, &rw), EINVAL) << "unknown flag";
     rw.flags = LITE_RW_COPY | LITE_RW_ZCOPY;
     EXPECT_EQ(e(LITE_IOC_READ, &rw), EINVAL) << "both paths";
+    rw.flags = LITE_RW_SPIN;
+    EXPECT_EQ(e(LITE_IOC_WRITE, &rw), EINVAL) << "io_uring's flag on the ioctl";
     rw.flags = 0;
     rw.reserved[0] = 1;
     EXPECT_EQ(e(LITE_IOC_WRITE, &rw), EINVAL);

@@ -10,7 +10,10 @@
 // concurrently. A callback gets a Result; Result::value() throws
 // lite::Error for an operation that failed, as the synchronous call would
 // have (the error scheme of the whole C++ API). Buffers given to an
-// operation must stay valid until its callback ran.
+// operation must stay valid until its callback ran. A read or write
+// submitted alone with nothing else in flight is polled for at submission
+// (LITE_RW_SPIN, docs/uapi.md): at queue depth 1 its completion is
+// usually there when submit() or wait() returns, without a wake-up.
 #pragma once
 
 #include <chrono>

@@ -272,14 +272,21 @@ struct lite_lmr_free {
  */
 #define LITE_RW_COPY		(1U << 0)	/* always copy */
 #define LITE_RW_ZCOPY		(1U << 1)	/* always pin (zero copy) */
-#define LITE_RW_FLAGS_ALL	(LITE_RW_COPY | LITE_RW_ZCOPY)
+/*
+ * io_uring only (the ioctl returns -EINVAL): the submitting thread polls
+ * for the completion, within the node's polling bound, and if it comes
+ * the CQE is posted before the submission returns (no task work, no
+ * wake-up). For an operation with nothing else in flight.
+ */
+#define LITE_RW_SPIN		(1U << 2)
+#define LITE_RW_FLAGS_ALL	(LITE_RW_COPY | LITE_RW_ZCOPY | LITE_RW_SPIN)
 
 struct lite_rw {
 	__u64 handle;		/* in */
 	__u64 offset;		/* in: into the LMR */
 	__u64 len;		/* in: bytes */
 	__u64 buf;		/* in: user buffer */
-	__u32 flags;		/* in: LITE_RW_* (at most one) */
+	__u32 flags;		/* in: LITE_RW_* (COPY or ZCOPY, not both) */
 	__u32 reserved[3];
 };
 

@@ -1574,6 +1574,8 @@ void Worker::build_rw(Call& c, bool write, bool for_uring)
     rw.buf = addr(buf);
     if (rng_.one_in(6))
         rw.flags = rng_.pick<uint32_t>({LITE_RW_COPY, LITE_RW_ZCOPY});
+    if (for_uring && rng_.one_in(4))
+        rw.flags |= LITE_RW_SPIN; // polled for at submission
     c.put(rw);
 }
 
