@@ -1096,7 +1096,7 @@ bool lite_conn_close(struct lite_conn *conn)
 
 /**
  * lite_conn_timed_out - close a connection whose peer stopped answering
- * @conn: the connection
+ * @conn: the connection; the caller holds a reference on it
  * @what: what did not happen in time, for the log
  *
  * Closes @conn (its drain flushes what is in flight); if this call started

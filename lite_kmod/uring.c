@@ -665,25 +665,27 @@ static bool lite_aop_spun(void *arg)
 
 /*
  * LITE_RW_SPIN: the operation is posted; poll for its completion as a
- * synchronous one would (lite_spin(): the node's mode bounds it, and it
- * stops for any other task this CPU should run). If it came, finish it
- * here: its CQE is posted before the submission returns, no task work and
- * no wake-up. Else it completes as any other.
+ * synchronous one would (lite_spin(), which stops for any other task this
+ * CPU should run), in the modes whose polling has a bound in microseconds
+ * (poll: twice the recent waits, at most LITE_POLL_MAX_US; adaptive:
+ * LITE_CQ_SPIN_US) - io_uring may hold its ring lock meanwhile. If it
+ * came, finish it here: its CQE is posted before the submission returns,
+ * no task work and no wake-up (on a polled ring io_uring then finds it
+ * completed and never polls it). Else it completes as any other.
  */
 static int lite_aop_spin(struct lite_aop *a, unsigned int issue_flags)
 {
-	struct io_uring_cmd *cmd = a->cmd;
-	unsigned long deadline;
+	struct lite_node *node = a->lmr->node;
 
-	deadline = jiffies + 1 + usecs_to_jiffies(LITE_POLL_MAX_US);
-	lite_spin(a->lmr->node, a->conn, lite_aop_spun, a, deadline);
+	if (node->cq_mode == LITE_CQ_POLL || node->cq_mode == LITE_CQ_ADAPTIVE)
+		lite_spin(node, a->conn, lite_aop_spun, a,
+			  jiffies + 1 + usecs_to_jiffies(LITE_POLL_MAX_US));
 	if (atomic_cmpxchg(&a->spin, LITE_AOP_SPINNING, LITE_AOP_GAVE_UP) ==
 	    LITE_AOP_SPINNING)
 		return -EIOCBQUEUED;
 	/* SPUN: the completion is done with @a; what it saw is visible. */
 	smp_acquire__after_ctrl_dep();
-	lite_aop_finish(cmd, issue_flags);
-	*lite_aop_slot(cmd) = NULL;	/* nothing for lite_uring_iopoll() */
+	lite_aop_finish(a->cmd, issue_flags);
 	return -EIOCBQUEUED;
 }
 
