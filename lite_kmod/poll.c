@@ -392,11 +392,12 @@ static bool lite_spin_once(struct lite_node *node, struct lite_conn *conn,
 bool lite_spin(struct lite_node *node, struct lite_conn *conn,
 	       bool (*cond)(void *), void *arg, unsigned long deadline)
 {
-	u64 start = ktime_get_ns();
+	u64 start;
 	bool done;
 
 	if (cond(arg))
 		return true;	/* no wait: nothing to learn from */
+	start = ktime_get_ns();	/* not before: the clock is costly (HPET) */
 	done = lite_spin_once(node, conn, cond, arg, deadline);
 	if (done && node->cq_mode == LITE_CQ_POLL)
 		lite_wait_note(&node->wait_rtt_ns, ktime_get_ns() - start);
