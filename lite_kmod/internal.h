@@ -378,11 +378,10 @@ struct lite_node {
 	struct xarray rpc_held;		/* token -> lite_rpc_in; xa lock (bh) */
 	u32 next_token;			/* xa lock of rpc_held */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
-	spinlock_t rcall_lock;		/* protects the four fields below */
+	spinlock_t rcall_lock;		/* protects the three fields below */
 	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
 					 * calls left for the next ones */
 	u32 n_rcalls;
-	u64 rcall_bytes;		/* of the rcalls[] buffers */
 	bool rcalls_closed;		/* the node went down: free, not keep */
 	spinlock_t stage_lock;		/* (bh) protects the four fields below */
 	struct lite_stage_buf stages[LITE_STAGE_CACHE];	/* mapped bounce

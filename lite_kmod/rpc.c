@@ -421,12 +421,10 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 	s->inl = want <= conn->max_inline;
 	if (!s->inl)
 		return lite_bounce_get(&s->b, conn->node, want, LITE_STAGE_MAX);
-	s->b.node = conn->node;
-	s->b.dev = conn->node->ibdev->dev;
+	/* Sent inline: posted from its address, never mapped nor put. */
 	s->b.buf = s->small;
 	s->b.dma = (uintptr_t)s->small;
 	s->b.size = want;
-	s->b.keep = false;
 	return 0;
 }
 
@@ -1777,6 +1775,18 @@ static u64 lite_rcall_size(u64 size)
 	return round_up(size, step);
 }
 
+/* The bytes of the reply buffers @node keeps. */
+static u64 lite_rcall_kept_bytes(struct lite_node *node)
+{
+	u64 bytes = 0;
+	u32 i;
+
+	lockdep_assert_held(&node->rcall_lock);
+	for (i = 0; i < node->n_rcalls; i++)
+		bytes += node->rcalls[i]->buf.size;
+	return bytes;
+}
+
 /*
  * A call a previous one on @node left, with the smallest reply buffer of
  * at least @size bytes and at most twice what a new one would take (a
@@ -1801,7 +1811,6 @@ static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 	}
 	if (call) {
 		node->rcalls[best] = node->rcalls[--node->n_rcalls];
-		node->rcall_bytes -= call->buf.size;
 	}
 	spin_unlock(&node->rcall_lock);
 	if (call) {
@@ -1860,10 +1869,9 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	    (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING)) {
 		spin_lock(&node->rcall_lock);
 		if (!node->rcalls_closed && node->n_rcalls < LITE_RCALL_CACHE &&
-		    node->rcall_bytes + call->buf.size <=
+		    lite_rcall_kept_bytes(node) + call->buf.size <=
 		    LITE_RCALL_KEEP_BYTES) {
 			node->rcalls[node->n_rcalls++] = call;
-			node->rcall_bytes += call->buf.size;
 			kept = true;
 		}
 		spin_unlock(&node->rcall_lock);
@@ -2404,7 +2412,6 @@ void lite_rpc_node_down(struct lite_node *node)
 	node->rcalls_closed = true;
 	n = node->n_rcalls;
 	node->n_rcalls = 0;
-	node->rcall_bytes = 0;
 	memcpy(kept, node->rcalls, sizeof(kept));
 	spin_unlock(&node->rcall_lock);
 	while (n)
