@@ -52,6 +52,7 @@ int lite_file_open(struct lite_ctx *ctx, struct file *file)
 	INIT_LIST_HEAD(&lf->locks);
 	xa_init_flags(&lf->handles, XA_FLAGS_ALLOC1);
 	lite_uring_file_init(lf);
+	lf->pins = lite_pin_cache_new();
 	file->private_data = lf;
 	return 0;
 }
@@ -363,7 +364,7 @@ static long lite_ioc_rw(struct lite_file *lf, void __user *argp, bool write)
 	if (ret)
 		return ret;
 	ret = lite_rdma_rw(lmr, rw.offset, rw.len, u64_to_user_ptr(rw.buf),
-			   write, rw.flags);
+			   write, rw.flags, lf->pins);
 	lite_file_done(lmr);
 	return ret;
 }
@@ -952,7 +953,8 @@ long lite_file_ioctl(struct lite_file *lf, unsigned int cmd,
  *
  * Drops its RPC ports and the calls it took, releases the locks it holds,
  * withdraws the names it published, frees the LMRs it allocated (on
- * whichever node holds them), drops its mappings and its node reference.
+ * whichever node holds them), drops its mappings, unpins the buffers it
+ * kept pinned and drops its node reference.
  * Sleeps.
  */
 void lite_file_release(struct lite_file *lf)
@@ -971,6 +973,7 @@ void lite_file_release(struct lite_file *lf)
 	xa_destroy(&lf->handles);
 	lite_uring_file_release(lf);
 	lite_sendfile_release(lf);
+	lite_pin_cache_free(lf->pins);
 	if (lf->node)
 		lite_node_put(lf->node);
 	kfree(lf);

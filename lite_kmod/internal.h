@@ -50,7 +50,9 @@
 					 * and its header fit */
 /* Memory worth having only if it comes at once: no reclaim, no warning. */
 #define LITE_GFP_TRY		(GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN)
-#define LITE_PIN_PAGES		256		/* pinned per transfer step */
+#define LITE_PIN_PAGES		256		/* pinned per transfer step, and
+						 * per cached buffer at most */
+#define LITE_PIN_MAP_PAGES	32		/* mapped per cached step */
 #define LITE_MAX_SGE		16		/* SGEs per one-sided WR */
 #define LITE_MAX_INLINE		256		/* inline bytes we ask a QP for:
 						 * small RPC entries and replies */
@@ -112,6 +114,7 @@ struct lite_tunables {
 	unsigned int conn_wait_ms;	/* a new operation waits this long for
 					 * a member that is reconnecting */
 	unsigned int zcopy_min_kb;	/* pin user pages from here on */
+	unsigned int pin_cache_kb;	/* pinned kept per file (pincache.c) */
 	unsigned int cq_mode;		/* of nodes brought up without one */
 };
 extern struct lite_tunables lite_tunables __read_mostly;
@@ -697,6 +700,8 @@ struct lite_file {
 	u32 aop_idle;			/* how many; at most LITE_AOP_POOL */
 	struct lite_sf *sf_spare;	/* xchg(): an idle send's state,
 					 * kept for the next (sendfile.c) */
+	struct lite_pin_cache *pins;	/* immutable, or NULL: buffers kept
+					 * pinned (pincache.c) */
 };
 
 /* A lock this file holds. */
@@ -1309,6 +1314,16 @@ int lite_share_publish_dsm(struct lite_node *node, const char *name,
 int lite_share_lookup(struct lite_node *node, const char *name,
 		      struct lite_wire_share *sh);
 
+/* pincache.c: user buffers kept pinned */
+struct lite_pin_cache;
+struct lite_pin_entry;
+struct lite_pin_cache *lite_pin_cache_new(void);
+void lite_pin_cache_free(struct lite_pin_cache *pc);
+struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
+				    unsigned long uaddr, u64 len,
+				    bool dev_writes, struct page ***pages);
+void lite_pin_put(struct lite_pin_entry *e);
+
 /* rdma.c: one-sided operations */
 void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 		       void (*done_fn)(struct lite_rdma_op *op));
@@ -1327,8 +1342,9 @@ void lite_rdma_submit(struct lite_rdma_op *op, union lite_wr *wrs,
 void lite_rdma_conn_closed(struct lite_conn *conn);
 void lite_rdma_aop_work(struct work_struct *work);
 void lite_rdma_conn_init(struct lite_conn *conn);
+bool lite_dma_aligned(u64 addr, u64 len);
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
-		 bool write, u32 flags);
+		 bool write, u32 flags, struct lite_pin_cache *pc);
 int lite_rdma_atomic_wr(union lite_wr *wr, struct ib_sge *sge,
 			const struct lite_lmr *lmr, u64 off, bool cmp_swap,
 			u64 operand, u64 swap, u64 dma);

@@ -647,24 +647,44 @@ struct lite_pinned {
 	bool write;		/* pages are the source (RDMA WRITE) */
 };
 
-static void lite_unpin(struct lite_pinned *p)
+static void lite_pinned_unmap(struct lite_pinned *p, int n)
 {
 	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
 						 DMA_FROM_DEVICE;
 	int i;
 
-	for (i = 0; i < p->n; i++)
-		if (p->dma[i])
-			ib_dma_unmap_page(p->dev, p->dma[i], PAGE_SIZE, dir);
+	for (i = 0; i < n; i++)
+		ib_dma_unmap_page(p->dev, p->dma[i], PAGE_SIZE, dir);
+}
+
+/* Map the p->n pinned pages of @p for the device. */
+static int lite_pinned_map(struct lite_pinned *p)
+{
+	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
+						 DMA_FROM_DEVICE;
+	int i;
+
+	for (i = 0; i < p->n; i++) {
+		p->dma[i] = ib_dma_map_page(p->dev, p->pages[i], 0, PAGE_SIZE,
+					    dir);
+		if (ib_dma_mapping_error(p->dev, p->dma[i])) {
+			lite_pinned_unmap(p, i);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void lite_unpin(struct lite_pinned *p)
+{
+	lite_pinned_unmap(p, p->n);
 	unpin_user_pages_dirty_lock(p->pages, p->n, !p->write);
 	p->n = 0;
 }
 
 static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
 {
-	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
-						 DMA_FROM_DEVICE;
-	int want, i;
+	int want, ret;
 
 	p->first_off = offset_in_page(uaddr);
 	want = DIV_ROUND_UP(p->first_off + len, PAGE_SIZE);
@@ -677,17 +697,12 @@ static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
 		/* Pinning stops for a fatal signal too: not the buffer's fault. */
 		return lite_rdma_killed() ?: -EFAULT;
 	}
-	memset(p->dma, 0, want * sizeof(*p->dma));
-	for (i = 0; i < want; i++) {
-		p->dma[i] = ib_dma_map_page(p->dev, p->pages[i], 0, PAGE_SIZE,
-					    dir);
-		if (ib_dma_mapping_error(p->dev, p->dma[i])) {
-			p->dma[i] = 0;
-			lite_unpin(p);
-			return -ENOMEM;
-		}
+	ret = lite_pinned_map(p);
+	if (ret) {
+		unpin_user_pages(p->pages, p->n);
+		p->n = 0;
 	}
-	return 0;
+	return ret;
 }
 
 /* Post one pinned step: WRs of up to max_sge page pieces each. */
@@ -781,6 +796,68 @@ out:
 	return ret;
 }
 
+/*
+ * Cached path: the NIC reads or writes pages the file's cache keeps pinned
+ * (pincache.c), mapped LITE_PIN_MAP_PAGES at a time.
+ */
+static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
+			       u64 off, u64 len, unsigned long uaddr,
+			       bool write, struct page **pages)
+{
+	u64 dma[LITE_PIN_MAP_PAGES];
+	struct lite_pinned p = {
+		.dev = conn->node->ibdev->dev,
+		.dma = dma,
+		.write = write,
+	};
+	u64 done, n;
+	int ret = 0;
+
+	for (done = 0; !ret && done < len; done += n) {
+		p.first_off = offset_in_page(uaddr + done);
+		n = min_t(u64, len - done,
+			  LITE_PIN_MAP_PAGES * PAGE_SIZE - p.first_off);
+		ret = lite_rdma_killed();
+		if (ret)
+			break;
+		p.pages = pages + ((offset_in_page(uaddr) + done) >> PAGE_SHIFT);
+		p.n = DIV_ROUND_UP(p.first_off + n, PAGE_SIZE);
+		ret = lite_pinned_map(&p);
+		if (ret)
+			break;
+		ret = lite_rdma_xfer_pinned(conn, lmr, off + done, n, &p);
+		lite_pinned_unmap(&p, p.n);
+	}
+	return ret;
+}
+
+/**
+ * lite_dma_aligned - whether the device may write a buffer in place
+ * @addr: its address
+ * @len: its length
+ *
+ * Return: whether it starts and ends on the DMA cache alignment, so that
+ * mapping its pages for the device shares no cache line with other data
+ * (always on cache-coherent machines such as x86).
+ */
+bool lite_dma_aligned(u64 addr, u64 len)
+{
+	return !((addr | len) & (dma_get_cache_alignment() - 1));
+}
+
+/* The user buffer's pages from the file's cache, if it takes them. */
+static struct lite_pin_entry *lite_rdma_cached(struct lite_conn *conn,
+					       struct lite_pin_cache *pc,
+					       u64 len, void __user *buf,
+					       bool write, u32 flags,
+					       struct page ***pages)
+{
+	if (flags & LITE_RW_COPY || (write && len <= conn->max_inline) ||
+	    (!write && !lite_dma_aligned((uintptr_t)buf, len)))
+		return NULL;
+	return lite_pin_get(pc, (uintptr_t)buf, len, !write, pages);
+}
+
 /**
  * lite_rdma_rw - move bytes between a user buffer and an LMR
  * @lmr: the LMR; the access was checked
@@ -789,16 +866,22 @@ out:
  * @buf: the user buffer
  * @write: to the LMR (else from it)
  * @flags: LITE_RW_*: force the copy or the zero-copy path
+ * @pc: the calling file's cache of pinned buffers, or NULL
  *
- * Sleeps.
+ * A buffer the cache keeps pinned (or takes now) moves in place; others
+ * are copied through a kernel buffer below zcopy_min_kb, pinned for the
+ * operation from there. Writes the QP takes inline are copied into the
+ * work request. Sleeps.
  *
  * Return: 0; -EINTR if the caller was killed (it stops between steps);
  * -EFAULT, -ENOTCONN, -EKEYREVOKED, -ETIMEDOUT or the error of a step.
  */
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
-		 bool write, u32 flags)
+		 bool write, u32 flags, struct lite_pin_cache *pc)
 {
+	struct lite_pin_entry *e;
 	struct lite_conn *conn;
+	struct page **pages;
 	bool zcopy;
 	int ret;
 
@@ -810,12 +893,18 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 	zcopy = flags & LITE_RW_ZCOPY ||
 		(!(flags & LITE_RW_COPY) &&
 		 len >= (u64)lite_tun(zcopy_min_kb) * 1024);
-	if (zcopy)
+	e = lite_rdma_cached(conn, pc, len, buf, write, flags, &pages);
+	if (e) {
+		ret = lite_rdma_rw_cached(conn, lmr, off, len, (uintptr_t)buf,
+					  write, pages);
+		lite_pin_put(e);
+	} else if (zcopy) {
 		ret = lite_rdma_rw_zcopy(conn, lmr, off, len, buf, write);
-	else if (write && len <= conn->max_inline)
+	} else if (write && len <= conn->max_inline) {
 		ret = lite_rdma_write_inline(conn, lmr, off, len, buf);
-	else
+	} else {
 		ret = lite_rdma_rw_copy(conn, lmr, off, len, buf, write);
+	}
 	lite_conn_put(conn);
 	return ret;
 }

@@ -694,8 +694,9 @@ static int lite_aop_spin(struct lite_aop *a, unsigned int issue_flags)
  * io_uring worker (a registered buffer's address is the caller's too).
  * Drops the caller's reference on @lmr.
  */
-static int lite_uring_rw_sync(struct lite_lmr *lmr, const struct lite_rw *rw,
-			      bool write, unsigned int issue_flags)
+static int lite_uring_rw_sync(struct lite_file *lf, struct lite_lmr *lmr,
+			      const struct lite_rw *rw, bool write,
+			      unsigned int issue_flags)
 {
 	int ret;
 
@@ -704,7 +705,8 @@ static int lite_uring_rw_sync(struct lite_lmr *lmr, const struct lite_rw *rw,
 	} else {
 		lite_aop_count(lmr->node);
 		ret = lite_rdma_rw(lmr, rw->offset, rw->len,
-				   u64_to_user_ptr(rw->buf), write, rw->flags);
+				   u64_to_user_ptr(rw->buf), write, rw->flags,
+				   lf->pins);
 		atomic_dec(&lmr->node->aops);
 	}
 	lite_lmr_put(lmr);
@@ -727,8 +729,7 @@ static int lite_uring_fixed_check(struct io_uring_cmd *cmd,
 					&it, cmd);
 	if (ret)
 		return ret;
-	return write || !((rw->buf | rw->len) &
-			  (dma_get_cache_alignment() - 1));
+	return write || lite_dma_aligned(rw->buf, rw->len);
 }
 
 static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
@@ -758,10 +759,10 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 			return ret;
 		}
 		if (!ret)
-			return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
+			return lite_uring_rw_sync(lf, lmr, &rw, write, issue_flags);
 	}
 	if (!lite_aop_rw_fits(lmr, &rw, segs, &n))
-		return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
+		return lite_uring_rw_sync(lf, lmr, &rw, write, issue_flags);
 	a = lite_aop_new(lf, cmd, issue_flags, lmr, &ret);
 	if (!a)
 		return ret;
@@ -780,7 +781,7 @@ static int lite_uring_rw(struct lite_file *lf, struct io_uring_cmd *cmd,
 		/* Too many pieces: the LMR reference goes to the sync path. */
 		lite_lmr_get(lmr);
 		lite_aop_free(a);
-		return lite_uring_rw_sync(lmr, &rw, write, issue_flags);
+		return lite_uring_rw_sync(lf, lmr, &rw, write, issue_flags);
 	}
 	if (ret) {
 		lite_aop_free(a);

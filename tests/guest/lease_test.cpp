@@ -50,22 +50,6 @@ bool all_zero(const std::vector<std::byte>& v)
     return std::all_of(v.begin(), v.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
-std::string param_path(const std::string& name)
-{
-    return "/sys/module/lite/parameters/" + name;
-}
-
-bool set_param(const std::string& name, unsigned value)
-{
-    {
-        std::ofstream f(param_path(name));
-        f << value << '\n';
-        if (!f.flush())
-            return false;
-    }
-    return module_param(name, ~0U) == value;
-}
-
 class Lease : public ThreeNodes<kPort>
 {
 protected:
@@ -79,9 +63,9 @@ protected:
     void TearDown() override
     {
         ThreeNodes::TearDown();
-        EXPECT_TRUE(set_param("lease_kb", kb_));
-        EXPECT_TRUE(set_param("lease_idle_ms", idle_ms_));
-        EXPECT_TRUE(set_param("quota_mb", quota_));
+        EXPECT_EQ(set_module_param("lease_kb", std::to_string(kb_)), 0);
+        EXPECT_EQ(set_module_param("lease_idle_ms", std::to_string(idle_ms_)), 0);
+        EXPECT_EQ(set_module_param("quota_mb", std::to_string(quota_)), 0);
     }
 
     [[nodiscard]] lite_lease_counters lease(size_t i) const { return dev_->status(inst_[i]).lease; }
@@ -285,7 +269,7 @@ TEST_F(Lease, ProcessExitLeavesCountersAtStart)
 // Stock nobody claims from for lease_idle_ms goes back to its memory node.
 TEST_F(Lease, IdleStockGoesBack)
 {
-    ASSERT_TRUE(set_param("lease_idle_ms", 300));
+    ASSERT_EQ(set_module_param("lease_idle_ms", "300"), 0);
     auto s = lite::Session::open(inst_[0]);
     {
         auto a = from_lease(s, 0, 16 * kKiB, 2);
@@ -309,7 +293,7 @@ TEST_F(Lease, IdleStockGoesBack)
 // memory it takes there), from the lease or not; the free returns it.
 TEST_F(Lease, QuotaCountsTheSizeClass)
 {
-    ASSERT_TRUE(set_param("quota_mb", 1));
+    ASSERT_EQ(set_module_param("quota_mb", "1"), 0);
     auto s = lite::Session::open(inst_[0]);
     lite_lmr_t a = 0, b = 0;
     ASSERT_EQ(LITE_alloc(s.get(), 512 * kKiB + 1, 2, &a), 0);
@@ -326,7 +310,7 @@ TEST_F(Lease, QuotaCountsTheSizeClass)
 // lease_kb=0: no allocation comes from a lease.
 TEST_F(Lease, LeaseKbZeroTurnsLeasesOff)
 {
-    ASSERT_TRUE(set_param("lease_kb", 0));
+    ASSERT_EQ(set_module_param("lease_kb", "0"), 0);
     auto s = lite::Session::open(inst_[0]);
     for (int i = 0; i < 10; i++) {
         auto l = s.alloc(4 * kKiB, 2);

@@ -4,7 +4,11 @@
 // exact concurrent atomics, sharing and revocation.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <lite/session.hpp>
 #include <random>
 #include <set>
@@ -510,6 +515,179 @@ TEST_F(Lmr, DataUapiRejections)
     lite_revoke rv{};
     EXPECT_EQ(e(LITE_IOC_REVOKE, &rv), EINVAL) << "empty name";
     close(fd);
+}
+
+// This process's pinned memory (VmPin), in KiB.
+uint64_t vm_pin_kb()
+{
+    std::ifstream in("/proc/self/status");
+    std::string key;
+    uint64_t kb = 0;
+    while (in >> key) {
+        if (key == "VmPin:" && in >> kb)
+            return kb;
+        in.ignore(1 << 20, '\n');
+    }
+    ADD_FAILURE() << "no VmPin in /proc/self/status";
+    return 0;
+}
+
+// Private anonymous memory that can be replaced by new pages at the same
+// address.
+class AnonBuffer
+{
+public:
+    explicit AnonBuffer(size_t len) : len_(len)
+    {
+        void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            throw std::system_error(errno, std::generic_category(), "mmap");
+        data_ = static_cast<uint8_t*>(p);
+    }
+    ~AnonBuffer() { munmap(data_, len_); }
+    AnonBuffer(const AnonBuffer&) = delete;
+    AnonBuffer& operator=(const AnonBuffer&) = delete;
+    AnonBuffer(AnonBuffer&&) = delete;
+    AnonBuffer& operator=(AnonBuffer&&) = delete;
+
+    [[nodiscard]] std::span<uint8_t> span() const { return {data_, len_}; }
+    // Unmap the pages and map fresh (zero) ones in their place.
+    void remap() const
+    {
+        ASSERT_EQ(munmap(data_, len_), 0);
+        void* p = mmap(data_, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        ASSERT_EQ(p, static_cast<void*>(data_));
+    }
+
+private:
+    uint8_t* data_ = nullptr;
+    size_t len_;
+};
+
+void fill(std::span<uint8_t> s, uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    for (auto& b : s)
+        b = static_cast<uint8_t>(rng());
+}
+
+// Buffers used again move in place from the pages the file keeps pinned
+// (pincache.c); once a buffer's mapping changes (unmapped and mapped
+// again, pages dropped, a fork), its new pages are the ones that move.
+TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
+{
+    ASSERT_GT(module_param("pin_cache_kb", 0), 0u) << "the default keeps buffers pinned";
+    constexpr size_t kLen = size_t{64} * 1024;
+    const uint64_t pinned_at_start = vm_pin_kb();
+    {
+        auto s = lite::Session::open(inst_[0]);
+        auto l = s.alloc(kLen, 2);
+        AnonBuffer buf(kLen);
+        AnonBuffer back(kLen);
+        auto round = [&](uint64_t seed, const char* what) {
+            fill(buf.span(), seed);
+            l.write(0, std::span<const uint8_t>(buf.span()));
+            l.read(0, back.span());
+            EXPECT_EQ(checksum(back.span()), checksum(buf.span())) << what;
+        };
+        round(1, "first use");
+        EXPECT_GE(vm_pin_kb(), pinned_at_start + 2 * kLen / 1024) << "both buffers stay pinned";
+        round(2, "the same pages again");
+        buf.remap();
+        round(3, "new pages at the same address");
+        const uint64_t sum = checksum(buf.span());
+
+        back.remap();
+        l.read(0, back.span());
+        EXPECT_EQ(checksum(back.span()), sum) << "a read into new pages at the same address";
+        ASSERT_EQ(madvise(back.span().data(), kLen, MADV_DONTNEED), 0);
+        l.read(0, back.span());
+        EXPECT_EQ(checksum(back.span()), sum) << "a read after MADV_DONTNEED";
+
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0)
+            _exit(0);
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        round(4, "after a fork");
+
+        // Pieces at odd addresses and lengths, within and across pages.
+        std::vector<uint8_t> expect(kLen);
+        l.read(0, std::span<uint8_t>(expect));
+        fill(buf.span(), 5);
+        for (auto [at, len] : {std::pair<size_t, size_t>{1, 5000}, {4095, 2}, {8191, 20000}, {3, 7}}) {
+            l.write(at + 100, std::span<const uint8_t>(buf.span().subspan(at, len)));
+            std::copy_n(buf.span().begin() + static_cast<long>(at), len, expect.begin() + static_cast<long>(at + 100));
+        }
+        std::fill(back.span().begin(), back.span().end(), 0);
+        for (auto [at, len] : {std::pair<size_t, size_t>{0, 3}, {3, 30000}, {30003, 1}, {30004, kLen - 30004}})
+            l.read(at, back.span().subspan(at, len));
+        EXPECT_EQ(checksum(back.span()), checksum(expect)) << "unaligned pieces";
+
+        // Shared memory is not kept pinned; it moves by the other paths.
+        const uint64_t pinned = vm_pin_kb();
+        int mfd = memfd_create("lite-pin-test", MFD_CLOEXEC);
+        ASSERT_GE(mfd, 0);
+        ASSERT_EQ(ftruncate(mfd, kLen), 0);
+        void* p = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+        ASSERT_NE(p, MAP_FAILED);
+        std::span<uint8_t> shared(static_cast<uint8_t*>(p), kLen);
+        fill(shared, 6);
+        l.write(0, std::span<const uint8_t>(shared));
+        const uint64_t shared_sum = checksum(shared);
+        std::fill(shared.begin(), shared.end(), 0);
+        l.read(0, shared);
+        EXPECT_EQ(checksum(shared), shared_sum) << "shared memory";
+        EXPECT_EQ(vm_pin_kb(), pinned) << "shared memory is not kept pinned";
+        munmap(p, kLen);
+        close(mfd);
+    }
+    EXPECT_EQ(vm_pin_kb(), pinned_at_start) << "closing the file unpins what it kept";
+}
+
+// With pin_cache_kb 0, or over RLIMIT_MEMLOCK, nothing stays pinned and
+// the data still moves.
+TEST_F(Lmr, PinCacheOffOrOverMemlockPinsNothing)
+{
+    constexpr size_t kLen = size_t{256} * 1024;
+    auto roundtrip = [&](const char* what) {
+        auto s = lite::Session::open(inst_[0]);
+        auto l = s.alloc(kLen, 2);
+        AnonBuffer buf(kLen);
+        AnonBuffer back(kLen);
+        const uint64_t pinned = vm_pin_kb();
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            fill(buf.span(), seed);
+            l.write(0, std::span<const uint8_t>(buf.span()));
+            l.read(0, back.span());
+            EXPECT_EQ(checksum(back.span()), checksum(buf.span())) << what << ", round " << seed;
+        }
+        return vm_pin_kb() - pinned;
+    };
+    {
+        ParamRestore keep("pin_cache_kb");
+        ASSERT_EQ(set_module_param("pin_cache_kb", "0"), 0);
+        EXPECT_EQ(roundtrip("pin_cache_kb 0"), 0u) << "pin_cache_kb 0";
+    }
+    // A process without CAP_IPC_LOCK and a small RLIMIT_MEMLOCK.
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        rlimit lim{rlim_t{64} * 1024, rlim_t{64} * 1024};
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        std::array<__user_cap_data_struct, 2> caps{};
+        if (setrlimit(RLIMIT_MEMLOCK, &lim) || syscall(SYS_capget, &hdr, caps.data()))
+            _exit(2);
+        caps[0].effective &= ~(1U << CAP_IPC_LOCK);
+        if (syscall(SYS_capset, &hdr, caps.data()))
+            _exit(3);
+        _exit(roundtrip("RLIMIT_MEMLOCK 64 KiB") <= 64 && !::testing::Test::HasFailure() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "without CAP_IPC_LOCK: data and pinned memory within RLIMIT_MEMLOCK (status " << status << ")";
 }
 
 } // namespace

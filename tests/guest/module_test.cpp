@@ -34,34 +34,6 @@ std::string first_line(const std::string& path)
     return line;
 }
 
-// Write @value to parameter @name: 0 or -errno.
-int set_param(const std::string& name, const std::string& value)
-{
-    int fd = ::open(param_path(name).c_str(), O_WRONLY);
-    if (fd < 0)
-        return -errno;
-    int ret = ::write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size()) ? 0 : -errno;
-    ::close(fd);
-    return ret;
-}
-
-// Puts a parameter back as it was.
-class Restore
-{
-public:
-    explicit Restore(std::string name) : name_(std::move(name)), old_(first_line(param_path(name_))) {}
-    ~Restore() { (void)set_param(name_, old_); }
-    Restore(const Restore&) = delete;
-    Restore& operator=(const Restore&) = delete;
-    Restore(Restore&&) = delete;
-    Restore& operator=(Restore&&) = delete;
-    [[nodiscard]] const std::string& old() const { return old_; }
-
-private:
-    std::string name_;
-    std::string old_;
-};
-
 TEST(ModuleFace, VersionIsTheProjects)
 {
     EXPECT_EQ(first_line("/sys/module/lite/version"), LITE_PROJECT_VERSION);
@@ -76,25 +48,24 @@ struct Tunable {
 
 TEST(ModuleFace, TunablesTakeTheirRangeOnly)
 {
-    const std::vector<Tunable> tunables = {{"call_timeout_ms", 3000, 1000, 60000},
-                                           {"data_timeout_ms", 10000, 9000, 60000},
-                                           {"conn_wait_ms", 2000, 0, 60000},
-                                           {"zcopy_min_kb", 256, 4, 1UL << 20},
-                                           {"cq_mode", LITE_CQ_POLL, LITE_CQ_BUSY, LITE_CQ_MODE_MAX}};
+    const std::vector<Tunable> tunables = {
+        {"call_timeout_ms", 3000, 1000, 60000}, {"data_timeout_ms", 10000, 9000, 60000},
+        {"conn_wait_ms", 2000, 0, 60000},       {"zcopy_min_kb", 256, 4, 1UL << 20},
+        {"pin_cache_kb", 16384, 0, 1UL << 20},  {"cq_mode", LITE_CQ_POLL, LITE_CQ_BUSY, LITE_CQ_MODE_MAX}};
     for (const auto& t : tunables) {
         SCOPED_TRACE(t.name);
-        Restore keep(t.name);
+        ParamRestore keep(t.name);
         EXPECT_EQ(keep.old(), std::to_string(t.def)) << "the default";
         if (t.min > 0) {
-            EXPECT_EQ(set_param(t.name, std::to_string(t.min - 1)), -EINVAL) << "below the range";
+            EXPECT_EQ(set_module_param(t.name, std::to_string(t.min - 1)), -EINVAL) << "below the range";
         }
-        EXPECT_EQ(set_param(t.name, std::to_string(t.max + 1)), -EINVAL) << "above the range";
-        EXPECT_EQ(set_param(t.name, "soon"), -EINVAL) << "not a number";
-        EXPECT_EQ(set_param(t.name, "-1"), -EINVAL) << "negative";
+        EXPECT_EQ(set_module_param(t.name, std::to_string(t.max + 1)), -EINVAL) << "above the range";
+        EXPECT_EQ(set_module_param(t.name, "soon"), -EINVAL) << "not a number";
+        EXPECT_EQ(set_module_param(t.name, "-1"), -EINVAL) << "negative";
         EXPECT_EQ(first_line(param_path(t.name)), keep.old()) << "a refused value changes nothing";
-        ASSERT_EQ(set_param(t.name, std::to_string(t.min)), 0);
+        ASSERT_EQ(set_module_param(t.name, std::to_string(t.min)), 0);
         EXPECT_EQ(first_line(param_path(t.name)), std::to_string(t.min));
-        ASSERT_EQ(set_param(t.name, std::to_string(t.max)), 0);
+        ASSERT_EQ(set_module_param(t.name, std::to_string(t.max)), 0);
         EXPECT_EQ(first_line(param_path(t.name)), std::to_string(t.max));
     }
 }
@@ -104,11 +75,11 @@ TEST(ModuleFace, CqModeIsTheDefaultOfNewNodes)
 {
     auto dev = lite::Device::open();
     down_all(dev);
-    Restore keep("cq_mode");
-    ASSERT_EQ(set_param("cq_mode", std::to_string(LITE_CQ_ADAPTIVE)), 0);
+    ParamRestore keep("cq_mode");
+    ASSERT_EQ(set_module_param("cq_mode", std::to_string(LITE_CQ_ADAPTIVE)), 0);
     auto a = up(dev, kPort, 0);
     EXPECT_EQ(dev.status(a.instance).cq_mode, uint32_t{LITE_CQ_ADAPTIVE});
-    ASSERT_EQ(set_param("cq_mode", std::to_string(LITE_CQ_POLL)), 0);
+    ASSERT_EQ(set_module_param("cq_mode", std::to_string(LITE_CQ_POLL)), 0);
     auto b = up(dev, kPort + 1, kPort);
     EXPECT_EQ(dev.status(b.instance).cq_mode, uint32_t{LITE_CQ_POLL});
     EXPECT_EQ(dev.status(a.instance).cq_mode, uint32_t{LITE_CQ_ADAPTIVE}) << "a node keeps the mode it came up with";

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "util.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/limits.h>
 #include <poll.h>
@@ -219,11 +220,40 @@ void reset_this_guest(const std::string& why)
         ::pause(); // the reset takes the process with it
 }
 
+namespace
+{
+std::string param_path(const std::string& name)
+{
+    return "/sys/module/lite/parameters/" + name;
+}
+} // namespace
+
 unsigned module_param(const std::string& name, unsigned fallback)
 {
-    std::ifstream in("/sys/module/lite/parameters/" + name);
+    std::ifstream in(param_path(name));
     unsigned v = 0;
     return in >> v ? v : fallback;
+}
+
+int set_module_param(const std::string& name, const std::string& value)
+{
+    int fd = ::open(param_path(name).c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int ret = ::write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size()) ? 0 : -errno;
+    ::close(fd);
+    return ret;
+}
+
+ParamRestore::ParamRestore(std::string name) : name_(std::move(name))
+{
+    std::ifstream in(param_path(name_));
+    std::getline(in, old_);
+}
+
+ParamRestore::~ParamRestore()
+{
+    (void)set_module_param(name_, old_);
 }
 
 double detect_bound_s(double slack)

@@ -104,6 +104,27 @@ std::string guest_addr(int index);
 // or @fallback if it cannot be read.
 unsigned module_param(const std::string& name, unsigned fallback);
 
+// Set module parameter @name to @value (root): 0 or -errno (EINVAL: out of
+// its range, or not a number).
+int set_module_param(const std::string& name, const std::string& value);
+
+// Puts a module parameter back as it was when this goes out of scope.
+class ParamRestore
+{
+public:
+    explicit ParamRestore(std::string name);
+    ~ParamRestore();
+    ParamRestore(const ParamRestore&) = delete;
+    ParamRestore& operator=(const ParamRestore&) = delete;
+    ParamRestore(ParamRestore&&) = delete;
+    ParamRestore& operator=(ParamRestore&&) = delete;
+    [[nodiscard]] const std::string& old() const { return old_; }
+
+private:
+    std::string name_;
+    std::string old_;
+};
+
 // The bound, in seconds, within which a silent member is declared dead with
 // the loaded module's heartbeat_ms and dead_ms (the default: 1.7 s), plus
 // @slack seconds, plus $LITE_DETECT_SLACK_S (make check-debug: 5 s).

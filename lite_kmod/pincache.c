@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User pages pinned across operations: a small cache per open file of the
+ * buffers its LITE_read/LITE_write calls used, so that a buffer used again
+ * costs neither a copy through a kernel buffer nor pinning its pages again.
+ *
+ * An entry pins the pages of one page-aligned range of the opener's
+ * address space (FOLL_LONGTERM, charged to the process's pinned memory
+ * against RLIMIT_MEMLOCK, as an ib_umem is) and watches the range with an
+ * mmu interval notifier: once the range is unmapped, remapped, made
+ * copy-on-write by a fork, or otherwise invalidated, the entry is stale and
+ * is dropped at its next lookup; the pages are pinned afresh. Pinned pages
+ * stay allocated until unpinned, so an operation that raced with an unmap
+ * reads or writes the old pages, as if it had run before the unmap.
+ *
+ * Only private anonymous memory is cached (heap, stacks, anonymous mmap):
+ * a file's page written by RDMA while pinned for long could be written
+ * back and cleaned under us. Other buffers take the per-operation paths.
+ *
+ * DMA mappings are made per operation (rdma.c), not kept: an entry
+ * outlives no device.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "internal.h"
+
+#define LITE_PIN_ENTRIES	16	/* entries per file, at most */
+
+/* The cache of one open file. */
+struct lite_pin_cache {
+	struct mm_struct *mm;		/* the opener's; immutable, mmgrab'd */
+	spinlock_t lock;		/* protects @lru, @pages, @n and the
+					 * entries' seq */
+	struct list_head lru;		/* lite_pin_entry, newest first */
+	unsigned long pages;		/* pinned by listed entries */
+	unsigned int n;			/* listed entries */
+};
+
+/* Pages of one range, pinned for as long as the entry lives. */
+struct lite_pin_entry {
+	struct mmu_interval_notifier mni;
+	struct lite_pin_cache *pc;	/* immutable; outlives the entry */
+	struct list_head lru;		/* pc->lru; pc lock */
+	unsigned long start;		/* page aligned; immutable */
+	unsigned long npages;		/* immutable */
+	unsigned long seq;		/* pc lock: mni's at pinning time */
+	refcount_t ref;			/* the cache's while listed, and one
+					 * per operation using it */
+	bool writable;			/* pinned for the device to write;
+					 * immutable */
+	struct page *pages[];		/* immutable */
+};
+
+static bool lite_pin_invalidate(struct mmu_interval_notifier *mni,
+				const struct mmu_notifier_range *range,
+				unsigned long cur_seq)
+{
+	struct lite_pin_entry *e = container_of(mni, struct lite_pin_entry,
+						mni);
+
+	spin_lock(&e->pc->lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	spin_unlock(&e->pc->lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops lite_pin_ops = {
+	.invalidate = lite_pin_invalidate,
+};
+
+/**
+ * lite_pin_cache_new - a file's cache of pinned buffers
+ *
+ * Belongs to the caller's address space; other tasks that use the file
+ * (a child it was passed to) take the per-operation paths.
+ *
+ * Return: the cache, or NULL (no memory, or a kernel thread): the file
+ * works without one.
+ */
+struct lite_pin_cache *lite_pin_cache_new(void)
+{
+	struct lite_pin_cache *pc;
+
+	if (!current->mm)
+		return NULL;
+	pc = kzalloc(sizeof(*pc), GFP_KERNEL);
+	if (!pc)
+		return NULL;
+	pc->mm = current->mm;
+	mmgrab(pc->mm);
+	spin_lock_init(&pc->lock);
+	INIT_LIST_HEAD(&pc->lru);
+	return pc;
+}
+
+static void lite_pin_entry_free(struct lite_pin_entry *e)
+{
+	struct mm_struct *mm = e->mni.mm;
+
+	mmu_interval_notifier_remove(&e->mni);
+	unpin_user_pages_dirty_lock(e->pages, e->npages, e->writable);
+	atomic64_sub(e->npages, &mm->pinned_vm);
+	kvfree(e);
+}
+
+/**
+ * lite_pin_put - done with a cached range
+ * @e: from lite_pin_get()
+ *
+ * Sleeps if it was the last user of a dropped entry.
+ */
+void lite_pin_put(struct lite_pin_entry *e)
+{
+	if (refcount_dec_and_test(&e->ref))
+		lite_pin_entry_free(e);
+}
+
+/* Take @e off the list; the caller then drops the list's reference. */
+static void lite_pin_unlist(struct lite_pin_cache *pc,
+			    struct lite_pin_entry *e, struct list_head *drop)
+{
+	lockdep_assert_held(&pc->lock);
+	list_move(&e->lru, drop);
+	pc->pages -= e->npages;
+	pc->n--;
+}
+
+/* Drop the list's reference of each entry on @drop. */
+static void lite_pin_drop(struct list_head *drop)
+{
+	struct lite_pin_entry *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, drop, lru) {
+		list_del(&e->lru);
+		lite_pin_put(e);
+	}
+}
+
+/*
+ * A listed, valid entry covering [start, start + npages) that the device
+ * may @write to if asked, referenced; stale entries met on the way move
+ * to @drop.
+ */
+static struct lite_pin_entry *lite_pin_find(struct lite_pin_cache *pc,
+					    unsigned long start,
+					    unsigned long npages, bool write,
+					    struct list_head *drop)
+{
+	struct lite_pin_entry *e, *tmp;
+
+	lockdep_assert_held(&pc->lock);
+	list_for_each_entry_safe(e, tmp, &pc->lru, lru) {
+		if (mmu_interval_read_retry(&e->mni, e->seq)) {
+			lite_pin_unlist(pc, e, drop);
+			continue;
+		}
+		if (start < e->start ||
+		    start + npages > e->start + e->npages ||
+		    (write && !e->writable))
+			continue;
+		refcount_inc(&e->ref);
+		list_move(&e->lru, &pc->lru);
+		return e;
+	}
+	return NULL;
+}
+
+/* Whether [start, start + len) is private anonymous memory throughout. */
+static bool lite_pin_anon(struct mm_struct *mm, unsigned long start,
+			  unsigned long len)
+{
+	struct vm_area_struct *vma;
+	unsigned long at = start;
+	bool ok = true;
+
+	mmap_read_lock(mm);
+	while (ok && at < start + len) {
+		vma = vma_lookup(mm, at);
+		ok = vma && vma_is_anonymous(vma) &&
+		     !(vma->vm_flags & (VM_SHARED | VM_IO | VM_PFNMAP));
+		if (ok)
+			at = vma->vm_end;
+	}
+	mmap_read_unlock(mm);
+	return ok;
+}
+
+/* Charge @npages to the process's pinned memory, if RLIMIT_MEMLOCK lets. */
+static bool lite_pin_charge(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+
+	if (atomic64_add_return(npages, &mm->pinned_vm) <= limit ||
+	    capable(CAP_IPC_LOCK))
+		return true;
+	atomic64_sub(npages, &mm->pinned_vm);
+	return false;
+}
+
+/*
+ * A new entry for [start, start + npages), pinned; NULL if it cannot be
+ * (the per-operation paths then report what is wrong with the buffer).
+ */
+static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
+					   unsigned long start,
+					   unsigned long npages, bool write)
+{
+	struct lite_pin_entry *e;
+	int pinned;
+
+	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT))
+		return NULL;
+	e = kvzalloc(struct_size(e, pages, npages), GFP_KERNEL);
+	if (!e)
+		return NULL;
+	e->pc = pc;
+	e->start = start;
+	e->npages = npages;
+	e->writable = write;
+	refcount_set(&e->ref, 1);
+	if (mmu_interval_notifier_insert(&e->mni, pc->mm, start,
+					 npages << PAGE_SHIFT, &lite_pin_ops))
+		goto free_entry;
+	e->seq = mmu_interval_read_begin(&e->mni);
+	if (!lite_pin_charge(pc->mm, npages))
+		goto remove_notifier;
+	pinned = pin_user_pages_fast(start, npages, FOLL_LONGTERM |
+				     (write ? FOLL_WRITE : 0), e->pages);
+	if (pinned != npages) {
+		if (pinned > 0)
+			unpin_user_pages(e->pages, pinned);
+		goto uncharge;
+	}
+	return e;
+
+uncharge:
+	atomic64_sub(npages, &pc->mm->pinned_vm);
+remove_notifier:
+	mmu_interval_notifier_remove(&e->mni);
+free_entry:
+	kvfree(e);
+	return NULL;
+}
+
+/*
+ * List @e, newest, unless the range changed while it was pinned; the
+ * oldest entries go while the cache is over its bounds.
+ */
+static bool lite_pin_list(struct lite_pin_cache *pc, struct lite_pin_entry *e,
+			  struct list_head *drop)
+{
+	unsigned long max = (unsigned long)lite_tun(pin_cache_kb) >>
+			    (PAGE_SHIFT - 10);
+	struct lite_pin_entry *old;
+
+	lockdep_assert_held(&pc->lock);
+	if (mmu_interval_read_retry(&e->mni, e->seq))
+		return false;
+	while (pc->n && (pc->n >= LITE_PIN_ENTRIES ||
+			 pc->pages + e->npages > max)) {
+		old = list_last_entry(&pc->lru, struct lite_pin_entry, lru);
+		lite_pin_unlist(pc, old, drop);
+	}
+	refcount_inc(&e->ref);		/* the list's */
+	list_add(&e->lru, &pc->lru);
+	pc->pages += e->npages;
+	pc->n++;
+	return true;
+}
+
+/**
+ * lite_pin_get - the pinned pages of a user buffer, from the cache
+ * @pc: the file's cache, or NULL
+ * @uaddr: the buffer
+ * @len: its length
+ * @dev_writes: the device will write to it (LITE_read)
+ * @pages: set to the pinned pages from @uaddr's on, valid while the
+ *	   entry is referenced
+ *
+ * Pins the buffer's pages and keeps them if the cache has none covering
+ * it. Sleeps.
+ *
+ * Return: the entry, referenced (drop it with lite_pin_put()); or NULL
+ * when the cache does not take this buffer: no cache or another address
+ * space, off, too large, not private anonymous memory, over
+ * RLIMIT_MEMLOCK, pages that cannot be pinned, or a range that changed
+ * while it was pinned. The caller then takes a per-operation path.
+ */
+struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
+				    unsigned long uaddr, u64 len,
+				    bool dev_writes, struct page ***pages)
+{
+	unsigned long start = uaddr & PAGE_MASK, npages;
+	struct lite_pin_entry *e;
+	LIST_HEAD(drop);
+	bool listed;
+
+	if (!pc || current->mm != pc->mm || !len)
+		return NULL;
+	npages = DIV_ROUND_UP(offset_in_page(uaddr) + len, PAGE_SIZE);
+	if (npages > LITE_PIN_PAGES ||
+	    npages > (unsigned long)lite_tun(pin_cache_kb) >> (PAGE_SHIFT - 10))
+		return NULL;
+	spin_lock(&pc->lock);
+	e = lite_pin_find(pc, start, npages, dev_writes, &drop);
+	spin_unlock(&pc->lock);
+	lite_pin_drop(&drop);
+	if (!e) {
+		e = lite_pin_new(pc, start, npages, dev_writes);
+		if (!e)
+			return NULL;
+		spin_lock(&pc->lock);
+		listed = lite_pin_list(pc, e, &drop);
+		spin_unlock(&pc->lock);
+		lite_pin_drop(&drop);
+		if (!listed) {
+			lite_pin_put(e);
+			return NULL;
+		}
+	}
+	*pages = e->pages + ((start - e->start) >> PAGE_SHIFT);
+	return e;
+}
+
+/**
+ * lite_pin_cache_free - unpin everything a file's cache holds
+ * @pc: the cache, or NULL
+ *
+ * At the file's release, when no operation of it runs. Sleeps.
+ */
+void lite_pin_cache_free(struct lite_pin_cache *pc)
+{
+	struct lite_pin_entry *e, *tmp;
+	LIST_HEAD(drop);
+
+	if (!pc)
+		return;
+	spin_lock(&pc->lock);
+	list_for_each_entry_safe(e, tmp, &pc->lru, lru)
+		lite_pin_unlist(pc, e, &drop);
+	spin_unlock(&pc->lock);
+	lite_pin_drop(&drop);
+	mmdrop(pc->mm);
+	kfree(pc);
+}
