@@ -8,8 +8,9 @@
  * address space (FOLL_LONGTERM, charged to the process's pinned memory
  * against RLIMIT_MEMLOCK, as an ib_umem is) and watches the range with an
  * mmu interval notifier: once the range is unmapped, remapped, made
- * copy-on-write by a fork, or otherwise invalidated, the entry is stale and
- * is dropped at its next lookup; the pages are pinned afresh. Pinned pages
+ * copy-on-write by a fork, or otherwise invalidated, the entry is stale: it
+ * is unpinned in the background (and never used again), and the next call
+ * with the buffer pins its new pages. Pinned pages
  * stay allocated until unpinned, so an operation that raced with an unmap
  * reads or writes the old pages, as if it had run before the unmap.
  *
@@ -27,6 +28,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "internal.h"
 
@@ -40,6 +42,7 @@ struct lite_pin_cache {
 	struct list_head lru;		/* lite_pin_entry, newest first */
 	unsigned long pages;		/* pinned by listed entries */
 	unsigned int n;			/* listed entries */
+	struct work_struct purge;	/* drops invalidated entries */
 };
 
 /* Pages of one range, pinned for as long as the entry lives. */
@@ -67,12 +70,16 @@ static bool lite_pin_invalidate(struct mmu_interval_notifier *mni,
 	spin_lock(&e->pc->lock);
 	mmu_interval_set_seq(mni, cur_seq);
 	spin_unlock(&e->pc->lock);
+	/* Unpin now, not at the next lookup, which may never come. */
+	schedule_work(&e->pc->purge);
 	return true;
 }
 
 static const struct mmu_interval_notifier_ops lite_pin_ops = {
 	.invalidate = lite_pin_invalidate,
 };
+
+static void lite_pin_purge(struct work_struct *work);
 
 /**
  * lite_pin_cache_new - a file's cache of pinned buffers
@@ -96,6 +103,7 @@ struct lite_pin_cache *lite_pin_cache_new(void)
 	mmgrab(pc->mm);
 	spin_lock_init(&pc->lock);
 	INIT_LIST_HEAD(&pc->lru);
+	INIT_WORK(&pc->purge, lite_pin_purge);
 	return pc;
 }
 
@@ -161,7 +169,7 @@ static struct lite_pin_entry *lite_pin_find(struct lite_pin_cache *pc,
 			continue;
 		}
 		if (start < e->start ||
-		    start + npages > e->start + e->npages ||
+		    ((start - e->start) >> PAGE_SHIFT) + npages > e->npages ||
 		    (write && !e->writable))
 			continue;
 		refcount_inc(&e->ref);
@@ -169,6 +177,25 @@ static struct lite_pin_entry *lite_pin_find(struct lite_pin_cache *pc,
 		return e;
 	}
 	return NULL;
+}
+
+/*
+ * Unpin the entries whose range was invalidated (unmapped, remapped, the
+ * process exited, ...): their pages are no longer the buffer's.
+ */
+static void lite_pin_purge(struct work_struct *work)
+{
+	struct lite_pin_cache *pc = container_of(work, struct lite_pin_cache,
+						 purge);
+	struct lite_pin_entry *e, *tmp;
+	LIST_HEAD(drop);
+
+	spin_lock(&pc->lock);
+	list_for_each_entry_safe(e, tmp, &pc->lru, lru)
+		if (mmu_interval_read_retry(&e->mni, e->seq))
+			lite_pin_unlist(pc, e, &drop);
+	spin_unlock(&pc->lock);
+	lite_pin_drop(&drop);
 }
 
 /* Whether [start, start + len) is private anonymous memory throughout. */
@@ -214,8 +241,6 @@ static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
 	struct lite_pin_entry *e;
 	int pinned;
 
-	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT))
-		return NULL;
 	e = kvzalloc(struct_size(e, pages, npages), GFP_KERNEL);
 	if (!e)
 		return NULL;
@@ -227,8 +252,13 @@ static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
 	if (mmu_interval_notifier_insert(&e->mni, pc->mm, start,
 					 npages << PAGE_SHIFT, &lite_pin_ops))
 		goto free_entry;
+	/*
+	 * From here on a change of the range is seen (lite_pin_list()), so
+	 * what it maps cannot change between the check and the pinning.
+	 */
 	e->seq = mmu_interval_read_begin(&e->mni);
-	if (!lite_pin_charge(pc->mm, npages))
+	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT) ||
+	    !lite_pin_charge(pc->mm, npages))
 		goto remove_notifier;
 	pinned = pin_user_pages_fast(start, npages, FOLL_LONGTERM |
 				     (write ? FOLL_WRITE : 0), e->pages);
@@ -346,6 +376,8 @@ void lite_pin_cache_free(struct lite_pin_cache *pc)
 		lite_pin_unlist(pc, e, &drop);
 	spin_unlock(&pc->lock);
 	lite_pin_drop(&drop);
+	/* No notifier is left to queue it again. */
+	cancel_work_sync(&pc->purge);
 	mmdrop(pc->mm);
 	kfree(pc);
 }

@@ -641,36 +641,61 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 struct lite_pinned {
 	struct ib_device *dev;
 	struct page **pages;
-	u64 *dma;
+	u64 *dma;		/* per page: the address of its byte 0, of
+				 * which only the part used is mapped */
 	int n;
 	u32 first_off;		/* offset of the first byte in pages[0] */
+	u64 len;		/* bytes from there */
 	bool write;		/* pages are the source (RDMA WRITE) */
 };
 
+/* The part of page @i of @p the step moves: its offset and length. */
+static void lite_pinned_piece(const struct lite_pinned *p, int i, u32 *off,
+			      u32 *len)
+{
+	u64 page = (u64)i * PAGE_SIZE;
+	u64 from = max_t(u64, page, p->first_off);
+	u64 to = min_t(u64, page + PAGE_SIZE, p->first_off + p->len);
+
+	*off = from - page;
+	*len = to - from;
+}
+
+/*
+ * Unmap the first @n pages of @p. Only the bytes moved were mapped: a
+ * bounce buffer (swiotlb) or a cache invalidation at unmap must not touch
+ * the rest of a page, which may be other data of the process.
+ */
 static void lite_pinned_unmap(struct lite_pinned *p, int n)
 {
 	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
 						 DMA_FROM_DEVICE;
+	u32 off, len;
 	int i;
 
-	for (i = 0; i < n; i++)
-		ib_dma_unmap_page(p->dev, p->dma[i], PAGE_SIZE, dir);
+	for (i = 0; i < n; i++) {
+		lite_pinned_piece(p, i, &off, &len);
+		ib_dma_unmap_page(p->dev, p->dma[i] + off, len, dir);
+	}
 }
 
-/* Map the p->n pinned pages of @p for the device. */
+/* Map the part of each of the p->n pinned pages of @p the step moves. */
 static int lite_pinned_map(struct lite_pinned *p)
 {
 	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
 						 DMA_FROM_DEVICE;
+	u32 off, len;
+	u64 dma;
 	int i;
 
 	for (i = 0; i < p->n; i++) {
-		p->dma[i] = ib_dma_map_page(p->dev, p->pages[i], 0, PAGE_SIZE,
-					    dir);
-		if (ib_dma_mapping_error(p->dev, p->dma[i])) {
+		lite_pinned_piece(p, i, &off, &len);
+		dma = ib_dma_map_page(p->dev, p->pages[i], off, len, dir);
+		if (ib_dma_mapping_error(p->dev, dma)) {
 			lite_pinned_unmap(p, i);
 			return -ENOMEM;
 		}
+		p->dma[i] = dma - off;
 	}
 	return 0;
 }
@@ -687,6 +712,7 @@ static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
 	int want, ret;
 
 	p->first_off = offset_in_page(uaddr);
+	p->len = len;
 	want = DIV_ROUND_UP(p->first_off + len, PAGE_SIZE);
 	p->n = pin_user_pages_fast(uaddr & PAGE_MASK, want,
 				   p->write ? 0 : FOLL_WRITE, p->pages);
@@ -821,12 +847,14 @@ static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
 		if (ret)
 			break;
 		p.pages = pages + ((offset_in_page(uaddr) + done) >> PAGE_SHIFT);
+		p.len = n;
 		p.n = DIV_ROUND_UP(p.first_off + n, PAGE_SIZE);
 		ret = lite_pinned_map(&p);
 		if (ret)
 			break;
 		ret = lite_rdma_xfer_pinned(conn, lmr, off + done, n, &p);
 		lite_pinned_unmap(&p, p.n);
+		cond_resched();
 	}
 	return ret;
 }
