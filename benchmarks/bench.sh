@@ -292,25 +292,34 @@ else
 	say "$lite not built (liblite has no C API yet?): no lite numbers"
 	rc=1
 	: >"$out/lite.csv"
-	rm -f "$out/copy.csv" "$out/zcopy.csv"
+	rm -f "$out/copy.csv" "$out/zcopy.csv" "$out/kept.csv"
 fi
 
-# Where zero copy starts to pay: the copy path (kernel buffer) against the
-# zero-copy path (pinned user pages) per size; the kernel switches at
-# zcopy_min_kb (module parameter, lite_kmod/params.c), chosen from this table.
+# Where zero copy starts to pay for buffers the kernel does not keep
+# pinned: the copy path (kernel buffer) against the zero-copy path (user
+# pages pinned for the call) per size, with pin_cache_kb 0; the kernel
+# switches at zcopy_min_kb (module parameter, lite_kmod/params.c), chosen
+# from this table. Then the default path with pin_cache_kb back (kept.csv):
+# the pages of the benchmark's one buffer kept pinned between calls.
 if [ -x "$lite" ]; then
 	zsizes=${BENCH_ZSIZES:-4096,8192,16384,32768,65536,262144,1048576}
 	zopts=(--iters "${BENCH_ZITERS:-300}" --warmup 30 --sizes "$zsizes")
-	say "copy vs zero copy: $zsizes"
+	pin_param=/sys/module/lite/parameters/pin_cache_kb
+	pin_kb=$(cat "$pin_param")
+	say "copy vs zero copy: $zsizes (pin_cache_kb 0), then pages kept pinned (pin_cache_kb $pin_kb)"
+	echo 0 >"$pin_param"
 	run_to "$out/copy.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 1048576 \
 		--path copy "${zopts[@]}" || true
 	run_to "$out/zcopy.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 1048576 \
 		--path zcopy "${zopts[@]}" || true
+	echo "$pin_kb" >"$pin_param"
+	run_to "$out/kept.csv" "$lite" --instance "$client_inst" --node "$server_node" --lmr-size 1048576 \
+		"${zopts[@]}" || true
 fi
 # The table joins the three latency CSVs on op (less native-lat's -event
-# suffix) and size; the copy path against zero copy (copy.csv, zcopy.csv,
-# if lite-lat ran them) follows it in latency.txt, with
-# zcopy-threshold.csv.
+# suffix) and size; the copy path against zero copy and kept pages
+# (copy.csv, zcopy.csv, kept.csv, if lite-lat ran them) follows it in
+# latency.txt, with zcopy-threshold.csv.
 report latency "${run_info[@]}" iters="$iters" warmup="$warmup"
 show latency
 fi # latency

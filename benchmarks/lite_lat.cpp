@@ -153,8 +153,8 @@ int main(int argc, char** argv)
         lite_cli::add_choice(
             app, "--path", g_flags,
             {{"auto", 0U}, {"copy", uint32_t{LITE_RW_COPY}}, {"zcopy", uint32_t{LITE_RW_ZCOPY}}},
-            "auto (default: the kernel picks by size), copy (through a kernel buffer) or zcopy (pinned "
-            "user pages)");
+            "auto (default: the kernel picks: pages it keeps pinned, else by size), copy (through a kernel "
+            "buffer) or zcopy (user pages kept pinned, or pinned for the call)");
         bench::add_common(app, a.opt, LITE_LMR_MAX); // sizes are checked against the LMR size in run()
         return app.run(argc, argv, [&a] { return run(a); });
     });

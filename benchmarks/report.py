@@ -443,26 +443,30 @@ def section_latency(d, summary, p):
 
 def zcopy_table(d):
     """Where zero copy starts to pay: lite-lat --path copy against --path
-    zcopy (median us) by op and size; zcopy-threshold.csv."""
-    copy, zcopy, order = {}, {}, []
-    for name in ("copy.csv", "zcopy.csv"):
+    zcopy with pin_cache_kb 0 (median us) by op and size, and beside them
+    the default path with the buffer's pages kept pinned (kept.csv);
+    zcopy-threshold.csv."""
+    runs = {"copy.csv": {}, "zcopy.csv": {}, "kept.csv": {}}
+    order = []
+    for name, med in runs.items():
         for r in raw_rows(d, name):
-            if r[0] in ("fetch-add", "cmp-swap"):
+            if r[0] in ("fetch-add", "cmp-swap", "cpu-fetch-add", "cpu-cmp-swap"):
                 continue  # no copy in atomics
             k = f"{r[0]},{r[1]}"
             if name == "copy.csv":
                 order.append(k)
-                copy[k] = r[MED]
-            else:
-                zcopy[k] = r[MED]
-    row = "%-6s %8s %10s %10s %8s"
-    lines = ["", "copy path vs zero-copy path (lite, median us)", row % ("op", "size", "copy", "zcopy", "faster")]
-    out = ["op,size,copy_median_us,zcopy_median_us"]
+            med[k] = r[MED]
+    copy, zcopy, kept = runs["copy.csv"], runs["zcopy.csv"], runs["kept.csv"]
+    row = "%-6s %8s %10s %10s %10s %8s"
+    lines = ["", "copy path vs zero copy, pinned per call (pin_cache_kb 0) or kept pinned (lite, median us)",
+             row % ("op", "size", "copy", "zcopy", "kept", "faster")]
+    out = ["op,size,copy_median_us,zcopy_median_us,kept_median_us"]
     for k in order:
-        z = zcopy.get(k, "-")
+        z, kp = zcopy.get(k, "-"), kept.get(k, "-")
         faster = ("zcopy" if less(zcopy[k], copy[k]) else "copy") if k in zcopy else "-"
-        lines.append(row % (*k.split(","), copy[k], z, faster))
-        out.append(f"{k},{copy[k]},{z}")
+        lines.append(row % (*k.split(","), copy[k], z, kp, faster))
+        out.append(f"{k},{copy[k]},{z},{kp}")
+    lines.append("faster: of copy and zcopy, the two paths zcopy_min_kb chooses between for buffers not kept")
     write_lines(d, "zcopy-threshold.csv", out)
     return lines
 
