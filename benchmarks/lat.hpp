@@ -25,10 +25,15 @@
 namespace bench
 {
 
+enum class Only { all, write, read };
+
 struct Options {
     unsigned iters = 1000;
     unsigned warmup = 100;
     std::vector<size_t> sizes{8, 64, 512, 4096, 32768};
+    Only only = Only::all; // --only: one operation (for profiling it alone)
+
+    [[nodiscard]] bool runs(Only op) const { return only == Only::all || only == op; }
 };
 
 // --iters, --warmup and --sizes (each size in 1..@max_size) into @o; the
@@ -42,6 +47,13 @@ inline void add_common(CLI::App& app, Options& o, size_t max_size, const std::st
                          prefix + "untimed " + what + " before them (default " + std::to_string(o.warmup) + ")");
     lite_cli::add_list(app, "--sizes", o.sizes, 1, max_size,
                        prefix + "comma-separated sizes in bytes (default " + lite_cli::join(o.sizes) + ")");
+}
+
+// --only write|read: time that operation alone (default: every one).
+inline void add_only(CLI::App& app, Options& o)
+{
+    lite_cli::add_choice(app, "--only", o.only, {{"write", Only::write}, {"read", Only::read}},
+                         "time only this operation, to profile it alone (default: all of them)");
 }
 
 struct Stats {

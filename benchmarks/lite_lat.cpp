@@ -121,14 +121,16 @@ int run(const Args& a)
     }
 
     bench::print_csv_header();
-    for (size_t size : opt.sizes) {
+    for (size_t size : opt.runs(bench::Only::write) ? opt.sizes : std::vector<size_t>{}) {
         bench::Stats s = bench::measure(opt, [&] { write_lmr(lite.get(), lmr, out, size); });
         bench::print_csv_row("write", size, opt, s);
     }
-    for (size_t size : opt.sizes) {
+    for (size_t size : opt.runs(bench::Only::read) ? opt.sizes : std::vector<size_t>{}) {
         bench::Stats s = bench::measure(opt, [&] { read_lmr(lite.get(), lmr, in, size); });
         bench::print_csv_row("read", size, opt, s);
     }
+    if (opt.only != bench::Only::all)
+        return 0;
     // The two atomic domains (docs/uapi.md): one-sided NIC atomics on an
     // LMR of LITE_LMR_NIC_ATOMIC, the memory node's CPU on any other.
     Lmr nic(lite.get(), 4096, node, LITE_LMR_NIC_ATOMIC);
@@ -156,6 +158,7 @@ int main(int argc, char** argv)
             "auto (default: the kernel picks: pages it keeps pinned, else by size), copy (through a kernel "
             "buffer) or zcopy (user pages kept pinned, or pinned for the call)");
         bench::add_common(app, a.opt, LITE_LMR_MAX); // sizes are checked against the LMR size in run()
+        bench::add_only(app, a.opt);
         return app.run(argc, argv, [&a] { return run(a); });
     });
 }

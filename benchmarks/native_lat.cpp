@@ -151,6 +151,8 @@ int run(const Args& a)
 
     bench::print_csv_header();
     for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ}) {
+        if (!opt.runs(op == IBV_WR_RDMA_WRITE ? bench::Only::write : bench::Only::read))
+            continue;
         const std::string label = op_label(op == IBV_WR_RDMA_WRITE ? "write" : "read", mode);
         for (size_t size : opt.sizes) {
             bench::Stats s = bench::measure(opt, [&] { post(op, size); });
@@ -176,6 +178,7 @@ int main(int argc, char** argv)
             "channel (ibv_req_notify_cq, ibv_get_cq_event) and polls after each event; the CSV's ops are then "
             "write-event and read-event");
         bench::add_common(app, a.opt, kMaxSize);
+        bench::add_only(app, a.opt);
         return app.run(argc, argv, [&a] { return run(a); });
     });
 }
