@@ -109,11 +109,10 @@ struct lite_pin_cache *lite_pin_cache_new(void)
 
 static void lite_pin_entry_free(struct lite_pin_entry *e)
 {
-	struct mm_struct *mm = e->mni.mm;
-
+	/* Before the notifier goes: it holds a reference on the mm too. */
+	atomic64_sub(e->npages, &e->mni.mm->pinned_vm);
 	mmu_interval_notifier_remove(&e->mni);
 	unpin_user_pages_dirty_lock(e->pages, e->npages, e->writable);
-	atomic64_sub(e->npages, &mm->pinned_vm);
 	kvfree(e);
 }
 
@@ -151,26 +150,22 @@ static void lite_pin_drop(struct list_head *drop)
 }
 
 /*
- * A listed, valid entry covering [start, start + npages) that the device
- * may @write to if asked, referenced; stale entries met on the way move
- * to @drop.
+ * A listed entry covering [start, start + npages) that the device may
+ * @write to if asked, referenced; not one whose range was invalidated
+ * (lite_pin_purge() unpins those).
  */
 static struct lite_pin_entry *lite_pin_find(struct lite_pin_cache *pc,
 					    unsigned long start,
-					    unsigned long npages, bool write,
-					    struct list_head *drop)
+					    unsigned long npages, bool write)
 {
-	struct lite_pin_entry *e, *tmp;
+	struct lite_pin_entry *e;
 
 	lockdep_assert_held(&pc->lock);
-	list_for_each_entry_safe(e, tmp, &pc->lru, lru) {
-		if (mmu_interval_read_retry(&e->mni, e->seq)) {
-			lite_pin_unlist(pc, e, drop);
-			continue;
-		}
+	list_for_each_entry(e, &pc->lru, lru) {
 		if (start < e->start ||
 		    ((start - e->start) >> PAGE_SHIFT) + npages > e->npages ||
-		    (write && !e->writable))
+		    (write && !e->writable) ||
+		    mmu_interval_read_retry(&e->mni, e->seq))
 			continue;
 		refcount_inc(&e->ref);
 		list_move(&e->lru, &pc->lru);
@@ -338,9 +333,8 @@ struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 	    npages > (unsigned long)lite_tun(pin_cache_kb) >> (PAGE_SHIFT - 10))
 		return NULL;
 	spin_lock(&pc->lock);
-	e = lite_pin_find(pc, start, npages, dev_writes, &drop);
+	e = lite_pin_find(pc, start, npages, dev_writes);
 	spin_unlock(&pc->lock);
-	lite_pin_drop(&drop);
 	if (!e) {
 		e = lite_pin_new(pc, start, npages, dev_writes);
 		if (!e)
