@@ -7,12 +7,17 @@
  * An entry pins the pages of one page-aligned range of the opener's
  * address space (FOLL_LONGTERM, charged to the process's pinned memory
  * against RLIMIT_MEMLOCK, as an ib_umem is) and watches the range with an
- * mmu interval notifier: once the range is unmapped, remapped, made
- * copy-on-write by a fork, or otherwise invalidated, the entry is stale: it
- * is unpinned in the background (and never used again), and the next call
- * with the buffer pins its new pages. Pinned pages
- * stay allocated until unpinned, so an operation that raced with an unmap
- * reads or writes the old pages, as if it had run before the unmap.
+ * mmu interval notifier: once the range is unmapped, remapped, its pages
+ * dropped, or otherwise invalidated other than by a protection change,
+ * the entry is stale: it is unpinned in the background (and never used
+ * again), and the next call with the buffer pins its new pages. Pinned
+ * pages stay allocated until unpinned, so an operation that raced with an
+ * unmap reads or writes the old pages, as if it had run before the unmap.
+ *
+ * The cache keeps at most pin_cache_kb and, without CAP_IPC_LOCK, half of
+ * RLIMIT_MEMLOCK, leaving the rest to the process's own registrations; it
+ * drops its oldest entries before charging a new one, so it never stops
+ * caching because of what it holds itself.
  *
  * Only private anonymous memory is cached (heap, stacks, anonymous mmap):
  * a file's page written by RDMA while pinned for long could be written
@@ -23,11 +28,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/user_namespace.h>
 #include <linux/workqueue.h>
 
 #include "internal.h"
@@ -67,6 +74,15 @@ static bool lite_pin_invalidate(struct mmu_interval_notifier *mni,
 	struct lite_pin_entry *e = container_of(mni, struct lite_pin_entry,
 						mni);
 
+	/*
+	 * A protection change (mprotect, NUMA hinting, the write protection
+	 * of fork) leaves the range mapping the pages we pinned: private
+	 * anonymous pages pinned for DMA are exclusive, so a later write
+	 * fault reuses them and fork copies them for the child instead.
+	 */
+	if (range->event == MMU_NOTIFY_PROTECTION_VMA ||
+	    range->event == MMU_NOTIFY_PROTECTION_PAGE)
+		return true;
 	spin_lock(&e->pc->lock);
 	mmu_interval_set_seq(mni, cur_seq);
 	spin_unlock(&e->pc->lock);
@@ -175,6 +191,25 @@ static struct lite_pin_entry *lite_pin_find(struct lite_pin_cache *pc,
 }
 
 /*
+ * Unlist the entries whose range was invalidated, then the oldest ones
+ * until at most @max_n entries of at most @max_pages pages are left.
+ */
+static void lite_pin_trim(struct lite_pin_cache *pc, unsigned long max_pages,
+			  unsigned int max_n, struct list_head *drop)
+{
+	struct lite_pin_entry *e, *tmp;
+
+	lockdep_assert_held(&pc->lock);
+	list_for_each_entry_safe(e, tmp, &pc->lru, lru)
+		if (mmu_interval_read_retry(&e->mni, e->seq))
+			lite_pin_unlist(pc, e, drop);
+	while (pc->n && (pc->n > max_n || pc->pages > max_pages)) {
+		e = list_last_entry(&pc->lru, struct lite_pin_entry, lru);
+		lite_pin_unlist(pc, e, drop);
+	}
+}
+
+/*
  * Unpin the entries whose range was invalidated (unmapped, remapped, the
  * process exited, ...): their pages are no longer the buffer's.
  */
@@ -182,13 +217,10 @@ static void lite_pin_purge(struct work_struct *work)
 {
 	struct lite_pin_cache *pc = container_of(work, struct lite_pin_cache,
 						 purge);
-	struct lite_pin_entry *e, *tmp;
 	LIST_HEAD(drop);
 
 	spin_lock(&pc->lock);
-	list_for_each_entry_safe(e, tmp, &pc->lru, lru)
-		if (mmu_interval_read_retry(&e->mni, e->seq))
-			lite_pin_unlist(pc, e, &drop);
+	lite_pin_trim(pc, ULONG_MAX, UINT_MAX, &drop);
 	spin_unlock(&pc->lock);
 	lite_pin_drop(&drop);
 }
@@ -226,14 +258,17 @@ static bool lite_pin_charge(struct mm_struct *mm, unsigned long npages)
 }
 
 /*
- * A new entry for [start, start + npages), pinned; NULL if it cannot be
- * (the per-operation paths then report what is wrong with the buffer).
+ * A new entry for [start, start + npages), pinned, with room made for it
+ * within @budget pages; NULL if it cannot be (the per-operation paths then
+ * report what is wrong with the buffer).
  */
 static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
 					   unsigned long start,
-					   unsigned long npages, bool write)
+					   unsigned long npages, bool write,
+					   unsigned long budget)
 {
 	struct lite_pin_entry *e;
+	LIST_HEAD(drop);
 	int pinned;
 
 	e = kvzalloc(struct_size(e, pages, npages), GFP_KERNEL);
@@ -252,8 +287,14 @@ static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
 	 * what it maps cannot change between the check and the pinning.
 	 */
 	e->seq = mmu_interval_read_begin(&e->mni);
-	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT) ||
-	    !lite_pin_charge(pc->mm, npages))
+	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT))
+		goto remove_notifier;
+	/* Make room first: what goes is uncharged before @e is charged. */
+	spin_lock(&pc->lock);
+	lite_pin_trim(pc, budget - npages, LITE_PIN_ENTRIES - 1, &drop);
+	spin_unlock(&pc->lock);
+	lite_pin_drop(&drop);
+	if (!lite_pin_charge(pc->mm, npages))
 		goto remove_notifier;
 	pinned = pin_user_pages_fast(start, npages, FOLL_LONGTERM |
 				     (write ? FOLL_WRITE : 0), e->pages);
@@ -274,29 +315,38 @@ free_entry:
 }
 
 /*
- * List @e, newest, unless the range changed while it was pinned; the
- * oldest entries go while the cache is over its bounds.
+ * List @e, newest, unless the range changed while it was pinned; older
+ * entries go to keep the cache within @budget pages.
  */
 static bool lite_pin_list(struct lite_pin_cache *pc, struct lite_pin_entry *e,
-			  struct list_head *drop)
+			  unsigned long budget, struct list_head *drop)
 {
-	unsigned long max = (unsigned long)lite_tun(pin_cache_kb) >>
-			    (PAGE_SHIFT - 10);
-	struct lite_pin_entry *old;
-
 	lockdep_assert_held(&pc->lock);
 	if (mmu_interval_read_retry(&e->mni, e->seq))
 		return false;
-	while (pc->n && (pc->n >= LITE_PIN_ENTRIES ||
-			 pc->pages + e->npages > max)) {
-		old = list_last_entry(&pc->lru, struct lite_pin_entry, lru);
-		lite_pin_unlist(pc, old, drop);
-	}
+	lite_pin_trim(pc, budget - e->npages, LITE_PIN_ENTRIES - 1, drop);
 	refcount_inc(&e->ref);		/* the list's */
 	list_add(&e->lru, &pc->lru);
 	pc->pages += e->npages;
 	pc->n++;
 	return true;
+}
+
+/*
+ * Pages the cache may keep: pin_cache_kb, and without CAP_IPC_LOCK half
+ * of RLIMIT_MEMLOCK, so that the process's own registrations (ibv_reg_mr)
+ * always have the other half.
+ */
+static unsigned long lite_pin_budget(void)
+{
+	unsigned long max = (unsigned long)lite_tun(pin_cache_kb) >>
+			    (PAGE_SHIFT - 10);
+	unsigned long half = rlimit(RLIMIT_MEMLOCK) >> (PAGE_SHIFT + 1);
+
+	/* A question of policy, not an attempt: no audit record. */
+	if (max > half && !ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK))
+		max = half;
+	return max;
 }
 
 /**
@@ -313,15 +363,16 @@ static bool lite_pin_list(struct lite_pin_cache *pc, struct lite_pin_entry *e,
  *
  * Return: the entry, referenced (drop it with lite_pin_put()); or NULL
  * when the cache does not take this buffer: no cache or another address
- * space, off, too large, not private anonymous memory, over
- * RLIMIT_MEMLOCK, pages that cannot be pinned, or a range that changed
- * while it was pinned. The caller then takes a per-operation path.
+ * space, off, larger than the cache may keep, not private anonymous
+ * memory, over RLIMIT_MEMLOCK with what the process pinned itself, pages
+ * that cannot be pinned, or a range that changed while it was pinned. The
+ * caller then takes a per-operation path.
  */
 struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 				    unsigned long uaddr, u64 len,
 				    bool dev_writes, struct page ***pages)
 {
-	unsigned long start = uaddr & PAGE_MASK, npages;
+	unsigned long start = uaddr & PAGE_MASK, npages, budget;
 	struct lite_pin_entry *e;
 	LIST_HEAD(drop);
 	bool listed;
@@ -329,18 +380,24 @@ struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 	if (!pc || current->mm != pc->mm || !len)
 		return NULL;
 	npages = DIV_ROUND_UP(offset_in_page(uaddr) + len, PAGE_SIZE);
-	if (npages > LITE_PIN_PAGES ||
-	    npages > (unsigned long)lite_tun(pin_cache_kb) >> (PAGE_SHIFT - 10))
-		return NULL;
+	budget = lite_pin_budget();
 	spin_lock(&pc->lock);
+	/* A lowered budget (pin_cache_kb, the memlock limit) applies now. */
+	lite_pin_trim(pc, budget, LITE_PIN_ENTRIES, &drop);
+	if (npages > LITE_PIN_PAGES || npages > budget) {
+		spin_unlock(&pc->lock);
+		lite_pin_drop(&drop);
+		return NULL;
+	}
 	e = lite_pin_find(pc, start, npages, dev_writes);
 	spin_unlock(&pc->lock);
+	lite_pin_drop(&drop);
 	if (!e) {
-		e = lite_pin_new(pc, start, npages, dev_writes);
+		e = lite_pin_new(pc, start, npages, dev_writes, budget);
 		if (!e)
 			return NULL;
 		spin_lock(&pc->lock);
-		listed = lite_pin_list(pc, e, &drop);
+		listed = lite_pin_list(pc, e, budget, &drop);
 		spin_unlock(&pc->lock);
 		lite_pin_drop(&drop);
 		if (!listed) {

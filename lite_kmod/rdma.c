@@ -637,7 +637,7 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* Pinned user pages of one zero-copy step, DMA-mapped. */
+/* Pinned user pages of one transfer step, DMA-mapped. */
 struct lite_pinned {
 	struct ib_device *dev;
 	struct page **pages;
@@ -700,37 +700,6 @@ static int lite_pinned_map(struct lite_pinned *p)
 	return 0;
 }
 
-static void lite_unpin(struct lite_pinned *p)
-{
-	lite_pinned_unmap(p, p->n);
-	unpin_user_pages_dirty_lock(p->pages, p->n, !p->write);
-	p->n = 0;
-}
-
-static int lite_pin(struct lite_pinned *p, unsigned long uaddr, u64 len)
-{
-	int want, ret;
-
-	p->first_off = offset_in_page(uaddr);
-	p->len = len;
-	want = DIV_ROUND_UP(p->first_off + len, PAGE_SIZE);
-	p->n = pin_user_pages_fast(uaddr & PAGE_MASK, want,
-				   p->write ? 0 : FOLL_WRITE, p->pages);
-	if (p->n != want) {
-		if (p->n > 0)
-			unpin_user_pages(p->pages, p->n);
-		p->n = 0;
-		/* Pinning stops for a fatal signal too: not the buffer's fault. */
-		return lite_rdma_killed() ?: -EFAULT;
-	}
-	ret = lite_pinned_map(p);
-	if (ret) {
-		unpin_user_pages(p->pages, p->n);
-		p->n = 0;
-	}
-	return ret;
-}
-
 /* Post one pinned step: WRs of up to max_sge page pieces each. */
 static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 				 u64 off, u64 len, struct lite_pinned *p)
@@ -785,52 +754,15 @@ static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* Zero-copy path: the NIC reads or writes the pinned user pages. */
-static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
-			      u64 off, u64 len, void __user *buf, bool write)
-{
-	unsigned long uaddr = (unsigned long)buf;
-	struct lite_pinned p = {
-		.dev = conn->node->ibdev->dev,
-		.write = write,
-	};
-	u64 done, n;
-	int ret = 0;
-
-	p.pages = kvmalloc_array(LITE_PIN_PAGES, sizeof(*p.pages), GFP_KERNEL);
-	p.dma = kvmalloc_array(LITE_PIN_PAGES, sizeof(*p.dma), GFP_KERNEL);
-	if (!p.pages || !p.dma) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (done = 0; !ret && done < len; done += n) {
-		n = min_t(u64, len - done, LITE_PIN_PAGES * PAGE_SIZE -
-			  offset_in_page(uaddr + done));
-		ret = lite_rdma_killed();
-		if (ret)
-			break;
-		ret = lite_pin(&p, uaddr + done, n);
-		if (ret)
-			break;
-		ret = lite_rdma_xfer_pinned(conn, lmr, off + done, n, &p);
-		lite_unpin(&p);
-		cond_resched();
-	}
-out:
-	kvfree(p.dma);
-	kvfree(p.pages);
-	return ret;
-}
-
 /*
- * Cached path: the NIC reads or writes pages the file's cache keeps pinned
- * (pincache.c), mapped LITE_PIN_MAP_PAGES at a time.
+ * Move [uaddr, uaddr + len) between its pinned @pages (from uaddr's page
+ * on) and the LMR, DMA-mapping @max_map pages at a time into @dma.
  */
-static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
-			       u64 off, u64 len, unsigned long uaddr,
-			       bool write, struct page **pages)
+static int lite_rdma_rw_pages(struct lite_conn *conn, struct lite_lmr *lmr,
+			      u64 off, u64 len, unsigned long uaddr,
+			      bool write, struct page **pages, u64 *dma,
+			      u32 max_map)
 {
-	u64 dma[LITE_PIN_MAP_PAGES];
 	struct lite_pinned p = {
 		.dev = conn->node->ibdev->dev,
 		.dma = dma,
@@ -841,8 +773,8 @@ static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
 
 	for (done = 0; !ret && done < len; done += n) {
 		p.first_off = offset_in_page(uaddr + done);
-		n = min_t(u64, len - done,
-			  LITE_PIN_MAP_PAGES * PAGE_SIZE - p.first_off);
+		n = min_t(u64, len - done, (u64)max_map * PAGE_SIZE -
+			  p.first_off);
 		ret = lite_rdma_killed();
 		if (ret)
 			break;
@@ -856,6 +788,63 @@ static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
 		lite_pinned_unmap(&p, p.n);
 		cond_resched();
 	}
+	return ret;
+}
+
+/*
+ * Cached path: the NIC reads or writes pages the file's cache keeps pinned
+ * (pincache.c), mapped LITE_PIN_MAP_PAGES at a time.
+ */
+static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
+			       u64 off, u64 len, unsigned long uaddr,
+			       bool write, struct page **pages)
+{
+	u64 dma[LITE_PIN_MAP_PAGES];
+
+	return lite_rdma_rw_pages(conn, lmr, off, len, uaddr, write, pages,
+				  dma, LITE_PIN_MAP_PAGES);
+}
+
+/*
+ * Zero-copy path: the user pages are pinned for the call, LITE_PIN_PAGES
+ * at a time, and the NIC reads or writes them in place.
+ */
+static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
+			      u64 off, u64 len, void __user *buf, bool write)
+{
+	unsigned long uaddr = (unsigned long)buf, at;
+	struct page **pages;
+	int want, pinned;
+	u64 done, n, *dma;
+	int ret = 0;
+
+	pages = kvmalloc_array(LITE_PIN_PAGES, sizeof(*pages), GFP_KERNEL);
+	dma = kvmalloc_array(LITE_PIN_PAGES, sizeof(*dma), GFP_KERNEL);
+	if (!pages || !dma) {
+		ret = -ENOMEM;
+		goto free_arrays;
+	}
+	for (done = 0; !ret && done < len; done += n) {
+		at = uaddr + done;
+		n = min_t(u64, len - done, LITE_PIN_PAGES * PAGE_SIZE -
+			  offset_in_page(at));
+		want = DIV_ROUND_UP(offset_in_page(at) + n, PAGE_SIZE);
+		pinned = pin_user_pages_fast(at & PAGE_MASK, want,
+					     write ? 0 : FOLL_WRITE, pages);
+		if (pinned != want) {
+			if (pinned > 0)
+				unpin_user_pages(pages, pinned);
+			/* Pinning stops for a fatal signal too. */
+			ret = lite_rdma_killed() ?: -EFAULT;
+			break;
+		}
+		ret = lite_rdma_rw_pages(conn, lmr, off + done, n, at, write,
+					 pages, dma, LITE_PIN_PAGES);
+		unpin_user_pages_dirty_lock(pages, want, !write);
+	}
+free_arrays:
+	kvfree(dma);
+	kvfree(pages);
 	return ret;
 }
 
@@ -910,7 +899,6 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 	struct lite_pin_entry *e;
 	struct lite_conn *conn;
 	struct page **pages;
-	bool zcopy;
 	int ret;
 
 	if (!len)
@@ -918,15 +906,14 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
 		return -ENOTCONN;
-	zcopy = flags & LITE_RW_ZCOPY ||
-		(!(flags & LITE_RW_COPY) &&
-		 len >= (u64)lite_tun(zcopy_min_kb) * 1024);
 	e = lite_rdma_cached(conn, pc, len, buf, write, flags, &pages);
 	if (e) {
 		ret = lite_rdma_rw_cached(conn, lmr, off, len, (uintptr_t)buf,
 					  write, pages);
 		lite_pin_put(e);
-	} else if (zcopy) {
+	} else if (flags & LITE_RW_ZCOPY ||
+		   (!(flags & LITE_RW_COPY) &&
+		    len >= (u64)lite_tun(zcopy_min_kb) * 1024)) {
 		ret = lite_rdma_rw_zcopy(conn, lmr, off, len, buf, write);
 	} else if (write && len <= conn->max_inline) {
 		ret = lite_rdma_write_inline(conn, lmr, off, len, buf);

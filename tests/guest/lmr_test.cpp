@@ -573,7 +573,8 @@ void fill(std::span<uint8_t> s, uint64_t seed)
 
 // Buffers used again move in place from the pages the file keeps pinned
 // (pincache.c); once a buffer's mapping changes (unmapped and mapped
-// again, pages dropped, a fork), its new pages are the ones that move.
+// again, pages dropped), its new pages are the ones that move. A
+// protection change or a fork leaves the buffer its pages: they stay kept.
 TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
 {
     ASSERT_GT(module_param("pin_cache_kb", 0), 0u) << "the default keeps buffers pinned";
@@ -607,18 +608,26 @@ TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
         l.read(0, back.span());
         EXPECT_EQ(checksum(back.span()), sum) << "a read after MADV_DONTNEED";
 
+        round(4, "the new pages kept");
+        const uint64_t kept = vm_pin_kb();
         pid_t pid = fork();
         ASSERT_GE(pid, 0);
-        if (pid == 0)
+        if (pid == 0) {
+            // The child has copies; writing them leaves the parent's alone.
+            std::fill(buf.span().begin(), buf.span().end(), 0xee);
             _exit(0);
+        }
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        round(4, "after a fork");
+        ASSERT_EQ(mprotect(buf.span().data(), kLen, PROT_READ), 0);
+        ASSERT_EQ(mprotect(buf.span().data(), kLen, PROT_READ | PROT_WRITE), 0);
+        round(5, "after a fork and mprotect");
+        EXPECT_EQ(vm_pin_kb(), kept) << "a fork or a protection change keeps the pages kept";
 
         // Pieces at odd addresses and lengths, within and across pages.
         std::vector<uint8_t> expect(kLen);
         l.read(0, std::span<uint8_t>(expect));
-        fill(buf.span(), 5);
+        fill(buf.span(), 6);
         for (auto [at, len] : {std::pair<size_t, size_t>{1, 5000}, {4095, 2}, {8191, 20000}, {3, 7}}) {
             l.write(at + 100, std::span<const uint8_t>(buf.span().subspan(at, len)));
             std::copy_n(buf.span().begin() + static_cast<long>(at), len, expect.begin() + static_cast<long>(at + 100));
@@ -636,7 +645,7 @@ TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
         void* p = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
         ASSERT_NE(p, MAP_FAILED);
         std::span<uint8_t> shared(static_cast<uint8_t*>(p), kLen);
-        fill(shared, 6);
+        fill(shared, 7);
         l.write(0, std::span<const uint8_t>(shared));
         const uint64_t shared_sum = checksum(shared);
         std::fill(shared.begin(), shared.end(), 0);
@@ -647,6 +656,84 @@ TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
         close(mfd);
     }
     EXPECT_EQ(vm_pin_kb(), pinned_at_start) << "closing the file unpins what it kept";
+}
+
+// The cache keeps at most half of RLIMIT_MEMLOCK without CAP_IPC_LOCK,
+// giving up its oldest buffers for a new one, and a lowered pin_cache_kb
+// applies at the file's next call.
+TEST_F(Lmr, PinCacheStaysWithinItsBudget)
+{
+    constexpr size_t kLen = size_t{256} * 1024;
+    constexpr uint64_t kKb = kLen / 1024;
+    // Read back into shared memory, which is never kept: only the
+    // buffers written count.
+    void* shared = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(shared, MAP_FAILED);
+    std::span<uint8_t> back(static_cast<uint8_t*>(shared), kLen);
+    auto use = [&](lite::Lmr& l, AnonBuffer& buf, uint64_t seed) {
+        fill(buf.span(), seed);
+        l.write(0, std::span<const uint8_t>(buf.span()));
+        l.read(0, back);
+        EXPECT_EQ(checksum(back), checksum(buf.span())) << "buffer " << seed;
+    };
+
+    // A process without CAP_IPC_LOCK and RLIMIT_MEMLOCK of 1 MiB: the
+    // cache keeps 512 KiB, the newest buffers.
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        rlimit lim{rlim_t{4} * kLen, rlim_t{4} * kLen};
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        std::array<__user_cap_data_struct, 2> caps{};
+        if (setrlimit(RLIMIT_MEMLOCK, &lim) || syscall(SYS_capget, &hdr, caps.data()))
+            _exit(2);
+        caps[0].effective &= ~(1U << CAP_IPC_LOCK);
+        if (syscall(SYS_capset, &hdr, caps.data()))
+            _exit(3);
+        const uint64_t start = vm_pin_kb();
+        auto s = lite::Session::open(inst_[0]);
+        auto l = s.alloc(kLen, 2);
+        std::vector<std::unique_ptr<AnonBuffer>> bufs;
+        for (uint64_t i = 1; i <= 4; i++) {
+            bufs.push_back(std::make_unique<AnonBuffer>(kLen));
+            use(l, *bufs.back(), i);
+            const uint64_t pinned = vm_pin_kb() - start;
+            EXPECT_LE(pinned, 2 * kKb) << "at most half of RLIMIT_MEMLOCK, after buffer " << i;
+            EXPECT_EQ(pinned, std::min<uint64_t>(i, 2) * kKb) << "the newest buffers kept, after buffer " << i;
+        }
+        // The newest is among the kept: its pages go when it is unmapped.
+        bufs.back()->remap();
+        EXPECT_TRUE(wait_until([&] { return vm_pin_kb() - start == kKb; }, 5s))
+            << "VmPin " << vm_pin_kb() - start << " kB over the start after unmapping the newest buffer";
+        _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "without CAP_IPC_LOCK: half of RLIMIT_MEMLOCK, newest buffers kept (status " << status << ")";
+
+    // Lowering pin_cache_kb shrinks the cache at its next call.
+    ParamRestore keep("pin_cache_kb");
+    ASSERT_EQ(set_module_param("pin_cache_kb", "1024"), 0);
+    const uint64_t start = vm_pin_kb();
+    {
+        auto s = lite::Session::open(inst_[0]);
+        auto l = s.alloc(kLen, 2);
+        std::vector<std::unique_ptr<AnonBuffer>> bufs;
+        for (uint64_t i = 1; i <= 4; i++) {
+            bufs.push_back(std::make_unique<AnonBuffer>(kLen));
+            use(l, *bufs.back(), i);
+        }
+        EXPECT_EQ(vm_pin_kb() - start, 4 * kKb) << "pin_cache_kb 1024 keeps four 256 KiB buffers";
+        ASSERT_EQ(set_module_param("pin_cache_kb", "256"), 0);
+        use(l, *bufs.front(), 5);
+        EXPECT_EQ(vm_pin_kb() - start, kKb) << "pin_cache_kb 256: one buffer kept";
+        ASSERT_EQ(set_module_param("pin_cache_kb", "0"), 0);
+        use(l, *bufs.back(), 6);
+        EXPECT_EQ(vm_pin_kb(), start) << "pin_cache_kb 0: nothing kept";
+    }
+    EXPECT_EQ(vm_pin_kb(), start);
+    munmap(shared, kLen);
 }
 
 // With pin_cache_kb 0, or over RLIMIT_MEMLOCK, nothing stays pinned and
