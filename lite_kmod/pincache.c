@@ -8,11 +8,12 @@
  * address space (FOLL_LONGTERM, charged to the process's pinned memory
  * against RLIMIT_MEMLOCK, as an ib_umem is) and watches the range with an
  * mmu interval notifier: once the range is unmapped, remapped, its pages
- * dropped, or otherwise invalidated other than by a protection change,
- * the entry is stale: it is unpinned in the background (and never used
- * again), and the next call with the buffer pins its new pages. Pinned
- * pages stay allocated until unpinned, so an operation that raced with an
- * unmap reads or writes the old pages, as if it had run before the unmap.
+ * dropped, protected against what the device does, or otherwise
+ * invalidated, the entry is stale: it is unpinned in the background (and
+ * never used again), and the next call with the buffer pins its new
+ * pages. Pinned pages stay allocated until unpinned, so an operation that
+ * raced with an unmap reads or writes the old pages, as if it had run
+ * before the unmap.
  *
  * The cache keeps at most pin_cache_kb and, without CAP_IPC_LOCK, half of
  * RLIMIT_MEMLOCK, leaving the rest to the process's own registrations; it
@@ -67,6 +68,27 @@ struct lite_pin_entry {
 	struct page *pages[];		/* immutable */
 };
 
+/*
+ * Whether @e stays good across @range's change of protection. The range
+ * keeps mapping the pages we pinned: private anonymous pages pinned for
+ * DMA are exclusive, so a later write fault reuses them, and fork copies
+ * them for the child instead (its write protection of the parent is
+ * PROTECTION_PAGE). A VMA's new protection must still allow what the
+ * entry lets the device do, though, and no write-protect tracking
+ * (userfaultfd) may watch it.
+ */
+static bool lite_pin_still_valid(const struct lite_pin_entry *e,
+				 const struct mmu_notifier_range *range)
+{
+	unsigned long need = e->writable ? VM_READ | VM_WRITE : VM_READ;
+
+	if (range->event == MMU_NOTIFY_PROTECTION_PAGE)
+		return true;
+	return range->event == MMU_NOTIFY_PROTECTION_VMA && range->vma &&
+	       (range->vma->vm_flags & need) == need &&
+	       !(range->vma->vm_flags & VM_UFFD_WP);
+}
+
 static bool lite_pin_invalidate(struct mmu_interval_notifier *mni,
 				const struct mmu_notifier_range *range,
 				unsigned long cur_seq)
@@ -74,14 +96,7 @@ static bool lite_pin_invalidate(struct mmu_interval_notifier *mni,
 	struct lite_pin_entry *e = container_of(mni, struct lite_pin_entry,
 						mni);
 
-	/*
-	 * A protection change (mprotect, NUMA hinting, the write protection
-	 * of fork) leaves the range mapping the pages we pinned: private
-	 * anonymous pages pinned for DMA are exclusive, so a later write
-	 * fault reuses them and fork copies them for the child instead.
-	 */
-	if (range->event == MMU_NOTIFY_PROTECTION_VMA ||
-	    range->event == MMU_NOTIFY_PROTECTION_PAGE)
+	if (lite_pin_still_valid(e, range))
 		return true;
 	spin_lock(&e->pc->lock);
 	mmu_interval_set_seq(mni, cur_seq);
@@ -289,7 +304,10 @@ static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
 	e->seq = mmu_interval_read_begin(&e->mni);
 	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT))
 		goto remove_notifier;
-	/* Make room first: what goes is uncharged before @e is charged. */
+	/*
+	 * Make room first: what goes is uncharged before @e is charged
+	 * (unless a call still uses it: then when that call ends).
+	 */
 	spin_lock(&pc->lock);
 	lite_pin_trim(pc, budget - npages, LITE_PIN_ENTRIES - 1, &drop);
 	spin_unlock(&pc->lock);

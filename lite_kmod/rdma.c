@@ -829,6 +829,9 @@ static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
 		n = min_t(u64, len - done, LITE_PIN_PAGES * PAGE_SIZE -
 			  offset_in_page(at));
 		want = DIV_ROUND_UP(offset_in_page(at) + n, PAGE_SIZE);
+		ret = lite_rdma_killed();
+		if (ret)
+			break;
 		pinned = pin_user_pages_fast(at & PAGE_MASK, want,
 					     write ? 0 : FOLL_WRITE, pages);
 		if (pinned != want) {

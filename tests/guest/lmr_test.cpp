@@ -610,24 +610,44 @@ TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
 
         round(4, "the new pages kept");
         const uint64_t kept = vm_pin_kb();
+        // A fork while the parent keeps using the buffers: the child has
+        // copies, the parent's kept pages stay the buffers'.
+        const uint64_t before_fork = checksum(buf.span());
+        std::array<int, 2> go{};
+        ASSERT_EQ(pipe(go.data()), 0);
         pid_t pid = fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
-            // The child has copies; writing them leaves the parent's alone.
-            std::fill(buf.span().begin(), buf.span().end(), 0xee);
-            _exit(0);
+            char c = 0;
+            close(go[1]);
+            const bool got = read(go[0], &c, 1) == 1;
+            _exit(got && checksum(buf.span()) == before_fork ? 0 : 1);
         }
+        close(go[0]);
+        round(5, "while a child shares the pages");
+        ASSERT_EQ(write(go[1], "x", 1), 1);
+        close(go[1]);
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's copy kept the data of the fork";
         ASSERT_EQ(mprotect(buf.span().data(), kLen, PROT_READ), 0);
         ASSERT_EQ(mprotect(buf.span().data(), kLen, PROT_READ | PROT_WRITE), 0);
-        round(5, "after a fork and mprotect");
-        EXPECT_EQ(vm_pin_kb(), kept) << "a fork or a protection change keeps the pages kept";
+        // The purge would have run by now; the next call would pin again.
+        EXPECT_FALSE(wait_until([&] { return vm_pin_kb() < kept; }, 1s))
+            << "a fork or a protection change that allows the access keeps the pages kept";
+        round(6, "after a fork and mprotect");
+        EXPECT_EQ(vm_pin_kb(), kept);
+
+        // A buffer made read-only is not written in place by a read.
+        ASSERT_EQ(mprotect(back.span().data(), kLen, PROT_READ), 0);
+        EXPECT_EQ(LITE_read(l.session(), l.handle(), 0, back.span().data(), kLen), -EFAULT)
+            << "a read into a buffer made read-only";
+        ASSERT_EQ(mprotect(back.span().data(), kLen, PROT_READ | PROT_WRITE), 0);
 
         // Pieces at odd addresses and lengths, within and across pages.
         std::vector<uint8_t> expect(kLen);
         l.read(0, std::span<uint8_t>(expect));
-        fill(buf.span(), 6);
+        fill(buf.span(), 7);
         for (auto [at, len] : {std::pair<size_t, size_t>{1, 5000}, {4095, 2}, {8191, 20000}, {3, 7}}) {
             l.write(at + 100, std::span<const uint8_t>(buf.span().subspan(at, len)));
             std::copy_n(buf.span().begin() + static_cast<long>(at), len, expect.begin() + static_cast<long>(at + 100));
@@ -645,7 +665,7 @@ TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
         void* p = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
         ASSERT_NE(p, MAP_FAILED);
         std::span<uint8_t> shared(static_cast<uint8_t*>(p), kLen);
-        fill(shared, 7);
+        fill(shared, 8);
         l.write(0, std::span<const uint8_t>(shared));
         const uint64_t shared_sum = checksum(shared);
         std::fill(shared.begin(), shared.end(), 0);
