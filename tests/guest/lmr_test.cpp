@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <lite/session.hpp>
 #include <random>
 #include <set>
@@ -571,6 +572,30 @@ void fill(std::span<uint8_t> s, uint64_t seed)
         b = static_cast<uint8_t>(rng());
 }
 
+// Run @body in a child process without CAP_IPC_LOCK and with
+// RLIMIT_MEMLOCK of @memlock bytes; whether it returned true without a
+// failed expectation.
+bool in_unprivileged_child(rlim_t memlock, const std::function<bool()>& body)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        rlimit lim{memlock, memlock};
+        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+        std::array<__user_cap_data_struct, 2> caps{};
+        if (setrlimit(RLIMIT_MEMLOCK, &lim) || syscall(SYS_capget, &hdr, caps.data()))
+            _exit(2);
+        caps[0].effective &= ~(1U << CAP_IPC_LOCK);
+        if (syscall(SYS_capset, &hdr, caps.data()))
+            _exit(3);
+        _exit(body() && !::testing::Test::HasFailure() ? 0 : 1);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return false;
+    EXPECT_TRUE(WIFEXITED(status)) << "status " << status;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 // Buffers used again move in place from the pages the file keeps pinned
 // (pincache.c); once a buffer's mapping changes (unmapped and mapped
 // again, pages dropped), its new pages are the ones that move. A
@@ -699,17 +724,7 @@ TEST_F(Lmr, PinCacheStaysWithinItsBudget)
 
     // A process without CAP_IPC_LOCK and RLIMIT_MEMLOCK of 1 MiB: the
     // cache keeps 512 KiB, the newest buffers.
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        rlimit lim{rlim_t{4} * kLen, rlim_t{4} * kLen};
-        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-        std::array<__user_cap_data_struct, 2> caps{};
-        if (setrlimit(RLIMIT_MEMLOCK, &lim) || syscall(SYS_capget, &hdr, caps.data()))
-            _exit(2);
-        caps[0].effective &= ~(1U << CAP_IPC_LOCK);
-        if (syscall(SYS_capset, &hdr, caps.data()))
-            _exit(3);
+    EXPECT_TRUE(in_unprivileged_child(rlim_t{4} * kLen, [&] {
         const uint64_t start = vm_pin_kb();
         auto s = lite::Session::open(inst_[0]);
         auto l = s.alloc(kLen, 2);
@@ -725,12 +740,8 @@ TEST_F(Lmr, PinCacheStaysWithinItsBudget)
         bufs.back()->remap();
         EXPECT_TRUE(wait_until([&] { return vm_pin_kb() - start == kKb; }, 5s))
             << "VmPin " << vm_pin_kb() - start << " kB over the start after unmapping the newest buffer";
-        _exit(::testing::Test::HasFailure() ? 1 : 0);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "without CAP_IPC_LOCK: half of RLIMIT_MEMLOCK, newest buffers kept (status " << status << ")";
+        return true;
+    })) << "without CAP_IPC_LOCK: half of RLIMIT_MEMLOCK, newest buffers kept";
 
     // Lowering pin_cache_kb shrinks the cache at its next call.
     ParamRestore keep("pin_cache_kb");
@@ -781,23 +792,8 @@ TEST_F(Lmr, PinCacheOffOrOverMemlockPinsNothing)
         EXPECT_EQ(roundtrip("pin_cache_kb 0"), 0u) << "pin_cache_kb 0";
     }
     // A process without CAP_IPC_LOCK and a small RLIMIT_MEMLOCK.
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        rlimit lim{rlim_t{64} * 1024, rlim_t{64} * 1024};
-        __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-        std::array<__user_cap_data_struct, 2> caps{};
-        if (setrlimit(RLIMIT_MEMLOCK, &lim) || syscall(SYS_capget, &hdr, caps.data()))
-            _exit(2);
-        caps[0].effective &= ~(1U << CAP_IPC_LOCK);
-        if (syscall(SYS_capset, &hdr, caps.data()))
-            _exit(3);
-        _exit(roundtrip("RLIMIT_MEMLOCK 64 KiB") <= 64 && !::testing::Test::HasFailure() ? 0 : 1);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "without CAP_IPC_LOCK: data and pinned memory within RLIMIT_MEMLOCK (status " << status << ")";
+    EXPECT_TRUE(in_unprivileged_child(rlim_t{64} * 1024, [&] { return roundtrip("RLIMIT_MEMLOCK 64 KiB") <= 64; }))
+        << "without CAP_IPC_LOCK: data and pinned memory within RLIMIT_MEMLOCK";
 }
 
 } // namespace
