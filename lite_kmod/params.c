@@ -49,7 +49,7 @@ LITE_TUNABLE(conn_wait_ms, 0, LITE_MAX_TIMEOUT_MS,
 LITE_TUNABLE(zcopy_min_kb, 4, 1U << 20,
 	     "LITE_read/LITE_write from this size on pin the user pages instead of copying through a kernel buffer, KiB (default 256, measured; 4..1048576)");
 LITE_TUNABLE(pin_cache_kb, 0, 1U << 20,
-	     "LITE_read/LITE_write keep up to this much of each open file's private anonymous buffers pinned for reuse, within RLIMIT_MEMLOCK, KiB (default 16384; 0 off; 0..1048576)");
+	     "LITE_read/LITE_write keep up to this much of each open file's private anonymous buffers pinned for reuse, KiB, and without CAP_IPC_LOCK at most half of RLIMIT_MEMLOCK (default 16384; 0 off; 0..1048576)");
 LITE_TUNABLE(cq_mode, LITE_CQ_BUSY, LITE_CQ_MODE_MAX,
 	     "completion mode of nodes brought up without one: 1 busy, 2 softirq, 3 workqueue, 4 adaptive, 5 poll (default 5, measured best: docs/benchmarks.md)");
 
