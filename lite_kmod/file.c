@@ -675,7 +675,7 @@ static long lite_ioc_rpc_call(struct lite_file *lf, void __user *argp)
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
-	ret = lite_rpc_call(node, &rc);
+	ret = lite_rpc_call(node, &rc, lf->pins);
 	lite_node_put(node);
 	if (ret && ret != -EMSGSIZE)
 		return ret;
@@ -743,7 +743,7 @@ static long lite_ioc_rpc_reply(struct lite_file *lf, void __user *argp)
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
-	ret = lite_rpc_reply(lf, node, &rp);
+	ret = lite_rpc_reply(lf, node, &rp, lf->pins);
 	lite_node_put(node);
 	return ret;
 }

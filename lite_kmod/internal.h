@@ -1116,13 +1116,14 @@ void lite_rpc_work(struct work_struct *work);
 void lite_rpc_node_down(struct lite_node *node);
 int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port);
 int lite_rpc_unregister(struct lite_file *lf, u32 port);
-int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a);
+int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a,
+		  struct lite_pin_cache *pc);
 int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 		  struct lite_rpc_recv *r);
 int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
 			struct lite_rpc_reply_recv *rr, u64 __user *sent);
 int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
-		   const struct lite_rpc_reply *r);
+		   const struct lite_rpc_reply *r, struct lite_pin_cache *pc);
 int lite_rpc_urecv_init(struct lite_file *lf, struct lite_urecv *u, u32 port,
 			void (*ready)(struct lite_urecv *u));
 int lite_rpc_urecv_try(struct lite_file *lf, struct lite_node *node,
@@ -1325,6 +1326,31 @@ struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 void lite_pin_put(struct lite_pin_entry *e);
 
 /* rdma.c: one-sided operations */
+
+/* One piece of local memory a transfer moves: a DMA address and a length. */
+struct lite_ext {
+	u64 dma;
+	u32 len;
+};
+
+/* The local memory of a transfer: its extents in order, @skip bytes in. */
+struct lite_sgl {
+	const struct lite_ext *ext;
+	u32 n;
+	u64 skip;
+};
+
+/* Pinned user pages of one transfer step, DMA-mapped (lite_pinned_map()). */
+struct lite_pinned {
+	struct ib_device *dev;
+	struct page **pages;
+	struct lite_ext *ext;	/* per page: the part moved, mapped */
+	int n;
+	u32 first_off;		/* offset of the first byte in pages[0] */
+	u64 len;		/* bytes from there */
+	bool write;		/* pages are the source (RDMA WRITE) */
+};
+
 void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 		       void (*done_fn)(struct lite_rdma_op *op));
 void lite_rdma_op_release(struct lite_rdma_op *op);
@@ -1334,6 +1360,11 @@ int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr);
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			  u64 off, u32 len, u64 dma, bool write,
 			  const u32 *imm);
+int lite_rdma_post_sgl(struct lite_rdma_op *op, const struct lite_layout *l,
+		       u64 off, u64 len, const struct lite_sgl *sgl,
+		       bool write, const u32 *imm);
+int lite_pinned_map(struct lite_pinned *p);
+void lite_pinned_unmap(struct lite_pinned *p, int n);
 int lite_rdma_write_imm(struct lite_conn *conn,
 			const struct lite_layout *l, u64 off,
 			u32 len, u64 dma, const u32 *imm);

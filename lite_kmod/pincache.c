@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * User pages pinned across operations: a small cache per open file of the
- * buffers its LITE_read/LITE_write calls used, so that a buffer used again
- * costs neither a copy through a kernel buffer nor pinning its pages again.
+ * buffers its LITE_read/LITE_write calls, RPC requests and replies used
+ * (rdma.c, rpc.c), so that a buffer used again costs neither a copy
+ * through a kernel buffer nor pinning its pages again.
  *
  * An entry pins the pages of one page-aligned range of the opener's
  * address space (FOLL_LONGTERM, charged to the process's pinned memory

@@ -453,6 +453,110 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
 	return post_err ?: op->status;
 }
 
+/* Where a transfer's source offset is in its extents: @i, @at bytes in. */
+struct lite_sgl_pos {
+	u32 i;
+	u32 at;
+	u64 base;		/* source bytes before extent @i */
+};
+
+/* Move @c to source offset @off of @sgl (forward, or again from 0). */
+static void lite_sgl_seek(const struct lite_sgl *sgl, struct lite_sgl_pos *c,
+			  u64 off)
+{
+	if (off < c->base)
+		*c = (struct lite_sgl_pos){};
+	while (c->i < sgl->n && off >= c->base + sgl->ext[c->i].len) {
+		c->base += sgl->ext[c->i].len;
+		c->i++;
+	}
+	c->at = off - c->base;
+}
+
+/**
+ * lite_rdma_post_sgl - post the WRs of one transfer to a remote layout
+ * @op: the operation they belong to
+ * @l: the remote layout
+ * @off: where in @l the transfer starts
+ * @len: bytes
+ * @sgl: the local memory, from @sgl->skip bytes into its extents (DMA
+ *	 addresses; with @op->inline_data one extent at a kernel address:
+ *	 writes of at most conn->max_inline bytes, copied into the WRs as they
+ *	 are posted, which go unsignaled and which @op does not wait for
+ *	 unless @op->confirm)
+ * @write: RDMA WRITE to @l, else RDMA READ from it
+ * @imm: if not NULL, the last WR is a write with this immediate (which
+ *	takes a credit: it consumes a receive buffer of the peer's)
+ *
+ * Moves @len bytes between @sgl and @off of @l: one work request per
+ * remote segment, or more where it spans more local extents than a WR
+ * takes SGEs. Waits for free data slots as needed (sleeps). End with
+ * lite_rdma_op_wait().
+ *
+ * Return: 0 once all are posted; -ETIMEDOUT if no slot came free in
+ * lite_tun(data_timeout_ms), -ECONNRESET if the connection is closing,
+ * -EIO if @sgl is shorter than @len, or the error of a post.
+ */
+int lite_rdma_post_sgl(struct lite_rdma_op *op, const struct lite_layout *l,
+		       u64 off, u64 len, const struct lite_sgl *sgl,
+		       bool write, const u32 *imm)
+{
+	struct lite_conn *conn = op->conn;
+	struct lite_seg segs[LITE_MAX_SEGS];
+	struct ib_sge sge[LITE_MAX_SGE];
+	struct lite_sgl_pos c = {};
+	struct ib_rdma_wr wr;
+	u64 done = 0, step, in_seg;
+	u32 ns, piece, max_sge;
+	int n, i, ret = 0;
+
+	/* RDMA READ may take fewer SGEs than a send. */
+	max_sge = write ? conn->max_sge :
+		  min_t(u32, conn->max_sge,
+			conn->node->ibdev->dev->attrs.max_sge_rd);
+	while (!ret && done < len) {
+		n = lite_lmr_segments(l, off + done, len - done, segs,
+				      LITE_MAX_SEGS, &step);
+		for (i = 0; !ret && i < n; i++) {
+			for (in_seg = 0; !ret && in_seg < segs[i].len;) {
+				memset(&wr, 0, sizeof(wr));
+				wr.remote_addr = segs[i].addr + in_seg;
+				lite_sgl_seek(sgl, &c, sgl->skip + done +
+					      segs[i].off + in_seg);
+				for (ns = 0; ns < max_sge && c.i < sgl->n &&
+				     in_seg < segs[i].len; ns++) {
+					piece = min_t(u64,
+						      sgl->ext[c.i].len - c.at,
+						      segs[i].len - in_seg);
+					sge[ns].addr = sgl->ext[c.i].dma + c.at;
+					sge[ns].length = piece;
+					sge[ns].lkey = conn->node->pd->local_dma_lkey;
+					in_seg += piece;
+					lite_sgl_seek(sgl, &c, sgl->skip + done +
+						      segs[i].off + in_seg);
+				}
+				if (WARN_ON_ONCE(!ns))
+					return -EIO;	/* @sgl too short */
+				if (op->inline_data)
+					wr.wr.send_flags = IB_SEND_INLINE;
+				wr.wr.opcode = write ? IB_WR_RDMA_WRITE :
+						       IB_WR_RDMA_READ;
+				if (imm && i == n - 1 && done + step == len &&
+				    in_seg == segs[i].len) {
+					wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+					wr.wr.ex.imm_data = cpu_to_be32(*imm);
+				}
+				wr.wr.sg_list = sge;
+				wr.wr.num_sge = ns;
+				wr.rkey = segs[i].rkey;
+				ret = lite_rdma_post(op, &wr.wr);
+			}
+		}
+		done += step;
+	}
+	return ret;
+}
+
 /**
  * lite_rdma_post_layout - post the WRs of one transfer to a remote layout
  * @op: the operation they belong to
@@ -460,57 +564,22 @@ int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err)
  * @off: where in @l the transfer starts
  * @len: bytes
  * @dma: the kernel buffer's DMA address (its kernel address if
- *	 @op->inline_data: writes of at most conn->max_inline bytes, copied
- *	 into the WRs as they are posted, which go unsignaled and which
- *	 @op does not wait for unless @op->confirm)
+ *	 @op->inline_data, as for lite_rdma_post_sgl())
  * @write: RDMA WRITE to @l, else RDMA READ from it
- * @imm: if not NULL, the last WR is a write with this immediate (which
- *	takes a credit: it consumes a receive buffer of the peer's)
+ * @imm: if not NULL, the last WR is a write with this immediate
  *
- * Moves @len bytes between the kernel buffer at @dma and @off of @l, in
- * as many work requests as the access has segments, waiting for free data
- * slots as needed (sleeps). End with lite_rdma_op_wait().
+ * lite_rdma_post_sgl() from one contiguous buffer.
  *
- * Return: 0 once all are posted; -ETIMEDOUT if no slot came free in
- * lite_tun(data_timeout_ms), -ECONNRESET if the connection is closing, or the
- * error of a post.
+ * Return: as lite_rdma_post_sgl().
  */
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			  u64 off, u32 len, u64 dma, bool write,
 			  const u32 *imm)
 {
-	struct lite_conn *conn = op->conn;
-	struct lite_seg segs[LITE_MAX_SEGS];
-	struct ib_rdma_wr wr;
-	struct ib_sge sge;
-	u64 done = 0, step;
-	int n, i, ret = 0;
+	struct lite_ext ext = { .dma = dma, .len = len };
+	struct lite_sgl sgl = { .ext = &ext, .n = 1 };
 
-	while (!ret && done < len) {
-		n = lite_lmr_segments(l, off + done, len - done, segs,
-				      LITE_MAX_SEGS, &step);
-		for (i = 0; !ret && i < n; i++) {
-			memset(&wr, 0, sizeof(wr));
-			sge.addr = dma + done + segs[i].off;
-			sge.length = segs[i].len;
-			sge.lkey = conn->node->pd->local_dma_lkey;
-			if (op->inline_data)
-				wr.wr.send_flags = IB_SEND_INLINE;
-			wr.wr.opcode = write ? IB_WR_RDMA_WRITE :
-					       IB_WR_RDMA_READ;
-			if (imm && i == n - 1 && done + step == len) {
-				wr.wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
-				wr.wr.ex.imm_data = cpu_to_be32(*imm);
-			}
-			wr.wr.sg_list = &sge;
-			wr.wr.num_sge = 1;
-			wr.remote_addr = segs[i].addr;
-			wr.rkey = segs[i].rkey;
-			ret = lite_rdma_post(op, &wr.wr);
-		}
-		done += step;
-	}
-	return ret;
+	return lite_rdma_post_sgl(op, l, off, len, &sgl, write, imm);
 }
 
 static int lite_rdma_xfer_layout(struct lite_conn *conn,
@@ -637,18 +706,6 @@ static int lite_rdma_rw_copy(struct lite_conn *conn, struct lite_lmr *lmr,
 	return ret;
 }
 
-/* Pinned user pages of one transfer step, DMA-mapped. */
-struct lite_pinned {
-	struct ib_device *dev;
-	struct page **pages;
-	u64 *dma;		/* per page: the address of its byte 0, of
-				 * which only the part used is mapped */
-	int n;
-	u32 first_off;		/* offset of the first byte in pages[0] */
-	u64 len;		/* bytes from there */
-	bool write;		/* pages are the source (RDMA WRITE) */
-};
-
 /* The part of page @i of @p the step moves: its offset and length. */
 static void lite_pinned_piece(const struct lite_pinned *p, int i, u32 *off,
 			      u32 *len)
@@ -661,26 +718,34 @@ static void lite_pinned_piece(const struct lite_pinned *p, int i, u32 *off,
 	*len = to - from;
 }
 
-/*
- * Unmap the first @n pages of @p. Only the bytes moved were mapped: a
- * bounce buffer (swiotlb) or a cache invalidation at unmap must not touch
- * the rest of a page, which may be other data of the process.
+/**
+ * lite_pinned_unmap - unmap the first @n pages of a step
+ * @p: the step, mapped by lite_pinned_map()
+ * @n: how many of its pages
+ *
+ * Only the bytes moved were mapped: a bounce buffer (swiotlb) or a cache
+ * invalidation at unmap must not touch the rest of a page, which may be
+ * other data of the process.
  */
-static void lite_pinned_unmap(struct lite_pinned *p, int n)
+void lite_pinned_unmap(struct lite_pinned *p, int n)
 {
 	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
 						 DMA_FROM_DEVICE;
-	u32 off, len;
 	int i;
 
-	for (i = 0; i < n; i++) {
-		lite_pinned_piece(p, i, &off, &len);
-		ib_dma_unmap_page(p->dev, p->dma[i] + off, len, dir);
-	}
+	for (i = 0; i < n; i++)
+		ib_dma_unmap_page(p->dev, p->ext[i].dma, p->ext[i].len, dir);
 }
 
-/* Map the part of each of the p->n pinned pages of @p the step moves. */
-static int lite_pinned_map(struct lite_pinned *p)
+/**
+ * lite_pinned_map - map the part of each pinned page a step moves
+ * @p: the step: its p->n pages, from p->first_off, p->len bytes
+ *
+ * Fills p->ext, one extent per page.
+ *
+ * Return: 0, or -ENOMEM (nothing stays mapped).
+ */
+int lite_pinned_map(struct lite_pinned *p)
 {
 	enum dma_data_direction dir = p->write ? DMA_TO_DEVICE :
 						 DMA_FROM_DEVICE;
@@ -695,77 +760,43 @@ static int lite_pinned_map(struct lite_pinned *p)
 			lite_pinned_unmap(p, i);
 			return -ENOMEM;
 		}
-		p->dma[i] = dma - off;
+		p->ext[i].dma = dma;
+		p->ext[i].len = len;
 	}
 	return 0;
 }
 
-/* Post one pinned step: WRs of up to max_sge page pieces each. */
+/* Post one pinned step to the LMR and wait for it. */
 static int lite_rdma_xfer_pinned(struct lite_conn *conn, struct lite_lmr *lmr,
 				 u64 off, u64 len, struct lite_pinned *p)
 {
-	struct ib_sge sge[LITE_MAX_SGE];
-	struct lite_seg segs[LITE_MAX_SEGS];
+	struct lite_sgl sgl = { .ext = p->ext, .n = p->n };
 	struct lite_rdma_op op;
-	struct ib_rdma_wr wr;
-	u64 done = 0, step, pos, at, in_seg;
-	u32 piece, ns, max_sge;
-	int n, i, ret;
+	int ret;
 
-	/* RDMA READ may take fewer SGEs than a send. */
-	max_sge = p->write ? conn->max_sge :
-		  min_t(u32, conn->max_sge, conn->node->ibdev->dev->attrs.max_sge_rd);
 	ret = lite_lmr_begin(lmr);
 	if (ret)
 		return ret;
 	lite_rdma_op_init(&op, conn, NULL);
-	while (!ret && done < len) {
-		n = lite_lmr_segments(&lmr->layout, off + done, len - done,
-				      segs, LITE_MAX_SEGS, &step);
-		for (i = 0; !ret && i < n; i++) {
-			for (in_seg = 0; !ret && in_seg < segs[i].len;) {
-				memset(&wr, 0, sizeof(wr));
-				wr.remote_addr = segs[i].addr + in_seg;
-				for (ns = 0; ns < max_sge &&
-				     in_seg < segs[i].len; ns++) {
-					pos = p->first_off + done +
-					      segs[i].off + in_seg;
-					at = offset_in_page(pos);
-					piece = min_t(u64, PAGE_SIZE - at,
-						      segs[i].len - in_seg);
-					sge[ns].addr = p->dma[pos >> PAGE_SHIFT] +
-						       at;
-					sge[ns].length = piece;
-					sge[ns].lkey = conn->node->pd->local_dma_lkey;
-					in_seg += piece;
-				}
-				wr.wr.opcode = p->write ? IB_WR_RDMA_WRITE :
-							  IB_WR_RDMA_READ;
-				wr.wr.sg_list = sge;
-				wr.wr.num_sge = ns;
-				wr.rkey = segs[i].rkey;
-				ret = lite_rdma_post(&op, &wr.wr);
-			}
-		}
-		done += step;
-	}
-	ret = lite_rdma_op_wait(&op, ret);
+	ret = lite_rdma_op_wait(&op, lite_rdma_post_sgl(&op, &lmr->layout, off,
+							len, &sgl, p->write,
+							NULL));
 	lite_lmr_end(lmr);
 	return ret;
 }
 
 /*
  * Move [uaddr, uaddr + len) between its pinned @pages (from uaddr's page
- * on) and the LMR, DMA-mapping @max_map pages at a time into @dma.
+ * on) and the LMR, DMA-mapping @max_map pages at a time into @ext.
  */
 static int lite_rdma_rw_pages(struct lite_conn *conn, struct lite_lmr *lmr,
 			      u64 off, u64 len, unsigned long uaddr,
-			      bool write, struct page **pages, u64 *dma,
-			      u32 max_map)
+			      bool write, struct page **pages,
+			      struct lite_ext *ext, u32 max_map)
 {
 	struct lite_pinned p = {
 		.dev = conn->node->ibdev->dev,
-		.dma = dma,
+		.ext = ext,
 		.write = write,
 	};
 	u64 done, n;
@@ -799,10 +830,10 @@ static int lite_rdma_rw_cached(struct lite_conn *conn, struct lite_lmr *lmr,
 			       u64 off, u64 len, unsigned long uaddr,
 			       bool write, struct page **pages)
 {
-	u64 dma[LITE_PIN_MAP_PAGES];
+	struct lite_ext ext[LITE_PIN_MAP_PAGES];
 
 	return lite_rdma_rw_pages(conn, lmr, off, len, uaddr, write, pages,
-				  dma, LITE_PIN_MAP_PAGES);
+				  ext, LITE_PIN_MAP_PAGES);
 }
 
 /*
@@ -813,14 +844,15 @@ static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
 			      u64 off, u64 len, void __user *buf, bool write)
 {
 	unsigned long uaddr = (unsigned long)buf, at;
+	struct lite_ext *ext;
 	struct page **pages;
 	int want, pinned;
-	u64 done, n, *dma;
+	u64 done, n;
 	int ret = 0;
 
 	pages = kvmalloc_array(LITE_PIN_PAGES, sizeof(*pages), GFP_KERNEL);
-	dma = kvmalloc_array(LITE_PIN_PAGES, sizeof(*dma), GFP_KERNEL);
-	if (!pages || !dma) {
+	ext = kvmalloc_array(LITE_PIN_PAGES, sizeof(*ext), GFP_KERNEL);
+	if (!pages || !ext) {
 		ret = -ENOMEM;
 		goto free_arrays;
 	}
@@ -842,11 +874,11 @@ static int lite_rdma_rw_zcopy(struct lite_conn *conn, struct lite_lmr *lmr,
 			break;
 		}
 		ret = lite_rdma_rw_pages(conn, lmr, off + done, n, at, write,
-					 pages, dma, LITE_PIN_PAGES);
+					 pages, ext, LITE_PIN_PAGES);
 		unpin_user_pages_dirty_lock(pages, want, !write);
 	}
 free_arrays:
-	kvfree(dma);
+	kvfree(ext);
 	kvfree(pages);
 	return ret;
 }

@@ -20,6 +20,12 @@
  * nothing can be written to it any more - after the reply, or after the
  * connection's QP is gone - so a late reply never lands in reused memory.
  *
+ * Entries and replies are staged in a kernel buffer (inline in the work
+ * request when small), except payloads of LITE_RPC_ZCOPY_MIN bytes or more
+ * in a buffer the caller's file keeps pinned (pincache.c): those go from
+ * the caller's pages in place, behind a header in a mapped stage, and the
+ * caller waits for them before it returns.
+ *
  * Every request that arrived is answered exactly once: by its server, or
  * with -ENOENT (nobody serves the port), or -ECONNRESET (the serving file
  * unregistered or closed first); a reply that cannot be sent means the
@@ -39,6 +45,7 @@
 #define LITE_RING_CHUNKS	128	/* at least 64 KiB each */
 #define LITE_REPLY_HDR		sizeof(struct lite_wire_rpc_reply)
 #define LITE_STAGE_MAX		(1U << 20)	/* staging per write step */
+#define LITE_RPC_ZCOPY_MIN	4096	/* payloads from kept pages from here */
 
 static_assert(LITE_RPC_PAYLOAD_MAX == LITE_RPC_MAX);
 static_assert(LITE_RING_SIZE - LITE_RING_ACK_EVERY >=
@@ -398,6 +405,7 @@ struct lite_rpc_out {
 	const struct lite_kbuf *reply_buf;
 	const void __user *data;
 	u32 len;
+	struct lite_pin_cache *pins;	/* @data's, if it may be kept pinned */
 };
 
 /* An entry's or reply's staging buffer: its own small one, or a bounce. */
@@ -428,6 +436,14 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 	return 0;
 }
 
+/* A DMA-mapped staging buffer for a header that SGEs of pages follow. */
+static int lite_stage_get_mapped(struct lite_stage *s, struct lite_conn *conn,
+				 u32 want)
+{
+	s->inl = false;
+	return lite_bounce_get(&s->b, conn->node, want, LITE_BOUNCE_SIZE);
+}
+
 /* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
 static void lite_stage_put(struct lite_stage *s)
 {
@@ -436,11 +452,20 @@ static void lite_stage_put(struct lite_stage *s)
 	s->b.buf = NULL;
 }
 
-/* An entry or reply on its way: its last step may still be in flight. */
+/*
+ * An entry or reply on its way: its last step may still be in flight.
+ * Zero copy (@pin set): the header in @s, then the payload from kept
+ * user pages; the last step's pages stay mapped (@pages.ext, after the
+ * header's extent in @ext[0]) until lite_rpc_tx_finish(), which the
+ * poster waits in: the caller's buffer is read until then.
+ */
 struct lite_rpc_tx {
 	struct lite_rdma_op op;
 	struct lite_stage s;
 	u64 ring_end;			/* an entry: where the next one starts */
+	struct lite_pin_entry *pin;	/* the payload's kept pages, or NULL */
+	struct lite_pinned pages;	/* the step mapped */
+	struct lite_ext ext[1 + LITE_PIN_MAP_PAGES];
 };
 
 static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
@@ -448,12 +473,26 @@ static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
 {
 	lite_rdma_op_init(&tx->op, conn, done_fn);
 	tx->s.b.buf = NULL;
+	tx->pin = NULL;
+	tx->pages.n = 0;
+}
+
+/* Let the kept pages of @tx go (nothing posted reads them any more). */
+static void lite_rpc_tx_unpin(struct lite_rpc_tx *tx)
+{
+	if (!tx->pin)
+		return;
+	lite_pinned_unmap(&tx->pages, tx->pages.n);
+	tx->pages.n = 0;
+	lite_pin_put(tx->pin);
+	tx->pin = NULL;
 }
 
 /* Wait for what @tx posted, then free its staging. */
 static int lite_rpc_tx_finish(struct lite_rpc_tx *tx, int err)
 {
 	err = lite_rdma_op_wait(&tx->op, err);
+	lite_rpc_tx_unpin(tx);
 	lite_stage_put(&tx->s);
 	return err;
 }
@@ -463,8 +502,120 @@ static void lite_rpc_tx_free(struct lite_rdma_op *op)
 {
 	struct lite_rpc_tx *tx = container_of(op, struct lite_rpc_tx, op);
 
+	WARN_ON_ONCE(tx->pin);	/* zero copy is waited for */
 	lite_stage_put(&tx->s);
 	kfree(tx);
+}
+
+/*
+ * Zero copy for @len bytes of @data if @pc keeps its pages pinned (@tx
+ * takes them: the NIC reads them in place), with a mapped stage for the
+ * header of @hdr_len bytes. Return: whether @tx takes this path.
+ */
+static bool lite_rpc_tx_pin(struct lite_rpc_tx *tx, struct lite_conn *conn,
+			    struct lite_pin_cache *pc, const void __user *data,
+			    u32 len, u32 hdr_len)
+{
+	struct page **pages;
+
+	if (!pc || len < LITE_RPC_ZCOPY_MIN)
+		return false;
+	tx->pin = lite_pin_get(pc, (uintptr_t)data, len, false, &pages);
+	if (!tx->pin)
+		return false;
+	if (lite_stage_get_mapped(&tx->s, conn, hdr_len)) {
+		lite_pin_put(tx->pin);
+		tx->pin = NULL;
+		return false;
+	}
+	tx->pages = (struct lite_pinned) {
+		.dev = conn->node->ibdev->dev,
+		.pages = pages,
+		.ext = tx->ext + 1,
+		.write = true,
+	};
+	return true;
+}
+
+/* Post the part of @sgl for [@pos, @pos + @n) of layout @l modulo @wrap. */
+static int lite_sgl_post_wrapped(struct lite_rdma_op *op,
+				 const struct lite_layout *l, u64 wrap,
+				 u64 pos, u64 n, struct lite_sgl *sgl,
+				 const u32 *imm)
+{
+	u64 off = pos % wrap, first = min_t(u64, n, wrap - off);
+	int ret;
+
+	if (first == n)
+		return lite_rdma_post_sgl(op, l, off, n, sgl, true, imm);
+	ret = lite_rdma_post_sgl(op, l, off, first, sgl, true, NULL);
+	sgl->skip += first;
+	if (!ret)
+		ret = lite_rdma_post_sgl(op, l, 0, n - first, sgl, true, imm);
+	return ret;
+}
+
+/*
+ * Zero copy (lite_rpc_tx_pin() took @data): write the @hdr_len bytes of
+ * header in tx->s, then @len bytes from the pages of @data in place, to
+ * @pos of layout @l (modulo @wrap), LITE_PIN_MAP_PAGES pages at a time;
+ * the last work request carries @imm. Every step but the last completes
+ * before the next is mapped; the last is posted on tx->op and stays
+ * mapped until lite_rpc_tx_finish().
+ * Return: 0, -ENOMEM, or a transport error (the caller closes the
+ * connection).
+ */
+static int lite_stage_write_pinned(struct lite_rpc_tx *tx,
+				   const struct lite_layout *l, u64 wrap,
+				   u64 pos, u32 hdr_len,
+				   const void __user *data, u32 len, u32 imm)
+{
+	struct lite_conn *conn = tx->op.conn;
+	unsigned long uaddr = (uintptr_t)data;
+	struct lite_pinned *p = &tx->pages;
+	struct page **all = p->pages;
+	struct lite_rdma_op step;
+	struct lite_sgl sgl;
+	u64 done, n, at;
+	int ret;
+
+	tx->ext[0].dma = tx->s.b.dma;
+	tx->ext[0].len = hdr_len;
+	ib_dma_sync_single_for_device(tx->s.b.dev, tx->s.b.dma, hdr_len,
+				      DMA_BIDIRECTIONAL);
+	for (done = 0;; done += n) {
+		at = uaddr + done;
+		p->first_off = offset_in_page(at);
+		n = min_t(u64, len - done,
+			  LITE_PIN_MAP_PAGES * PAGE_SIZE - p->first_off);
+		p->pages = all + ((offset_in_page(uaddr) + done) >> PAGE_SHIFT);
+		p->len = n;
+		p->n = DIV_ROUND_UP(p->first_off + n, PAGE_SIZE);
+		ret = lite_pinned_map(p);
+		if (ret) {
+			p->n = 0;
+			return ret;
+		}
+		/* The header goes with the first step. */
+		sgl = (struct lite_sgl) {
+			.ext = done ? tx->ext + 1 : tx->ext,
+			.n = done ? p->n : p->n + 1,
+		};
+		if (done + n == len)
+			break;		/* the last step: posted below */
+		lite_rdma_op_init(&step, conn, NULL);
+		ret = lite_rdma_op_wait(&step, lite_sgl_post_wrapped(&step, l,
+				wrap, pos + (done ? hdr_len + done : 0),
+				(done ? 0 : hdr_len) + n, &sgl, NULL));
+		lite_pinned_unmap(p, p->n);
+		p->n = 0;
+		if (ret)
+			return ret;
+		cond_resched();
+	}
+	return lite_sgl_post_wrapped(&tx->op, l, wrap,
+				     pos + (done ? hdr_len + done : 0),
+				     (done ? 0 : hdr_len) + n, &sgl, &imm);
 }
 
 /*
@@ -910,7 +1061,7 @@ static int lite_ring_write(struct lite_conn *conn,
 	u32 hdr_len = lite_rpc_hdr_len(o), imm;
 	struct lite_stage *s = &tx->s;
 	void *kdata = NULL;
-	bool one_step;
+	bool one_step, zcopy;
 	u64 pos;
 	int ret;
 
@@ -919,13 +1070,17 @@ static int lite_ring_write(struct lite_conn *conn,
 		return ret;
 	if (nowait && !lite_ring_free_now(conn, size))
 		return -EAGAIN;	/* before copying anything */
-	ret = lite_stage_get(s, conn, size);
+	zcopy = !nowait && lite_rpc_tx_pin(tx, conn, o->pins, o->data, o->len,
+					   hdr_len);
+	ret = zcopy ? 0 : lite_stage_get(s, conn, size);
 	if (ret)
 		return ret;
-	one_step = size <= s->b.size;
+	one_step = zcopy || size <= s->b.size;
 	if (nowait && !one_step)
 		return -EAGAIN;
-	if (one_step) {
+	if (zcopy) {
+		/* The payload is read in place: nothing to copy. */
+	} else if (one_step) {
 		if (o->len &&
 		    copy_from_user(s->b.buf + hdr_len, o->data, o->len))
 			return -EFAULT;
@@ -949,7 +1104,10 @@ static int lite_ring_write(struct lite_conn *conn,
 		goto free;
 	tx->ring_end = pos + size;
 	tx->op.posted_fn = lite_ring_op_posted;
-	if (one_step)
+	if (zcopy)
+		ret = lite_stage_write_pinned(tx, &t->layout, t->size, pos,
+					      hdr_len, o->data, o->len, imm);
+	else if (one_step)
 		ret = lite_stage_post(&tx->op, s, &t->layout, t->size,
 				      pos, hdr_len + o->len, imm);
 	else
@@ -971,20 +1129,62 @@ free:
 	return ret;
 }
 
+/* Fill the header of a reply to @in in @buf. */
+static void lite_rpc_put_reply_hdr(const struct lite_rpc_in *in, void *buf,
+				   int status, u32 len, u32 send)
+{
+	struct lite_wire_rpc_reply *h = buf;
+
+	memset(h, 0, sizeof(*h));
+	h->magic = cpu_to_le32(LITE_RPC_MAGIC);
+	h->call_id = cpu_to_le32(in->e.call_id);
+	h->status = cpu_to_le32((u32)status);
+	h->len = cpu_to_le32(status == -EMSGSIZE ? len : send);
+}
+
+/*
+ * A reply of @len bytes from kept pages of @pc, read in place: written
+ * and waited for. Return: -EAGAIN if @pc does not keep them (copy it),
+ * 0, or a transport error (the connection is closing).
+ */
+static int lite_rpc_write_reply_pinned(struct lite_rpc_in *in,
+				       const struct lite_layout *l,
+				       struct lite_pin_cache *pc,
+				       const void __user *data, u32 len)
+{
+	struct lite_conn *conn = in->conn;
+	struct lite_rpc_tx tx;
+	int ret;
+
+	lite_rpc_tx_init(&tx, conn, NULL);
+	if (!lite_rpc_tx_pin(&tx, conn, pc, data, len, LITE_REPLY_HDR))
+		return -EAGAIN;
+	lite_rpc_put_reply_hdr(in, tx.s.b.buf, 0, len, len);
+	ret = lite_stage_write_pinned(&tx, l, l->size, 0, LITE_REPLY_HDR,
+				      data, len, LITE_IMM_REPLY | in->e.call_id);
+	ret = lite_rpc_tx_finish(&tx, ret);
+	if (ret)
+		lite_conn_close(conn);
+	else
+		trace_lite_rpc_reply(conn->node->instance, conn->peer_id,
+				     in->e.call_id, 0, len);
+	return ret;
+}
+
 /*
  * Write a reply (or, with @status, just its header) into the reply buffer
- * @in describes. Return: 0, -EMSGSIZE (the caller learns the size), or a
- * transport error.
+ * @in describes; from the caller's pages in place if @pc keeps them.
+ * Return: 0, -EMSGSIZE (the caller learns the size), or a transport error.
  */
 static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
-				const void __user *data, u32 len)
+				const void __user *data, u32 len,
+				struct lite_pin_cache *pc)
 {
 	struct lite_conn *conn = in->conn;
 	struct lite_layout l = {
 		.n_chunks = in->e.n_segs,
 		.chunks = in->segs,
 	};
-	struct lite_wire_rpc_reply *h;
 	struct lite_rpc_tx stx, *tx = &stx;
 	u32 send = len;
 	bool inl;
@@ -995,6 +1195,11 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	if (status)
 		send = 0;
 	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
+	if (!status) {
+		ret = lite_rpc_write_reply_pinned(in, &l, pc, data, len);
+		if (ret != -EAGAIN)
+			return ret;
+	}
 	/* Inline, nothing outlives the post: the stack does. */
 	inl = LITE_REPLY_HDR + send <= conn->max_inline;
 	if (!inl) {
@@ -1008,12 +1213,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 			kfree(tx);
 		goto nomem;
 	}
-	h = tx->s.b.buf;
-	memset(h, 0, sizeof(*h));
-	h->magic = cpu_to_le32(LITE_RPC_MAGIC);
-	h->call_id = cpu_to_le32(in->e.call_id);
-	h->status = cpu_to_le32((u32)status);
-	h->len = cpu_to_le32(status == -EMSGSIZE ? len : send);
+	lite_rpc_put_reply_hdr(in, tx->s.b.buf, status, len, send);
 	ret = lite_stage_write(&tx->op, &tx->s, &l, l.size, 0,
 			       LITE_REPLY_HDR, data, NULL, send,
 			       LITE_IMM_REPLY | in->e.call_id);
@@ -1087,7 +1287,7 @@ void lite_rpc_work(struct work_struct *work)
 		if (!in)
 			break;
 		if (lite_conn_state(conn) != LITE_CONN_CLOSING)
-			lite_rpc_write_reply(in, in->err, NULL, 0);
+			lite_rpc_write_reply(in, in->err, NULL, 0, NULL);
 		lite_rpc_in_free(in);
 	}
 	lite_conn_put(conn);	/* the kick's */
@@ -1693,7 +1893,7 @@ int lite_rpc_reply_recv(struct lite_file *lf, struct lite_node *node,
 	int ret;
 
 	if (rr->reply.token) {
-		ret = lite_rpc_reply(lf, node, &rr->reply);
+		ret = lite_rpc_reply(lf, node, &rr->reply, lf->pins);
 		if (ret)
 			return ret;
 		rr->reply.token = 0;	/* sent */
@@ -1727,6 +1927,8 @@ static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
  * @lf: the file that took it with lite_rpc_recv()
  * @node: the node it is attached to
  * @r: the command's arguments: token, buffer and length
+ * @pc: the cache of pinned buffers that may keep the buffer's pages (the
+ *	reply is then sent from them in place and waited for), or NULL
  *
  * The token is used up in every case; a reply that cannot be copied from
  * user memory is answered -EREMOTEIO. Sleeps.
@@ -1736,7 +1938,7 @@ static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
  * size); -EFAULT; or -ECONNRESET if it could not be sent.
  */
 int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
-		   const struct lite_rpc_reply *r)
+		   const struct lite_rpc_reply *r, struct lite_pin_cache *pc)
 {
 	struct lite_rpc_in *in = lite_rpc_take_held(node, lf, r->token);
 	int ret;
@@ -1745,14 +1947,14 @@ int lite_rpc_reply(struct lite_file *lf, struct lite_node *node,
 		return -ENOENT;
 	if (r->len > LITE_RPC_MAX)
 		ret = lite_rpc_write_reply(in, -EMSGSIZE, NULL,
-					   min_t(u64, r->len, U32_MAX));
+					   min_t(u64, r->len, U32_MAX), NULL);
 	else
 		ret = lite_rpc_write_reply(in, 0, u64_to_user_ptr(r->buf_ptr),
-					   r->len);
+					   r->len, pc);
 	if (ret == -EFAULT) {
 		/* The caller learns that its server failed, not how. */
 		if (lite_conn_state(in->conn) != LITE_CONN_CLOSING)
-			lite_rpc_write_reply(in, -EREMOTEIO, NULL, 0);
+			lite_rpc_write_reply(in, -EREMOTEIO, NULL, 0, NULL);
 	} else if (ret && ret != -EMSGSIZE) {
 		ret = -ECONNRESET;
 	}
@@ -1959,6 +2161,8 @@ static struct lite_rpc_out lite_rpc_call_out(const struct lite_rpc_call *a)
  * @a: the command's arguments (checked by lite_rpc_call_check()): node
  *	(0: ourselves), port, request, reply buffer and timeout in; reply
  *	length out
+ * @pc: the cache of pinned buffers that may keep the request's pages (it
+ *	is then sent from them in place), or NULL
  *
  * Writes the request into the peer's ring, then waits (killably) for the
  * reply in a buffer made for this call; a caller that gives up leaves the
@@ -1970,7 +2174,8 @@ static struct lite_rpc_out lite_rpc_call_out(const struct lite_rpc_call *a)
  * -EBADMSG for a malformed reply; or the server side's status (-ENOENT if
  * nobody serves the port, -EREMOTEIO, ...).
  */
-int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
+int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a,
+		  struct lite_pin_cache *pc)
 {
 	unsigned long deadline = jiffies +
 		msecs_to_jiffies(a->timeout_ms ?: LITE_RPC_TIMEOUT_MS);
@@ -1994,6 +2199,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a)
 	}
 	o.call_id = call->id;
 	o.reply_buf = &call->buf;
+	o.pins = pc;
 	lite_rpc_tx_init(&tx, conn, NULL);
 	ret = lite_ring_write(conn, &o, deadline, false, &tx);
 	if (!ret)

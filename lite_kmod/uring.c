@@ -936,7 +936,7 @@ static int lite_uring_call_sync(struct lite_urpc *ur, unsigned int issue_flags)
 	struct lite_rpc_call *rc = &ur->a.call;
 	int ret;
 
-	ret = lite_rpc_call(ur->node, rc);
+	ret = lite_rpc_call(ur->node, rc, NULL);
 	if (!ret)
 		ret = rc->reply_len;
 	io_uring_cmd_done(ur->cmd, ret, ret >= 0 || ret == -EMSGSIZE ?
@@ -1153,7 +1153,7 @@ static int lite_uring_rpc_reply(struct lite_file *lf, struct io_uring_cmd *cmd,
 	node = lite_file_node(lf);
 	if (IS_ERR(node))
 		return PTR_ERR(node);
-	ret = lite_rpc_reply(lf, node, &rp);
+	ret = lite_rpc_reply(lf, node, &rp, NULL);
 	lite_node_put(node);
 	return ret;
 }

@@ -518,21 +518,6 @@ TEST_F(Lmr, DataUapiRejections)
     close(fd);
 }
 
-// This process's pinned memory (VmPin), in KiB.
-uint64_t vm_pin_kb()
-{
-    std::ifstream in("/proc/self/status");
-    std::string key;
-    uint64_t kb = 0;
-    while (in >> key) {
-        if (key == "VmPin:" && in >> kb)
-            return kb;
-        in.ignore(1 << 20, '\n');
-    }
-    ADD_FAILURE() << "no VmPin in /proc/self/status";
-    return 0;
-}
-
 // Private anonymous memory that can be replaced by new pages at the same
 // address.
 class AnonBuffer

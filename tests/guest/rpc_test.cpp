@@ -21,11 +21,13 @@
 #include <iostream>
 #include <lite/session.hpp>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <span>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -579,6 +581,97 @@ TEST_F(Rpc, KeptReplyBuffersOfEveryCapacity)
     EXPECT_EQ(bad, 0u) << "requests arrived corrupted";
     EXPECT_EQ(srv.reply_errors, too_long) << "only the replies too long fail";
     EXPECT_EQ(srv.last_error, EMSGSIZE);
+}
+
+// Requests and replies of 4 KiB and more go from buffers the kernel keeps
+// pinned, read in place by the NIC (the copy path takes the rest). One
+// request buffer and one reply buffer, used again and again at offsets
+// that cross pages and 32-page mapping steps, with new contents every
+// call (a stale page would show), until the 8 MiB ring wrapped; then the
+// request buffer mapped anew at the same address (its old pages must not
+// be sent). Every request and reply is checked; both buffers stay pinned
+// between calls (VmPin).
+TEST_F(Rpc, RequestsAndRepliesFromKeptPages)
+{
+    constexpr uint32_t kRpcPort = 102;
+    constexpr size_t kSpan = 2 * kMiB;
+    auto unmap = [](uint8_t* p) { munmap(p, kSpan); };
+    using Mapping = std::unique_ptr<uint8_t, decltype(unmap)>;
+    auto map = [&] {
+        void* p = mmap(nullptr, kSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            throw std::system_error(errno, std::generic_category(), "mmap");
+        return Mapping(static_cast<uint8_t*>(p), unmap);
+    };
+    Mapping req_map = map(), reply_map = map();
+    uint8_t* req = req_map.get();
+    uint8_t* rbuf = reply_map.get();
+    const uint64_t pinned_at_start = vm_pin_kb();
+
+    // The server (node 2) answers from rbuf, at an offset the request names.
+    auto srv_session = lite::Session::open(inst_[1]);
+    ASSERT_EQ(LITE_rpc_register(srv_session.get(), kRpcPort), 0);
+    std::atomic<uint64_t> served{0}, bad{0};
+    std::jthread server([&](const std::stop_token& stop) { // stopped and joined on any exit
+        Bytes in_buf(kMiB);
+        while (!stop.stop_requested()) {
+            lite_rpc_in_t in{};
+            int r = LITE_rpc_recv(srv_session.get(), kRpcPort, in_buf.data(), in_buf.size(), 100, &in);
+            if (r == -ETIMEDOUT)
+                continue;
+            if (r < 0) {
+                bad++;
+                return;
+            }
+            auto got = std::span<const uint8_t>(in_buf).first(in.len);
+            if (!request_ok(in, got))
+                bad++;
+            const size_t at = get32(got, 4) % 4096; // the tag picks the offset
+            Bytes out = transform(got, 2);
+            std::memcpy(rbuf + at, out.data(), out.size());
+            if (LITE_rpc_reply(srv_session.get(), in.token, rbuf + at, out.size()) < 0)
+                bad++;
+            served++;
+        }
+    });
+
+    auto s = lite::Session::open(inst_[0]);
+    Bytes reply;
+    // length, offset in the request buffer
+    const std::vector<std::pair<size_t, size_t>> shapes = {
+        {4096, 0},     {4097, 1}, {65536, 4095},    {size_t{32} * 4096, 0}, {size_t{32} * 4096 + 3, 4093},
+        {300001, 100}, {kMiB, 0}, {kMiB - 4096, 7}, {777777, 4000},         {size_t{33} * 4096, 2048},
+    };
+    uint32_t tag = 0;
+    size_t sent = 0;
+    auto one = [&](size_t len, size_t off) {
+        const uint32_t t = ++tag;
+        Bytes r = make_request(len, 1, t, 1000 + t);
+        std::memcpy(req + off, r.data(), len);
+        reply.resize(len);
+        size_t got = 0;
+        int e = LITE_rpc_call(s.get(), 2, kRpcPort, req + off, len, reply.data(), len, &got, kTimeoutMs);
+        reply.resize(e < 0 ? 0 : got);
+        sent += len;
+        return e == 0 && reply_ok(r, reply, 2);
+    };
+    for (size_t round = 0; sent < size_t{24} * kMiB; round++) {
+        for (auto [len, off] : shapes)
+            ASSERT_TRUE(one(len, off)) << "round " << round << ": " << len << " B at offset " << off;
+    }
+    EXPECT_GE(vm_pin_kb(), pinned_at_start + uint64_t{2} * 1024) << "the request and reply buffers stay pinned";
+
+    // The same address, new pages: what goes out is what is there now.
+    ASSERT_EQ(munmap(req, kSpan), 0);
+    void* again = mmap(req, kSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ASSERT_EQ(again, static_cast<void*>(req));
+    for (auto [len, off] : shapes)
+        ASSERT_TRUE(one(len, off)) << "after the remap: " << len << " B at offset " << off;
+
+    server.request_stop();
+    server.join();
+    EXPECT_EQ(bad, 0u) << "requests arrived corrupted or a reply failed";
+    EXPECT_EQ(served, tag);
 }
 
 // A fast client against a slow server (one thread, 2 ms per request): 2000

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace lite_guest
@@ -296,6 +297,19 @@ std::string litectl()
     std::string dir = n > 0 ? std::string(self.data(), static_cast<size_t>(n)) : std::string(".");
     dir = dir.substr(0, dir.rfind('/'));
     return dir + "/../tools/litectl/litectl";
+}
+
+uint64_t vm_pin_kb()
+{
+    std::ifstream in("/proc/self/status");
+    std::string key;
+    uint64_t kb = 0;
+    while (in >> key) {
+        if (key == "VmPin:" && in >> kb)
+            return kb;
+        in.ignore(1 << 20, '\n');
+    }
+    throw std::runtime_error("no VmPin in /proc/self/status");
 }
 
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout)

@@ -138,6 +138,10 @@ uint32_t call_bound_ms(uint32_t base_ms);
 // Path of the litectl built next to this test binary.
 std::string litectl();
 
+// This process's pinned memory (VmPin of /proc/self/status), in KiB; throws
+// if there is none.
+uint64_t vm_pin_kb();
+
 // Poll @pred until it holds or @timeout passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
