@@ -512,8 +512,8 @@ int lite_rdma_post_sgl(struct lite_rdma_op *op, const struct lite_layout *l,
 
 	/* RDMA READ may take fewer SGEs than a send. */
 	max_sge = write ? conn->max_sge :
-		  min_t(u32, conn->max_sge,
-			conn->node->ibdev->dev->attrs.max_sge_rd);
+		  clamp_t(u32, conn->node->ibdev->dev->attrs.max_sge_rd, 1,
+			  conn->max_sge);
 	while (!ret && done < len) {
 		n = lite_lmr_segments(l, off + done, len - done, segs,
 				      LITE_MAX_SEGS, &step);

@@ -46,6 +46,8 @@
 #define LITE_REPLY_HDR		sizeof(struct lite_wire_rpc_reply)
 #define LITE_STAGE_MAX		(1U << 20)	/* staging per write step */
 #define LITE_RPC_ZCOPY_MIN	4096	/* payloads from kept pages from here */
+#define LITE_RPC_ZCOPY_PAGES	17	/* mapped without an allocation: 64 KiB
+					 * at any offset */
 
 static_assert(LITE_RPC_PAYLOAD_MAX == LITE_RPC_MAX);
 static_assert(LITE_RING_SIZE - LITE_RING_ACK_EVERY >=
@@ -405,7 +407,7 @@ struct lite_rpc_out {
 	const struct lite_kbuf *reply_buf;
 	const void __user *data;
 	u32 len;
-	struct lite_pin_cache *pins;	/* @data's, if it may be kept pinned */
+	struct lite_rpc_zc *zc;		/* zero copy for @data, if it can */
 };
 
 /* An entry's or reply's staging buffer: its own small one, or a bounce. */
@@ -453,19 +455,29 @@ static void lite_stage_put(struct lite_stage *s)
 }
 
 /*
+ * Zero copy of one entry or reply: the payload read in place from user
+ * pages the file keeps pinned, all of them mapped before anything is
+ * posted; the caller's (synchronous callers only: it is on their stack).
+ */
+struct lite_rpc_zc {
+	struct lite_pin_cache *pc;	/* where the pages may be kept */
+	struct lite_pin_entry *pin;	/* the payload's pages, or NULL */
+	struct lite_pinned pages;	/* mapped, into @ext[1..] */
+	struct lite_ext *ext;		/* [0]: the header; @small or kmalloc'd */
+	struct lite_ext small[1 + LITE_RPC_ZCOPY_PAGES];
+};
+
+/*
  * An entry or reply on its way: its last step may still be in flight.
- * Zero copy (@pin set): the header in @s, then the payload from kept
- * user pages; the last step's pages stay mapped (@pages.ext, after the
- * header's extent in @ext[0]) until lite_rpc_tx_finish(), which the
- * poster waits in: the caller's buffer is read until then.
+ * With @zc, the header is in @s and the payload's pages stay pinned and
+ * mapped until lite_rpc_tx_finish(), which the poster waits in: the
+ * caller's buffer is read until then.
  */
 struct lite_rpc_tx {
 	struct lite_rdma_op op;
 	struct lite_stage s;
 	u64 ring_end;			/* an entry: where the next one starts */
-	struct lite_pin_entry *pin;	/* the payload's kept pages, or NULL */
-	struct lite_pinned pages;	/* the step mapped */
-	struct lite_ext ext[1 + LITE_PIN_MAP_PAGES];
+	struct lite_rpc_zc *zc;		/* zero copy, or NULL */
 };
 
 static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
@@ -473,26 +485,26 @@ static void lite_rpc_tx_init(struct lite_rpc_tx *tx, struct lite_conn *conn,
 {
 	lite_rdma_op_init(&tx->op, conn, done_fn);
 	tx->s.b.buf = NULL;
-	tx->pin = NULL;
-	tx->pages.n = 0;
+	tx->zc = NULL;
 }
 
-/* Let the kept pages of @tx go (nothing posted reads them any more). */
-static void lite_rpc_tx_unpin(struct lite_rpc_tx *tx)
+/* Let the pages of @zc go: unmapped, unpinned, nothing reads them now. */
+static void lite_rpc_zc_release(struct lite_rpc_zc *zc)
 {
-	if (!tx->pin)
-		return;
-	lite_pinned_unmap(&tx->pages, tx->pages.n);
-	tx->pages.n = 0;
-	lite_pin_put(tx->pin);
-	tx->pin = NULL;
+	lite_pinned_unmap(&zc->pages, zc->pages.n);
+	if (zc->ext != zc->small)
+		kfree(zc->ext);
+	lite_pin_put(zc->pin);
+	zc->pin = NULL;
 }
 
 /* Wait for what @tx posted, then free its staging. */
 static int lite_rpc_tx_finish(struct lite_rpc_tx *tx, int err)
 {
 	err = lite_rdma_op_wait(&tx->op, err);
-	lite_rpc_tx_unpin(tx);
+	if (tx->zc)
+		lite_rpc_zc_release(tx->zc);
+	tx->zc = NULL;
 	lite_stage_put(&tx->s);
 	return err;
 }
@@ -502,120 +514,103 @@ static void lite_rpc_tx_free(struct lite_rdma_op *op)
 {
 	struct lite_rpc_tx *tx = container_of(op, struct lite_rpc_tx, op);
 
-	WARN_ON_ONCE(tx->pin);	/* zero copy is waited for */
+	WARN_ON_ONCE(tx->zc);	/* zero copy is waited for */
 	lite_stage_put(&tx->s);
 	kfree(tx);
 }
 
-/*
- * Zero copy for @len bytes of @data if @pc keeps its pages pinned (@tx
- * takes them: the NIC reads them in place), with a mapped stage for the
- * header of @hdr_len bytes. Return: whether @tx takes this path.
- */
-static bool lite_rpc_tx_pin(struct lite_rpc_tx *tx, struct lite_conn *conn,
-			    struct lite_pin_cache *pc, const void __user *data,
-			    u32 len, u32 hdr_len)
+/* Map the @len bytes of @zc's pages from @uaddr, behind the header. */
+static int lite_rpc_zc_map(struct lite_rpc_zc *zc, struct ib_device *dev,
+			   struct page **pages, unsigned long uaddr, u32 len)
 {
-	struct page **pages;
+	u32 first_off = offset_in_page(uaddr);
+	int n = DIV_ROUND_UP(first_off + len, PAGE_SIZE), ret;
 
-	if (!pc || len < LITE_RPC_ZCOPY_MIN)
-		return false;
-	tx->pin = lite_pin_get(pc, (uintptr_t)data, len, false, &pages);
-	if (!tx->pin)
-		return false;
-	if (lite_stage_get_mapped(&tx->s, conn, hdr_len)) {
-		lite_pin_put(tx->pin);
-		tx->pin = NULL;
-		return false;
+	zc->ext = zc->small;
+	if (n > LITE_RPC_ZCOPY_PAGES) {
+		zc->ext = kmalloc_array(1 + n, sizeof(*zc->ext), GFP_KERNEL);
+		if (!zc->ext)
+			return -ENOMEM;
 	}
-	tx->pages = (struct lite_pinned) {
-		.dev = conn->node->ibdev->dev,
+	zc->pages = (struct lite_pinned) {
+		.dev = dev,
 		.pages = pages,
-		.ext = tx->ext + 1,
+		.ext = zc->ext + 1,
+		.n = n,
+		.first_off = first_off,
+		.len = len,
 		.write = true,
 	};
-	return true;
-}
-
-/* Post the part of @sgl for [@pos, @pos + @n) of layout @l modulo @wrap. */
-static int lite_sgl_post_wrapped(struct lite_rdma_op *op,
-				 const struct lite_layout *l, u64 wrap,
-				 u64 pos, u64 n, struct lite_sgl *sgl,
-				 const u32 *imm)
-{
-	u64 off = pos % wrap, first = min_t(u64, n, wrap - off);
-	int ret;
-
-	if (first == n)
-		return lite_rdma_post_sgl(op, l, off, n, sgl, true, imm);
-	ret = lite_rdma_post_sgl(op, l, off, first, sgl, true, NULL);
-	sgl->skip += first;
-	if (!ret)
-		ret = lite_rdma_post_sgl(op, l, 0, n - first, sgl, true, imm);
+	ret = lite_pinned_map(&zc->pages);
+	if (ret && zc->ext != zc->small)
+		kfree(zc->ext);
 	return ret;
 }
 
 /*
- * Zero copy (lite_rpc_tx_pin() took @data): write the @hdr_len bytes of
- * header in tx->s, then @len bytes from the pages of @data in place, to
- * @pos of layout @l (modulo @wrap), LITE_PIN_MAP_PAGES pages at a time;
- * the last work request carries @imm. Every step but the last completes
- * before the next is mapped; the last is posted on tx->op and stays
- * mapped until lite_rpc_tx_finish().
- * Return: 0, -ENOMEM, or a transport error (the caller closes the
- * connection).
+ * Zero copy for @len bytes of @data, if @zc's cache keeps its pages
+ * pinned and they can be mapped: @tx takes them (the NIC reads them in
+ * place) and a mapped stage for the header of @hdr_len bytes. Nothing is
+ * posted yet, so whatever fails here leaves the copy path.
+ * Return: whether @tx takes this path.
+ */
+static bool lite_rpc_tx_pin(struct lite_rpc_tx *tx, struct lite_rpc_zc *zc,
+			    struct lite_conn *conn, const void __user *data,
+			    u32 len, u32 hdr_len)
+{
+	struct page **pages;
+
+	if (!zc || !zc->pc || len < LITE_RPC_ZCOPY_MIN)
+		return false;
+	zc->pin = lite_pin_get(zc->pc, (uintptr_t)data, len, false, &pages);
+	if (!zc->pin)
+		return false;
+	if (lite_rpc_zc_map(zc, conn->node->ibdev->dev, pages,
+			    (uintptr_t)data, len))
+		goto err_put;
+	if (lite_stage_get_mapped(&tx->s, conn, hdr_len))
+		goto err_release;
+	zc->ext[0].dma = tx->s.b.dma;
+	zc->ext[0].len = hdr_len;
+	tx->zc = zc;
+	return true;
+
+err_release:
+	lite_rpc_zc_release(zc);	/* puts the pin too */
+	return false;
+err_put:
+	lite_pin_put(zc->pin);
+	zc->pin = NULL;
+	return false;
+}
+
+/*
+ * Zero copy (lite_rpc_tx_pin() took the payload): post the header in
+ * tx->s and the payload's mapped pages to @pos of layout @l (modulo
+ * @wrap), all on tx->op, the last work request carrying @imm. Nothing is
+ * waited for here; lite_rpc_tx_finish() waits.
+ * Return: 0, or a transport error (the caller closes the connection).
  */
 static int lite_stage_write_pinned(struct lite_rpc_tx *tx,
 				   const struct lite_layout *l, u64 wrap,
-				   u64 pos, u32 hdr_len,
-				   const void __user *data, u32 len, u32 imm)
+				   u64 pos, u32 imm)
 {
-	struct lite_conn *conn = tx->op.conn;
-	unsigned long uaddr = (uintptr_t)data;
-	struct lite_pinned *p = &tx->pages;
-	struct page **all = p->pages;
-	struct lite_rdma_op step;
-	struct lite_sgl sgl;
-	u64 done, n, at;
+	struct lite_rpc_zc *zc = tx->zc;
+	struct lite_sgl sgl = { .ext = zc->ext, .n = 1 + zc->pages.n };
+	u64 n = zc->ext[0].len + zc->pages.len;
+	u64 off = pos % wrap, first = min_t(u64, n, wrap - off);
 	int ret;
 
-	tx->ext[0].dma = tx->s.b.dma;
-	tx->ext[0].len = hdr_len;
-	ib_dma_sync_single_for_device(tx->s.b.dev, tx->s.b.dma, hdr_len,
-				      DMA_BIDIRECTIONAL);
-	for (done = 0;; done += n) {
-		at = uaddr + done;
-		p->first_off = offset_in_page(at);
-		n = min_t(u64, len - done,
-			  LITE_PIN_MAP_PAGES * PAGE_SIZE - p->first_off);
-		p->pages = all + ((offset_in_page(uaddr) + done) >> PAGE_SHIFT);
-		p->len = n;
-		p->n = DIV_ROUND_UP(p->first_off + n, PAGE_SIZE);
-		ret = lite_pinned_map(p);
-		if (ret) {
-			p->n = 0;
-			return ret;
-		}
-		/* The header goes with the first step. */
-		sgl = (struct lite_sgl) {
-			.ext = done ? tx->ext + 1 : tx->ext,
-			.n = done ? p->n : p->n + 1,
-		};
-		if (done + n == len)
-			break;		/* the last step: posted below */
-		lite_rdma_op_init(&step, conn, NULL);
-		ret = lite_rdma_op_wait(&step, lite_sgl_post_wrapped(&step, l,
-				wrap, pos + (done ? hdr_len + done : 0),
-				(done ? 0 : hdr_len) + n, &sgl, NULL));
-		lite_pinned_unmap(p, p->n);
-		p->n = 0;
-		if (ret)
-			return ret;
-		cond_resched();
-	}
-	return lite_sgl_post_wrapped(&tx->op, l, wrap,
-				     pos + (done ? hdr_len + done : 0),
-				     (done ? 0 : hdr_len) + n, &sgl, &imm);
+	ib_dma_sync_single_for_device(tx->s.b.dev, tx->s.b.dma,
+				      zc->ext[0].len, DMA_BIDIRECTIONAL);
+	if (first == n)
+		return lite_rdma_post_sgl(&tx->op, l, off, n, &sgl, true, &imm);
+	ret = lite_rdma_post_sgl(&tx->op, l, off, first, &sgl, true, NULL);
+	sgl.skip = first;
+	if (!ret)
+		ret = lite_rdma_post_sgl(&tx->op, l, 0, n - first, &sgl, true,
+					 &imm);
+	return ret;
 }
 
 /*
@@ -989,8 +984,9 @@ static long lite_ring_turn_sleep(struct lite_turn *tn, long timeout)
 
 /*
  * Wait until every entry reserved before @pos was posted: immediates must
- * reach the peer in ring order. The writers before it hold no user memory
- * (their data is in the kernel) and only post, each within its own bounds;
+ * reach the peer in ring order. The writers before it take no page fault
+ * (their data is in the kernel, or in user pages pinned and mapped before
+ * they reserved) and only post, each within its own bounds;
  * the wait polls briefly, then sleeps until the post just before it (the
  * other wake-ups of tx_wq do not wake it: lite_ring_turn_wake()), and
  * gives up only if no writer before it posted for
@@ -1045,7 +1041,8 @@ static void lite_ring_op_posted(struct lite_rdma_op *op)
  * Write one entry into @conn's peer's ring by @deadline. Writers do not
  * hold the ring while they copy: the data is copied into the kernel first
  * (into the stage if the entry takes one staging step, else into a buffer
- * of its own), so a fault costs the ring nothing; then the entry takes its
+ * of its own), or its pinned pages mapped (@o->zc: zero copy), so a fault
+ * costs the ring nothing; then the entry takes its
  * place (lite_ring_reserve()), waits for its turn (lite_ring_turn()) and
  * posts. With @nowait: -EAGAIN (nothing written) where it would wait for
  * the ring, its room, another writer or a staging step.
@@ -1070,7 +1067,7 @@ static int lite_ring_write(struct lite_conn *conn,
 		return ret;
 	if (nowait && !lite_ring_free_now(conn, size))
 		return -EAGAIN;	/* before copying anything */
-	zcopy = !nowait && lite_rpc_tx_pin(tx, conn, o->pins, o->data, o->len,
+	zcopy = !nowait && lite_rpc_tx_pin(tx, o->zc, conn, o->data, o->len,
 					   hdr_len);
 	ret = zcopy ? 0 : lite_stage_get(s, conn, size);
 	if (ret)
@@ -1106,7 +1103,7 @@ static int lite_ring_write(struct lite_conn *conn,
 	tx->op.posted_fn = lite_ring_op_posted;
 	if (zcopy)
 		ret = lite_stage_write_pinned(tx, &t->layout, t->size, pos,
-					      hdr_len, o->data, o->len, imm);
+					      imm);
 	else if (one_step)
 		ret = lite_stage_post(&tx->op, s, &t->layout, t->size,
 				      pos, hdr_len + o->len, imm);
@@ -1143,26 +1140,21 @@ static void lite_rpc_put_reply_hdr(const struct lite_rpc_in *in, void *buf,
 }
 
 /*
- * A reply of @len bytes from kept pages of @pc, read in place: written
- * and waited for. Return: -EAGAIN if @pc does not keep them (copy it),
- * 0, or a transport error (the connection is closing).
+ * A reply of @len bytes from pinned pages (lite_rpc_tx_pin() took them
+ * into @tx): written and waited for. Return: 0, or a transport error (the
+ * connection is closing).
  */
 static int lite_rpc_write_reply_pinned(struct lite_rpc_in *in,
 				       const struct lite_layout *l,
-				       struct lite_pin_cache *pc,
-				       const void __user *data, u32 len)
+				       struct lite_rpc_tx *tx, u32 len)
 {
 	struct lite_conn *conn = in->conn;
-	struct lite_rpc_tx tx;
 	int ret;
 
-	lite_rpc_tx_init(&tx, conn, NULL);
-	if (!lite_rpc_tx_pin(&tx, conn, pc, data, len, LITE_REPLY_HDR))
-		return -EAGAIN;
-	lite_rpc_put_reply_hdr(in, tx.s.b.buf, 0, len, len);
-	ret = lite_stage_write_pinned(&tx, l, l->size, 0, LITE_REPLY_HDR,
-				      data, len, LITE_IMM_REPLY | in->e.call_id);
-	ret = lite_rpc_tx_finish(&tx, ret);
+	lite_rpc_put_reply_hdr(in, tx->s.b.buf, 0, len, len);
+	ret = lite_stage_write_pinned(tx, l, l->size, 0,
+				      LITE_IMM_REPLY | in->e.call_id);
+	ret = lite_rpc_tx_finish(tx, ret);
 	if (ret)
 		lite_conn_close(conn);
 	else
@@ -1185,6 +1177,7 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 		.n_chunks = in->e.n_segs,
 		.chunks = in->segs,
 	};
+	struct lite_rpc_zc zc = { .pc = pc };
 	struct lite_rpc_tx stx, *tx = &stx;
 	u32 send = len;
 	bool inl;
@@ -1195,11 +1188,10 @@ static int lite_rpc_write_reply(struct lite_rpc_in *in, int status,
 	if (status)
 		send = 0;
 	l.size = in->segs[l.n_chunks - 1].start + in->segs[l.n_chunks - 1].len;
-	if (!status) {
-		ret = lite_rpc_write_reply_pinned(in, &l, pc, data, len);
-		if (ret != -EAGAIN)
-			return ret;
-	}
+	lite_rpc_tx_init(tx, conn, NULL);
+	if (!status &&
+	    lite_rpc_tx_pin(tx, &zc, conn, data, len, LITE_REPLY_HDR))
+		return lite_rpc_write_reply_pinned(in, &l, tx, len);
 	/* Inline, nothing outlives the post: the stack does. */
 	inl = LITE_REPLY_HDR + send <= conn->max_inline;
 	if (!inl) {
@@ -2180,6 +2172,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a,
 	unsigned long deadline = jiffies +
 		msecs_to_jiffies(a->timeout_ms ?: LITE_RPC_TIMEOUT_MS);
 	struct lite_rpc_out o = lite_rpc_call_out(a);
+	struct lite_rpc_zc zc = { .pc = pc };
 	struct lite_rcall *call;
 	struct lite_conn *conn;
 	struct lite_rpc_tx tx;
@@ -2199,7 +2192,7 @@ int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a,
 	}
 	o.call_id = call->id;
 	o.reply_buf = &call->buf;
-	o.pins = pc;
+	o.zc = &zc;
 	lite_rpc_tx_init(&tx, conn, NULL);
 	ret = lite_ring_write(conn, &o, deadline, false, &tx);
 	if (!ret)

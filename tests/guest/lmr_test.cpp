@@ -17,7 +17,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <lite/session.hpp>
 #include <random>
@@ -706,6 +705,16 @@ TEST_F(Lmr, PinCacheStaysWithinItsBudget)
         l.read(0, back);
         EXPECT_EQ(checksum(back), checksum(buf.span())) << "buffer " << seed;
     };
+    // Four new buffers through @l in turn, into @bufs; @after(i) runs after
+    // buffer i.
+    using Buffers = std::vector<std::unique_ptr<AnonBuffer>>;
+    auto use_four = [&](lite::Lmr& l, Buffers& bufs, const std::function<void(uint64_t)>& after) {
+        for (uint64_t i = 1; i <= 4; i++) {
+            bufs.push_back(std::make_unique<AnonBuffer>(kLen));
+            use(l, *bufs.back(), i);
+            after(i);
+        }
+    };
 
     // A process without CAP_IPC_LOCK and RLIMIT_MEMLOCK of 1 MiB: the
     // cache keeps 512 KiB, the newest buffers.
@@ -713,14 +722,12 @@ TEST_F(Lmr, PinCacheStaysWithinItsBudget)
         const uint64_t start = vm_pin_kb();
         auto s = lite::Session::open(inst_[0]);
         auto l = s.alloc(kLen, 2);
-        std::vector<std::unique_ptr<AnonBuffer>> bufs;
-        for (uint64_t i = 1; i <= 4; i++) {
-            bufs.push_back(std::make_unique<AnonBuffer>(kLen));
-            use(l, *bufs.back(), i);
+        Buffers bufs;
+        use_four(l, bufs, [&](uint64_t i) {
             const uint64_t pinned = vm_pin_kb() - start;
             EXPECT_LE(pinned, 2 * kKb) << "at most half of RLIMIT_MEMLOCK, after buffer " << i;
             EXPECT_EQ(pinned, std::min<uint64_t>(i, 2) * kKb) << "the newest buffers kept, after buffer " << i;
-        }
+        });
         // The newest is among the kept: its pages go when it is unmapped.
         bufs.back()->remap();
         EXPECT_TRUE(wait_until([&] { return vm_pin_kb() - start == kKb; }, 5s))
@@ -735,11 +742,8 @@ TEST_F(Lmr, PinCacheStaysWithinItsBudget)
     {
         auto s = lite::Session::open(inst_[0]);
         auto l = s.alloc(kLen, 2);
-        std::vector<std::unique_ptr<AnonBuffer>> bufs;
-        for (uint64_t i = 1; i <= 4; i++) {
-            bufs.push_back(std::make_unique<AnonBuffer>(kLen));
-            use(l, *bufs.back(), i);
-        }
+        Buffers bufs;
+        use_four(l, bufs, [](uint64_t) {});
         EXPECT_EQ(vm_pin_kb() - start, 4 * kKb) << "pin_cache_kb 1024 keeps four 256 KiB buffers";
         ASSERT_EQ(set_module_param("pin_cache_kb", "256"), 0);
         use(l, *bufs.front(), 5);
