@@ -438,12 +438,22 @@ static int lite_stage_get(struct lite_stage *s, struct lite_conn *conn,
 	return 0;
 }
 
-/* A DMA-mapped staging buffer for a header that SGEs of pages follow. */
+/*
+ * A DMA-mapped staging buffer of just @want bytes, for a header that SGEs
+ * of pages follow: not one of the node's kept bounce buffers, which a call
+ * would hold until its reply.
+ */
 static int lite_stage_get_mapped(struct lite_stage *s, struct lite_conn *conn,
 				 u32 want)
 {
 	s->inl = false;
-	return lite_bounce_get(&s->b, conn->node, want, LITE_BOUNCE_SIZE);
+	s->b = (struct lite_bounce) {
+		.node = conn->node,
+		.dev = conn->node->ibdev->dev,
+		.size = want,
+	};
+	return lite_bounce_map(s->b.dev, want, GFP_KERNEL, &s->b.buf,
+			       &s->b.dma);
 }
 
 /* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
@@ -528,7 +538,8 @@ static int lite_rpc_zc_map(struct lite_rpc_zc *zc, struct ib_device *dev,
 
 	zc->ext = zc->small;
 	if (n > LITE_RPC_ZCOPY_PAGES) {
-		zc->ext = kmalloc_array(1 + n, sizeof(*zc->ext), GFP_KERNEL);
+		zc->ext = kmalloc_array(1 + n, sizeof(*zc->ext),
+					GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		if (!zc->ext)
 			return -ENOMEM;
 	}

@@ -635,7 +635,7 @@ static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
 	a->fixed->n_maps = 0;
 	max_sge = a->conn->max_sge;
 	if (!a->write)		/* RDMA READ may take fewer SGEs */
-		max_sge = min_t(u32, max_sge, dev->attrs.max_sge_rd);
+		max_sge = clamp_t(u32, dev->attrs.max_sge_rd, 1, max_sge);
 	w.bv = it.bvec;
 	w.off = it.iov_offset;
 	w.left = rw->len;
