@@ -12,7 +12,9 @@
  * Bounce buffers that a one-sided copy, an atomic's result or an RPC
  * entry on its way passes through: LITE_BOUNCE_SIZE bytes, mapped
  * (bidirectional) once; a node keeps up to LITE_STAGE_CACHE of them, so a
- * small operation allocates and maps nothing.
+ * small operation allocates and maps nothing. (The header of an RPC
+ * entry sent from user pages in place is an exact-size lite_bounce_map()
+ * instead.)
  */
 #include <linux/slab.h>
 #include <linux/mm.h>

@@ -410,7 +410,10 @@ struct lite_rpc_out {
 	struct lite_rpc_zc *zc;		/* zero copy for @data, if it can */
 };
 
-/* An entry's or reply's staging buffer: its own small one, or a bounce. */
+/*
+ * An entry's or reply's staging buffer: its own small one, a kept bounce
+ * buffer, or (zero copy) an exact-size mapping of just the header.
+ */
 struct lite_stage {
 	struct lite_bounce b;		/* b.buf is @small if @inl */
 	bool inl;			/* sent inline from @small */
@@ -456,7 +459,10 @@ static int lite_stage_get_mapped(struct lite_stage *s, struct lite_conn *conn,
 			       &s->b.dma);
 }
 
-/* Done with @s (its WRs completed): the node keeps it if it can. Any context. */
+/*
+ * Done with @s (its WRs completed): a kept bounce buffer goes back to the
+ * node if it has room, anything else is unmapped and freed. Any context.
+ */
 static void lite_stage_put(struct lite_stage *s)
 {
 	if (s->b.buf && !s->inl)
