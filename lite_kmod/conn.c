@@ -427,6 +427,9 @@ static int lite_conn_create_qp(struct lite_conn *conn, struct rdma_cm_id *id)
 	attr.cap.max_recv_wr = LITE_RX_DEPTH + 1;	/* + drain */
 	conn->max_sge = min_t(u32, id->device->attrs.max_send_sge,
 			      LITE_MAX_SGE);
+	/* RDMA READ may take fewer SGEs than a send. */
+	conn->max_sge_rd = clamp_t(u32, id->device->attrs.max_sge_rd, 1,
+				   conn->max_sge);
 	attr.cap.max_send_sge = conn->max_sge;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = LITE_MAX_INLINE;

@@ -792,6 +792,8 @@ struct lite_conn {
 					 * order) */
 	struct lite_rdma_ff ff[LITE_DATA_WRS];	/* immutable but ->n */
 	u32 max_sge;			/* immutable once the QP exists */
+	u32 max_sge_rd;			/* immutable once the QP exists: SGEs
+					 * an RDMA READ may take (<= max_sge) */
 	u32 max_inline;			/* immutable once the QP exists: bytes a
 					 * WR may carry inline (IB_SEND_INLINE) */
 

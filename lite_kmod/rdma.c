@@ -510,10 +510,7 @@ int lite_rdma_post_sgl(struct lite_rdma_op *op, const struct lite_layout *l,
 	u32 ns, piece, max_sge;
 	int n, i, ret = 0;
 
-	/* RDMA READ may take fewer SGEs than a send. */
-	max_sge = write ? conn->max_sge :
-		  clamp_t(u32, conn->node->ibdev->dev->attrs.max_sge_rd, 1,
-			  conn->max_sge);
+	max_sge = write ? conn->max_sge : conn->max_sge_rd;
 	while (!ret && done < len) {
 		n = lite_lmr_segments(l, off + done, len - done, segs,
 				      LITE_MAX_SEGS, &step);

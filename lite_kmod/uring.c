@@ -608,7 +608,6 @@ static int lite_aop_fixed_wr(struct lite_aop *a, struct lite_bvec_walk *w,
 static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
 				const struct lite_seg *segs, int n)
 {
-	struct ib_device *dev = a->lmr->node->ibdev->dev;
 	u32 max_sge, nwr = 0, n_sges = 0;
 	struct lite_bvec_walk w;
 	struct iov_iter it;
@@ -633,9 +632,7 @@ static int lite_aop_fixed_start(struct lite_aop *a, const struct lite_rw *rw,
 		return -ENOMEM;
 	a->fixed = a->fixed_kept;
 	a->fixed->n_maps = 0;
-	max_sge = a->conn->max_sge;
-	if (!a->write)		/* RDMA READ may take fewer SGEs */
-		max_sge = clamp_t(u32, dev->attrs.max_sge_rd, 1, max_sge);
+	max_sge = a->write ? a->conn->max_sge : a->conn->max_sge_rd;
 	w.bv = it.bvec;
 	w.off = it.iov_offset;
 	w.left = rw->len;
