@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 namespace
 {
@@ -76,15 +77,38 @@ TEST_P(LitectlUsage, IsExitTwoNamingTheProblem)
     EXPECT_FALSE(has(r, "not loaded")) << r.output;
 }
 
+// A fresh directory under the temporary one, removed with what it holds
+// when the object goes (for config_file(): when the program exits).
+class TempDir
+{
+public:
+    TempDir()
+    {
+        std::string tmpl = (std::filesystem::temp_directory_path() / "litectl-test-XXXXXX").string();
+        const char* d = ::mkdtemp(tmpl.data());
+        path_ = d != nullptr ? d : "/nonexistent";
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec); // a leftover is not worth failing over
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    TempDir(TempDir&&) = delete;
+    TempDir& operator=(TempDir&&) = delete;
+
+    [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
 // A configuration file for litectl up --config, in a fresh directory.
 std::string config_file(const std::string& name, const std::string& text)
 {
-    static const std::filesystem::path dir = [] {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "litectl-test-XXXXXX").string();
-        const char* d = ::mkdtemp(tmpl.data());
-        return std::filesystem::path(d != nullptr ? d : "/nonexistent");
-    }();
-    const auto path = dir / name;
+    static const TempDir dir;
+    const auto path = dir.path() / name;
     std::ofstream(path) << text;
     return path.string();
 }
