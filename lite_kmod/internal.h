@@ -376,10 +376,12 @@ struct lite_node {
 
 	/* RPC (rpc.c) and synchronisation (sync.c). */
 	struct xarray services;		/* port -> lite_service; xa lock (bh) */
-	struct xarray rpc_calls;	/* id -> lite_rcall; xa lock (bh) */
-	u32 next_call_id;		/* xa lock of rpc_calls */
-	struct xarray rpc_held;		/* token -> lite_rpc_in; xa lock (bh) */
-	u32 next_token;			/* xa lock of rpc_held */
+	struct xarray rpc_calls;	/* id - 1 -> lite_rcall, lowest free
+					 * slot first; xa lock (bh) */
+	struct xarray rpc_held;		/* low 32 bits of the token, less 1
+					 * -> lite_rpc_in; xa lock (bh) */
+	u32 token_gen;			/* xa lock of rpc_held: the high
+					 * 32 bits of the next token */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
 	spinlock_t rcall_lock;		/* protects the three fields below */
 	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
@@ -496,6 +498,7 @@ struct lite_rpc_in {
 	struct lite_rpc_entry e;	/* the checked header */
 	u64 pos;			/* ring position of the entry */
 	struct lite_file *owner;	/* held: the file that took it */
+	u64 token;			/* held: its token (rpc_held lock) */
 	int err;			/* rpc_errs: the status to reply */
 	struct lite_chunk segs[];	/* CALL: the caller's reply buffer */
 };

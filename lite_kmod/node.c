@@ -296,10 +296,10 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	spin_lock_init(&node->poll_lock);
 	INIT_LIST_HEAD(&node->poll_conns);
 	xa_init_flags(&node->services, XA_FLAGS_LOCK_BH);
-	xa_init_flags(&node->rpc_calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	xa_init_flags(&node->rpc_calls, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	spin_lock_init(&node->rcall_lock);
 	spin_lock_init(&node->stage_lock);
-	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	INIT_LIST_HEAD(&node->sync_waits);
 	INIT_LIST_HEAD(&node->orphans);
 	INIT_LIST_HEAD(&node->alloc_jobs);

@@ -340,7 +340,7 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 	u32 len;
 
 	xa_lock_bh(&node->rpc_calls);
-	call = xa_load(&node->rpc_calls, id);
+	call = id ? xa_load(&node->rpc_calls, id - 1) : NULL;
 	if (!call || call->conn != conn) {
 		xa_unlock_bh(&node->rpc_calls);
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
@@ -352,7 +352,7 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 		lite_conn_close(conn);
 		return;
 	}
-	__xa_erase(&node->rpc_calls, id);
+	__xa_erase(&node->rpc_calls, id - 1);
 	abandoned = call->abandoned;
 	lite_kbuf_read(&call->buf, 0, &w, sizeof(w));
 	if (lite_rpc_reply_parse(&w, id, call->cap, &status, &len)) {
@@ -1699,6 +1699,30 @@ static void lite_service_untake(struct lite_service *svc,
 
 
 /*
+ * Hold @in under a new token (rpc_held's lock held). The table takes the
+ * lowest free slot, so one call held at a time keeps it in the xarray's
+ * head and allocates nothing (a cyclic index emptied and rebuilt the tree
+ * each time: RCU callbacks per call). The token is the slot plus 1 in its
+ * low 32 bits and a generation in its high ones, so a token used up stays
+ * unknown when its slot is taken again.
+ */
+static int lite_rpc_hold(struct lite_node *node, struct lite_rpc_in *in,
+			 u64 *token)
+{
+	u32 slot;
+	int ret;
+
+	lockdep_assert_held(&node->rpc_held.xa_lock);
+	ret = __xa_alloc(&node->rpc_held, &slot, in, XA_LIMIT(0, U32_MAX - 1),
+			 GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+	*token = (u64)++node->token_gen << 32 | ((u64)slot + 1);
+	in->token = *token;
+	return 0;
+}
+
+/*
  * Give @in, taken off @svc's queue, to the receiver: copy its payload out,
  * and hold a call for @lf under a new token. Fills @r.
  */
@@ -1706,7 +1730,7 @@ static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
 			     struct lite_service *svc, struct lite_rpc_in *in,
 			     struct lite_rpc_recv *r)
 {
-	u32 token;
+	u64 token;
 	int ret;
 
 	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
@@ -1726,8 +1750,7 @@ static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
 	in->owner = lf;
 	xa_lock_bh(&node->rpc_held);
 	ret = node->rpc_down ? -ESHUTDOWN :
-	      __xa_alloc_cyclic(&node->rpc_held, &token, in, xa_limit_32b,
-				&node->next_token, GFP_KERNEL);
+	      lite_rpc_hold(node, in, &token);
 	xa_unlock_bh(&node->rpc_held);
 	if (ret < 0) {
 		lite_rpc_fail_in(in, -ECONNRESET);
@@ -1919,12 +1942,12 @@ static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
 {
 	struct lite_rpc_in *in;
 
-	if (!token || token > U32_MAX)
+	if (!(u32)token)
 		return NULL;
 	xa_lock_bh(&node->rpc_held);
-	in = xa_load(&node->rpc_held, token);
-	if (in && in->owner == lf)
-		__xa_erase(&node->rpc_held, token);
+	in = xa_load(&node->rpc_held, (u32)token - 1);
+	if (in && in->owner == lf && in->token == token)
+		__xa_erase(&node->rpc_held, (u32)token - 1);
 	else
 		in = NULL;
 	xa_unlock_bh(&node->rpc_held);
@@ -2114,12 +2137,12 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 	 */
 	xa_lock_bh(&node->rpc_calls);
 	ret = lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET :
-	      __xa_alloc_cyclic(&node->rpc_calls, &call->id, call,
-				XA_LIMIT(1, LITE_IMM_REPLY - 1),
-				&node->next_call_id, GFP_KERNEL);
+	      __xa_alloc(&node->rpc_calls, &call->id, call,
+			 XA_LIMIT(0, LITE_IMM_REPLY - 2), GFP_KERNEL);
 	xa_unlock_bh(&node->rpc_calls);
 	if (ret < 0)
 		goto err_free;
+	call->id++;	/* ids start at 1; the slot is id - 1 */
 	*out = call;
 	return 0;
 err_free:
@@ -2139,11 +2162,11 @@ static bool lite_rcall_leave(struct lite_node *node, struct lite_rcall *call,
 	bool pending;
 
 	xa_lock_bh(&node->rpc_calls);
-	pending = xa_load(&node->rpc_calls, call->id) == call;
+	pending = xa_load(&node->rpc_calls, call->id - 1) == call;
 	if (pending && abandon)
 		call->abandoned = true;
 	else if (pending)
-		__xa_erase(&node->rpc_calls, call->id);
+		__xa_erase(&node->rpc_calls, call->id - 1);
 	xa_unlock_bh(&node->rpc_calls);
 	if (pending && abandon)
 		return false;
@@ -2355,7 +2378,7 @@ static void lite_acall_expire(struct work_struct *work)
 	bool mine;
 
 	xa_lock_bh(&node->rpc_calls);
-	mine = xa_load(&node->rpc_calls, call->id) == call &&
+	mine = xa_load(&node->rpc_calls, call->id - 1) == call &&
 	       !call->abandoned;
 	if (mine) {
 		call->abandoned = true;	/* freed when nothing can write it */
@@ -2381,7 +2404,7 @@ static void lite_acall_arm(struct lite_acall *ac)
 	bool pending;
 
 	xa_lock_bh(&node->rpc_calls);
-	pending = xa_load(&node->rpc_calls, call->id) == call;
+	pending = xa_load(&node->rpc_calls, call->id - 1) == call;
 	if (pending && !call->abandoned) {
 		call->arg = ac;
 		call->done_fn = lite_acall_replied;
