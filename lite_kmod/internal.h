@@ -378,10 +378,10 @@ struct lite_node {
 	struct xarray services;		/* port -> lite_service; xa lock (bh) */
 	struct xarray rpc_calls;	/* id - 1 -> lite_rcall, lowest free
 					 * slot first; xa lock (bh) */
-	struct xarray rpc_held;		/* low 32 bits of the token, less 1
+	struct xarray rpc_held;		/* low 16 bits of the token, less 1
 					 * -> lite_rpc_in; xa lock (bh) */
-	u32 token_gen;			/* xa lock of rpc_held: the high
-					 * 32 bits of the next token */
+	u16 token_gen;			/* xa lock of rpc_held: the high
+					 * 16 bits of the next token */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
 	spinlock_t rcall_lock;		/* protects the three fields below */
 	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
@@ -498,7 +498,7 @@ struct lite_rpc_in {
 	struct lite_rpc_entry e;	/* the checked header */
 	u64 pos;			/* ring position of the entry */
 	struct lite_file *owner;	/* held: the file that took it */
-	u64 token;			/* held: its token (rpc_held lock) */
+	u32 token;			/* held: its token (rpc_held lock) */
 	int err;			/* rpc_errs: the status to reply */
 	struct lite_chunk segs[];	/* CALL: the caller's reply buffer */
 };
@@ -539,9 +539,12 @@ struct lite_urecv {
 	void (*ready)(struct lite_urecv *u);
 };
 
+/* Calls a node's files may hold (taken, not yet answered) at once. */
+#define LITE_HELD_MAX		0xffff
+
 /* A call this node made, until its reply buffer can be freed. */
 struct lite_rcall {
-	u32 id;				/* key in node->rpc_calls (per call) */
+	u32 id;				/* id - 1 is its key in node->rpc_calls */
 	struct lite_node *node;		/* immutable */
 	struct lite_conn *conn;		/* holds a reference; NULL once an
 					 * asynchronous call let it go */

@@ -1702,22 +1702,23 @@ static void lite_service_untake(struct lite_service *svc,
  * Hold @in under a new token (rpc_held's lock held). The table takes the
  * lowest free slot, so one call held at a time keeps it in the xarray's
  * head and allocates nothing (a cyclic index emptied and rebuilt the tree
- * each time: RCU callbacks per call). The token is the slot plus 1 in its
- * low 32 bits and a generation in its high ones, so a token used up stays
- * unknown when its slot is taken again.
+ * each time: RCU callbacks per call). A token is 32 bits (io_uring hands
+ * it out beside the sender in one u64): the slot plus 1 in its low 16
+ * bits and a generation in its high ones, so a token used up stays
+ * unknown when its slot is taken again (until 65,536 more holds).
  */
 static int lite_rpc_hold(struct lite_node *node, struct lite_rpc_in *in,
-			 u64 *token)
+			 u32 *token)
 {
 	u32 slot;
 	int ret;
 
 	lockdep_assert_held(&node->rpc_held.xa_lock);
-	ret = __xa_alloc(&node->rpc_held, &slot, in, XA_LIMIT(0, U32_MAX - 1),
-			 GFP_KERNEL);
+	ret = __xa_alloc(&node->rpc_held, &slot, in,
+			 XA_LIMIT(0, LITE_HELD_MAX - 1), GFP_KERNEL);
 	if (ret < 0)
 		return ret;
-	*token = (u64)++node->token_gen << 32 | ((u64)slot + 1);
+	*token = (u32)++node->token_gen << 16 | (slot + 1);
 	in->token = *token;
 	return 0;
 }
@@ -1730,7 +1731,7 @@ static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
 			     struct lite_service *svc, struct lite_rpc_in *in,
 			     struct lite_rpc_recv *r)
 {
-	u64 token;
+	u32 token;
 	int ret;
 
 	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
@@ -1942,12 +1943,12 @@ static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
 {
 	struct lite_rpc_in *in;
 
-	if (!(u32)token)
+	if (!(u16)token || token > U32_MAX)
 		return NULL;
 	xa_lock_bh(&node->rpc_held);
-	in = xa_load(&node->rpc_held, (u32)token - 1);
+	in = xa_load(&node->rpc_held, (u16)token - 1);
 	if (in && in->owner == lf && in->token == token)
-		__xa_erase(&node->rpc_held, (u32)token - 1);
+		__xa_erase(&node->rpc_held, (u16)token - 1);
 	else
 		in = NULL;
 	xa_unlock_bh(&node->rpc_held);
@@ -2120,6 +2121,7 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 			    u64 cap, struct lite_rcall **out)
 {
 	struct lite_rcall *call;
+	u32 slot;
 	int ret;
 
 	call = lite_rcall_cached(node, LITE_REPLY_HDR + cap);
@@ -2137,12 +2139,12 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 	 */
 	xa_lock_bh(&node->rpc_calls);
 	ret = lite_conn_state(conn) == LITE_CONN_CLOSING ? -ECONNRESET :
-	      __xa_alloc(&node->rpc_calls, &call->id, call,
+	      __xa_alloc(&node->rpc_calls, &slot, call,
 			 XA_LIMIT(0, LITE_IMM_REPLY - 2), GFP_KERNEL);
+	call->id = slot + 1;	/* ids start at 1 */
 	xa_unlock_bh(&node->rpc_calls);
 	if (ret < 0)
 		goto err_free;
-	call->id++;	/* ids start at 1; the slot is id - 1 */
 	*out = call;
 	return 0;
 err_free:
