@@ -1776,8 +1776,9 @@ static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
  *
  * Return: 0; -ENOENT if @lf did not register the port, or it went away;
  * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
- * (the request stays queued); -EFAULT (it is put back); or -ESHUTDOWN if
- * the node goes down (the call is answered -ECONNRESET).
+ * (the request stays queued); -EFAULT (it is put back); -EBUSY if the
+ * node holds LITE_HELD_MAX calls already, or -ESHUTDOWN if the node goes
+ * down (either way the call is answered -ECONNRESET).
  */
 int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 		  struct lite_rpc_recv *r)
@@ -2121,7 +2122,7 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 			    u64 cap, struct lite_rcall **out)
 {
 	struct lite_rcall *call;
-	u32 slot;
+	u32 slot = 0;
 	int ret;
 
 	call = lite_rcall_cached(node, LITE_REPLY_HDR + cap);
@@ -2590,13 +2591,13 @@ static struct lite_rpc_in *lite_rpc_take_any(struct lite_node *node,
 					     struct lite_file *lf)
 {
 	struct lite_rpc_in *in, *found = NULL;
-	unsigned long token;
+	unsigned long slot;
 
 	xa_lock_bh(&node->rpc_held);
-	xa_for_each(&node->rpc_held, token, in) {
+	xa_for_each(&node->rpc_held, slot, in) {
 		if (lf && in->owner != lf)
 			continue;
-		__xa_erase(&node->rpc_held, token);
+		__xa_erase(&node->rpc_held, slot);
 		found = in;
 		break;
 	}
