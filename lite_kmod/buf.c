@@ -260,6 +260,29 @@ void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
 }
 
 /**
+ * lite_kbuf_clear - zero bytes of a kernel buffer
+ * @b: the buffer
+ * @off: where to start; taken modulo the size (rings wrap)
+ * @len: bytes to zero
+ *
+ * Written by the CPU: the caller syncs them for the device before a peer
+ * may write the buffer again. Does not sleep.
+ */
+void lite_kbuf_clear(struct lite_kbuf *b, u64 off, u32 len)
+{
+	void *dst;
+	u32 n;
+
+	while (len) {
+		off %= b->size;
+		dst = lite_kbuf_at(b, off, len, &n);
+		memset(dst, 0, n);
+		off += n;
+		len -= n;
+	}
+}
+
+/**
  * lite_kbuf_to_user - copy bytes out of a kernel buffer to user memory
  * @b: the buffer
  * @off: where to start; taken modulo the size (rings wrap)

@@ -19,9 +19,12 @@
  *                     write "read NODE ADDR KEY LEN" or "write NODE ADDR
  *                     KEY LEN BYTE" to post one RDMA READ or WRITE of LEN
  *                     bytes (at most 64) to member NODE at any address
- *                     and key, as a hostile member kernel could; read
- *                     back "status ERRNO data HEX" - what isolation
- *                     (mr.c) lets through
+ *                     and key, as a hostile member kernel could, or
+ *                     "writeimm NODE ADDR KEY LEN BYTE IMM" for a write
+ *                     with immediate IMM (hex), which the target takes
+ *                     as an RPC entry or reply; read back "status ERRNO
+ *                     data HEX" - what isolation (mr.c) and the RPC
+ *                     checks let through
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -106,7 +109,7 @@ DEFINE_DEBUGFS_ATTRIBUTE(lite_fault_break_fops, NULL, lite_fault_break_set,
 
 /* One raw RDMA op to member @id; node->faults.raw_lock held. */
 static int lite_raw_post(struct lite_node *node, u16 id, u64 addr, u32 rkey,
-			 u32 len, bool write, u8 byte)
+			 u32 len, bool write, u8 byte, const u32 *imm)
 {
 	struct lite_chunk chunk = { .addr = addr, .len = len, .rkey = rkey };
 	struct lite_layout l = { .size = len, .n_chunks = 1, .chunks = &chunk };
@@ -129,7 +132,7 @@ static int lite_raw_post(struct lite_node *node, u16 id, u64 addr, u32 rkey,
 				      DMA_BIDIRECTIONAL);
 	lite_rdma_op_init(&op, conn, NULL);
 	ret = lite_rdma_op_wait(&op, lite_rdma_post_layout(&op, &l, 0, len,
-							   dma, write, NULL));
+							   dma, write, imm));
 	ib_dma_sync_single_for_cpu(dev, dma, LITE_RAW_MAX, DMA_BIDIRECTIONAL);
 	if (!ret && !write)
 		memcpy(node->faults.raw_data, buf, len);
@@ -145,10 +148,10 @@ static ssize_t lite_raw_write(struct file *file, const char __user *ubuf,
 {
 	struct seq_file *m = file->private_data;
 	struct lite_node *node = m->private;
-	char cmd[96], op[8];
-	unsigned int id, rkey, len, byte = 0;
+	char cmd[96], op[9];
+	unsigned int id, rkey, len, byte = 0, imm = 0;
 	unsigned long long addr;
-	bool write;
+	bool write, with_imm;
 	int n, ret;
 
 	if (count >= sizeof(cmd))
@@ -156,14 +159,16 @@ static ssize_t lite_raw_write(struct file *file, const char __user *ubuf,
 	if (copy_from_user(cmd, ubuf, count))
 		return -EFAULT;
 	cmd[count] = 0;
-	n = sscanf(cmd, "%7s %u %llx %x %u %x", op, &id, &addr, &rkey, &len,
-		   &byte);
-	write = n == 6 && !strcmp(op, "write");
+	n = sscanf(cmd, "%8s %u %llx %x %u %x %x", op, &id, &addr, &rkey, &len,
+		   &byte, &imm);
+	with_imm = n == 7 && !strcmp(op, "writeimm");
+	write = with_imm || (n == 6 && !strcmp(op, "write"));
 	if (!(write || (n == 5 && !strcmp(op, "read"))) || !id ||
 	    id > LITE_MAX_NODES || !len || len > LITE_RAW_MAX || byte > 0xff)
 		return -EINVAL;
 	mutex_lock(&node->faults.raw_lock);
-	ret = lite_raw_post(node, id, addr, rkey, len, write, byte);
+	ret = lite_raw_post(node, id, addr, rkey, len, write, byte,
+			    with_imm ? &imm : NULL);
 	node->faults.raw_status = ret;
 	mutex_unlock(&node->faults.raw_lock);
 	pr_info("lite%u: raw_rdma: %s of %u bytes to node %u at %#llx key %#x: %d\n",

@@ -116,6 +116,7 @@ struct lite_tunables {
 	unsigned int zcopy_min_kb;	/* pin user pages from here on */
 	unsigned int pin_cache_kb;	/* pinned kept per file (pincache.c) */
 	unsigned int cq_mode;		/* of nodes brought up without one */
+	unsigned int rpc_held_max;	/* calls one file may hold (rpc.c) */
 };
 extern struct lite_tunables lite_tunables __read_mostly;
 #define lite_tun(name)	READ_ONCE(lite_tunables.name)
@@ -379,7 +380,9 @@ struct lite_node {
 	struct xarray rpc_calls;	/* id - 1 -> lite_rcall, lowest free
 					 * slot first; xa lock (bh) */
 	struct xarray rpc_held;		/* low 16 bits of the token, less 1
-					 * -> lite_rpc_in; xa lock (bh) */
+					 * -> lite_rpc_in (or reserved for
+					 * one: lite_rpc_reserve()); xa lock
+					 * (bh) */
 	u16 token_gen;			/* xa lock of rpc_held: the high
 					 * 16 bits of the next token */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
@@ -698,6 +701,9 @@ struct lite_file {
 					 * change, RCU to look up */
 	u32 next_handle;		/* xa lock */
 	struct list_head services;	/* lite_service it registered; @lock */
+	u32 rpc_held;			/* node->rpc_held's xa lock: calls it
+					 * took and holds (slots reserved for
+					 * them included) */
 	struct list_head locks;		/* lite_held_lock; @lock */
 	atomic64_t aop_bytes;		/* atomic: kernel memory that its async
 					 * operations hold */
@@ -1026,6 +1032,7 @@ int lite_bounce_get(struct lite_bounce *b, struct lite_node *node, u64 len,
 		    u32 max);
 void lite_bounce_put(struct lite_bounce *b);
 void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len);
+void lite_kbuf_clear(struct lite_kbuf *b, u64 off, u32 len);
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len);
 

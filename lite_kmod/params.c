@@ -24,6 +24,7 @@ struct lite_tunables lite_tunables __read_mostly = {
 	.zcopy_min_kb = 256,
 	.pin_cache_kb = 16384,
 	.cq_mode = LITE_CQ_MODE_BEST,
+	.rpc_held_max = 4096,
 };
 
 /* A parameter of lite_tunables taking @min..@max. */
@@ -52,5 +53,7 @@ LITE_TUNABLE(pin_cache_kb, 0, 1U << 20,
 	     "LITE_read/LITE_write keep up to this much of each open file's private anonymous buffers pinned for reuse, KiB, and without CAP_IPC_LOCK at most half of RLIMIT_MEMLOCK (default 16384; 0 off; 0..1048576)");
 LITE_TUNABLE(cq_mode, LITE_CQ_BUSY, LITE_CQ_MODE_MAX,
 	     "completion mode of nodes brought up without one: 1 busy, 2 softirq, 3 workqueue, 4 adaptive, 5 poll (default 5, measured best: docs/benchmarks.md)");
+LITE_TUNABLE(rpc_held_max, 1, LITE_HELD_MAX,
+	     "calls one open file may hold, taken and not answered; one more RPC_RECV fails with EMFILE and leaves the call queued (default 4096; 1..65535, the node's table)");
 
 MODULE_VERSION(LITE_VERSION);

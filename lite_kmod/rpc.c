@@ -1699,60 +1699,121 @@ static void lite_service_untake(struct lite_service *svc,
 
 
 /*
- * Hold @in under a new token (rpc_held's lock held). The table takes the
- * lowest free slot, so one call held at a time keeps it in the xarray's
- * head and allocates nothing (a cyclic index emptied and rebuilt the tree
- * each time: RCU callbacks per call). A token is 32 bits (io_uring hands
- * it out beside the sender in one u64): the slot plus 1 in its low 16
- * bits and a generation in its high ones, so a token used up stays
- * unknown when its slot is taken again (until 65,536 more holds).
+ * Reserve the lowest free slot of rpc_held for a call @lf takes: -EMFILE
+ * if @lf holds rpc_held_max calls, -EBUSY if the node holds LITE_HELD_MAX,
+ * -ESHUTDOWN once the node is going down. Held calls take slots from the
+ * bottom, so one at a time keeps them in the xarray's head and allocates
+ * nothing (cyclic indices emptied and rebuilt the tree each time: RCU
+ * callbacks per call). Until lite_rpc_hold() fills it, the slot names
+ * nothing: a token guessed meanwhile finds no call.
  */
-static int lite_rpc_hold(struct lite_node *node, struct lite_rpc_in *in,
-			 u32 *token)
+static int lite_rpc_reserve(struct lite_node *node, struct lite_file *lf,
+			    u32 *slot)
 {
-	u32 slot;
 	int ret;
 
+	xa_lock_bh(&node->rpc_held);
+	if (node->rpc_down) {
+		ret = -ESHUTDOWN;
+	} else if (lf->rpc_held >= lite_tun(rpc_held_max)) {
+		ret = -EMFILE;
+	} else {
+		lf->rpc_held++;	/* first: the insert may drop the lock */
+		ret = __xa_alloc(&node->rpc_held, slot, NULL,
+				 XA_LIMIT(0, LITE_HELD_MAX - 1), GFP_KERNEL);
+		if (ret < 0)
+			lf->rpc_held--;
+	}
+	xa_unlock_bh(&node->rpc_held);
+	return ret;
+}
+
+/* A slot of rpc_held that @lf reserved goes back; the lock held. */
+static void lite_rpc_unreserve_locked(struct lite_node *node,
+				      struct lite_file *lf, u32 slot)
+{
 	lockdep_assert_held(&node->rpc_held.xa_lock);
-	ret = __xa_alloc(&node->rpc_held, &slot, in,
-			 XA_LIMIT(0, LITE_HELD_MAX - 1), GFP_KERNEL);
-	if (ret < 0)
-		return ret;
-	*token = (u32)++node->token_gen << 16 | (slot + 1);
-	in->token = *token;
-	return 0;
+	__xa_erase(&node->rpc_held, slot);
+	lf->rpc_held--;
+}
+
+static void lite_rpc_unreserve(struct lite_node *node, struct lite_file *lf,
+			       u32 slot)
+{
+	xa_lock_bh(&node->rpc_held);
+	lite_rpc_unreserve_locked(node, lf, slot);
+	xa_unlock_bh(&node->rpc_held);
+}
+
+/*
+ * Hold @in, taken for @in->owner, in the @slot it reserved, under a new
+ * token. A token is 32 bits (io_uring hands it out beside the sender in
+ * one u64): the slot plus 1 in its low 16 bits and a generation in its
+ * high ones, so a token used up stays unknown when its slot is taken
+ * again (until 65,536 more holds). Return: 0, or -ESHUTDOWN if the node
+ * went down since the reservation (the slot is given back).
+ */
+static int lite_rpc_hold(struct lite_node *node, struct lite_rpc_in *in,
+			 u32 slot, u32 *token)
+{
+	int ret = 0;
+
+	xa_lock_bh(&node->rpc_held);
+	if (node->rpc_down) {
+		lite_rpc_unreserve_locked(node, in->owner, slot);
+		ret = -ESHUTDOWN;
+	} else {
+		*token = (u32)++node->token_gen << 16 | (slot + 1);
+		in->token = *token;
+		/* Reserved: the node is there, nothing to allocate. */
+		__xa_store(&node->rpc_held, slot, in, GFP_ATOMIC);
+	}
+	xa_unlock_bh(&node->rpc_held);
+	return ret;
 }
 
 /*
  * Give @in, taken off @svc's queue, to the receiver: copy its payload out,
- * and hold a call for @lf under a new token. Fills @r.
+ * and hold a call for @lf under a new token. Fills @r. A call @lf has no
+ * room to hold goes back to the head of the queue.
  */
 static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
 			     struct lite_service *svc, struct lite_rpc_in *in,
 			     struct lite_rpc_recv *r)
 {
-	u32 token;
+	bool call = in->e.kind == LITE_RPC_CALL;
+	u32 slot = 0, token;
 	int ret;
 
+	if (call) {
+		ret = lite_rpc_reserve(node, lf, &slot);
+		if (ret == -ESHUTDOWN) {
+			lite_rpc_fail_in(in, -ECONNRESET);
+			return ret;
+		}
+		if (ret < 0) {
+			lite_service_untake(svc, in);
+			return ret;
+		}
+	}
 	ret = lite_kbuf_to_user(&in->conn->ring->buf, in->pos + in->e.hdr_len,
 				u64_to_user_ptr(r->buf_ptr), in->e.len);
 	if (ret) {
+		if (call)
+			lite_rpc_unreserve(node, lf, slot);
 		lite_service_untake(svc, in);
 		return ret;
 	}
 	r->len = in->e.len;
 	r->src_node = in->e.src;
 	r->token = 0;
-	if (in->e.kind != LITE_RPC_CALL) {
+	if (!call) {
 		lite_rpc_in_free(in);
 		return 0;
 	}
 	lite_rpc_consume(in);
 	in->owner = lf;
-	xa_lock_bh(&node->rpc_held);
-	ret = node->rpc_down ? -ESHUTDOWN :
-	      lite_rpc_hold(node, in, &token);
-	xa_unlock_bh(&node->rpc_held);
+	ret = lite_rpc_hold(node, in, slot, &token);
 	if (ret < 0) {
 		lite_rpc_fail_in(in, -ECONNRESET);
 		return ret;
@@ -1776,9 +1837,10 @@ static int lite_rpc_hand_out(struct lite_file *lf, struct lite_node *node,
  *
  * Return: 0; -ENOENT if @lf did not register the port, or it went away;
  * -ETIMEDOUT; -EINTR on a signal; -EMSGSIZE with @r->len the size needed
- * (the request stays queued); -EFAULT (it is put back); -EBUSY if the
- * node holds LITE_HELD_MAX calls already, or -ESHUTDOWN if the node goes
- * down (either way the call is answered -ECONNRESET).
+ * (the request stays queued); -EFAULT (it is put back); -EMFILE if @lf
+ * holds rpc_held_max calls already, -EBUSY if the node holds LITE_HELD_MAX
+ * (either way a call stays queued: answer one first); -ESHUTDOWN if the
+ * node goes down (the call is answered -ECONNRESET).
  */
 int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 		  struct lite_rpc_recv *r)
@@ -1948,10 +2010,12 @@ static struct lite_rpc_in *lite_rpc_take_held(struct lite_node *node,
 		return NULL;
 	xa_lock_bh(&node->rpc_held);
 	in = xa_load(&node->rpc_held, (u16)token - 1);
-	if (in && in->owner == lf && in->token == token)
+	if (in && in->owner == lf && in->token == token) {
 		__xa_erase(&node->rpc_held, (u16)token - 1);
-	else
+		lf->rpc_held--;
+	} else {
 		in = NULL;
+	}
 	xa_unlock_bh(&node->rpc_held);
 	return in;
 }
@@ -2027,8 +2091,10 @@ static u64 lite_rcall_kept_bytes(struct lite_node *node)
  * A call a previous one on @node left, with the smallest reply buffer of
  * at least @size bytes and at most twice what a new one would take (a
  * small call does not take a large buffer that a large call would then
- * miss); NULL if none. Its bytes are those of an earlier reply: a reply's
- * header says how many of them are its own.
+ * miss); NULL if none. Its bytes are those of an earlier reply, but not
+ * its header: call ids are reused at once, and a stray reply immediate
+ * must not pass an earlier reply's header off as this call's (-EBADMSG).
+ * A reply's header says how many of the bytes after it are its own.
  */
 static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 {
@@ -2045,11 +2111,11 @@ static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 		call = node->rcalls[i];
 		best = i;
 	}
-	if (call) {
+	if (call)
 		node->rcalls[best] = node->rcalls[--node->n_rcalls];
-	}
 	spin_unlock(&node->rcall_lock);
 	if (call) {
+		lite_kbuf_clear(&call->buf, 0, LITE_REPLY_HDR);
 		for (i = 0; i < call->buf.n_chunks; i++)
 			ib_dma_sync_single_for_device(call->buf.dev,
 						      call->buf.chunks[i].addr,
@@ -2598,6 +2664,8 @@ static struct lite_rpc_in *lite_rpc_take_any(struct lite_node *node,
 		if (lf && in->owner != lf)
 			continue;
 		__xa_erase(&node->rpc_held, slot);
+		/* Its owner is open: its release takes its calls first. */
+		in->owner->rpc_held--;
 		found = in;
 		break;
 	}

@@ -119,6 +119,13 @@ void Server::run() noexcept
         }
         if (ret == -ETIMEDOUT || ret == -EINTR)
             continue;
+        if (ret == -EMFILE || ret == -EBUSY) {
+            // The file (rpc_held_max) or the node holds as many calls as it
+            // may: this thread holds none now, the others answer theirs.
+            // The call stays queued; take it a little later.
+            std::this_thread::sleep_for(kHeldFullBackoff);
+            continue;
+        }
         if (ret == -EMSGSIZE && in.len > req.size() && in.len <= LITE_RPC_MAX) {
             try {
                 req.resize(in.len); // then take it again (or whatever came first)

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -477,6 +478,58 @@ TEST_P(Isolation, DsmFramesHaveKeysOfTheirOwn)
     }
 }
 
+// A member's stray write with immediate, naming a call of ours as replied
+// to without writing its reply: call ids are reused at once (the lowest
+// free one) and reply buffers are kept for the next calls, so the buffer
+// still holds the previous call's reply, with the same call id. The call
+// must fail EBADMSG, never return that earlier reply as its own.
+TEST_P(Isolation, AStrayReplyImmediateNeverReturnsAnEarlierReply)
+{
+    constexpr uint32_t kRpcPort = 77;
+    auto s1 = lite::Session::open(inst_[0]);
+    auto s2 = lite::Session::open(inst_[1]);
+    auto target = s2.alloc(kSize, 1); // node 2's LMR on node 1: a place node 2 may write
+    auto chunk = find_export(inst_[0], 2, kSize);
+    ASSERT_TRUE(chunk) << "node 1 lists node 2's LMR";
+    auto srv = s2.serve(kRpcPort);
+
+    const std::string first = "the first call's reply, kept";
+    std::vector<std::byte> reply(64), req(16, std::byte{1}), in(64);
+    std::thread server([&] {
+        auto inc = srv.recv(std::span<std::byte>(in), 10s);
+        srv.reply(inc.token, std::as_bytes(std::span(first)));
+    });
+    size_t n = s1.call(2, kRpcPort, req, reply, 10s);
+    server.join();
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(reply.data()), n), first);
+
+    // The same call again: call id 1 (nothing else calls from node 1), the
+    // same kept buffer. Node 2 takes it and, instead of replying, posts a
+    // write of one byte into its LMR with the reply immediate of call 1.
+    std::fill(reply.begin(), reply.end(), std::byte{0});
+    int status = 1;
+    size_t got = 0;
+    std::thread caller([&] {
+        try {
+            got = s1.call(2, kRpcPort, req, reply, 10s);
+            status = 0;
+        } catch (const lite::Error& e) {
+            status = -e.errnum();
+        }
+    });
+    auto inc = srv.recv(std::span<std::byte>(in), 10s);
+    std::ostringstream cmd;
+    cmd << "writeimm 1" << std::hex << ' ' << chunk->addr << ' ' << chunk->rkey << " 1 a5 " << ((1U << 31) | 1U);
+    auto r = raw(inst_[1], cmd.str());
+    EXPECT_EQ(r.status, 0) << cmd.str();
+    caller.join();
+    EXPECT_EQ(status, -EBADMSG) << "the call fails (got " << got << " bytes: \""
+                                << std::string(reinterpret_cast<const char*>(reply.data()), got) << "\")";
+    EXPECT_TRUE(std::all_of(reply.begin(), reply.end(), [](std::byte b) { return b == std::byte{0}; }))
+        << "nothing of the earlier reply reaches the caller";
+    (void)inc; // its real reply would now name a call that waits no more
+}
+
 // The file is there only with the module parameter.
 TEST(IsolationKnob, RawRdmaNeedsTheModuleParameter)
 {
@@ -494,6 +547,9 @@ TEST(IsolationKnob, RawRdmaNeedsTheModuleParameter)
     }
     EXPECT_EQ(raw(n.instance, "read 1 1000 1 65").status, on == 'Y' ? -EINVAL : -EPERM) << "more than 64 bytes";
     EXPECT_EQ(raw(n.instance, "jump 1 1000 1 8").status, on == 'Y' ? -EINVAL : -EPERM) << "unknown op";
+    EXPECT_EQ(raw(n.instance, "writeimm 1 1000 1 8 5a").status, on == 'Y' ? -EINVAL : -EPERM) << "no immediate";
+    EXPECT_EQ(raw(n.instance, "write 1 1000 1 8 5a 1").status, on == 'Y' ? -EINVAL : -EPERM)
+        << "an immediate for a plain write";
     down_all(dev);
 }
 

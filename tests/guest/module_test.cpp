@@ -51,7 +51,8 @@ TEST(ModuleFace, TunablesTakeTheirRangeOnly)
     const std::vector<Tunable> tunables = {
         {"call_timeout_ms", 3000, 1000, 60000}, {"data_timeout_ms", 10000, 9000, 60000},
         {"conn_wait_ms", 2000, 0, 60000},       {"zcopy_min_kb", 256, 4, 1UL << 20},
-        {"pin_cache_kb", 16384, 0, 1UL << 20},  {"cq_mode", LITE_CQ_POLL, LITE_CQ_BUSY, LITE_CQ_MODE_MAX}};
+        {"pin_cache_kb", 16384, 0, 1UL << 20},  {"cq_mode", LITE_CQ_POLL, LITE_CQ_BUSY, LITE_CQ_MODE_MAX},
+        {"rpc_held_max", 4096, 1, 65535}};
     for (const auto& t : tunables) {
         SCOPED_TRACE(t.name);
         ParamRestore keep(t.name);

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <lite/rpc.hpp>
 #include <lite/session.hpp>
 #include <map>
 #include <memory>
@@ -533,6 +534,52 @@ TEST_F(Rpc, ConcurrentCallsFromThreeNodesWithChecksums)
 TEST_F(Rpc, CombinedReplyRecvFromThreeNodesWithChecksums)
 {
     concurrent_calls(inst_, true);
+}
+
+// lite::Server with more threads than a file may hold calls
+// (rpc_held_max 1, 4 threads, a handler that takes 20 ms): the threads
+// that find the file full (EMFILE) wait and take the call later; every
+// call is answered with its own checksummed echo, no thread ends.
+TEST_F(Rpc, ServerThreadsBeyondTheHeldCapAnswerEveryCall)
+{
+    constexpr uint32_t kRpcPort = 110;
+    constexpr size_t kClients = 6, kCalls = 5;
+    ParamRestore keep("rpc_held_max");
+    ASSERT_EQ(set_module_param("rpc_held_max", "1"), 0);
+    auto s2 = lite::Session::open(inst_[1]);
+    std::atomic<uint64_t> bad{0};
+    lite::Server srv(
+        s2, kRpcPort,
+        [&](const lite::Incoming& in, std::span<const std::byte> req, std::vector<std::byte>& reply) {
+            if (in.src_node != 1)
+                bad++;
+            std::this_thread::sleep_for(20ms);
+            reply.assign(req.begin(), req.end());
+            return req.size();
+        },
+        4);
+    Failures fails;
+    parallel(kClients, fails, [&](size_t w) {
+        auto s = lite::Session::open(inst_[0]);
+        Bytes reply;
+        for (size_t k = 0; k < kCalls; k++) {
+            auto req = make_request(64 + 8 * k, 1, static_cast<uint32_t>(w << 16 | k), w * 100 + k);
+            int e = call(s.get(), 2, kRpcPort, req, reply, 4096);
+            if (e || reply != req) {
+                fails.add("client " + std::to_string(w) + " call " + std::to_string(k) + ": " +
+                          (e ? err(e) : "wrong reply"));
+                return;
+            }
+        }
+    });
+    EXPECT_EQ(fails.count(), 0u) << fails.text();
+    EXPECT_TRUE(srv.running()) << "no server thread ended";
+    EXPECT_FALSE(srv.error());
+    auto st = srv.stats();
+    srv.stop();
+    EXPECT_EQ(srv.stats().calls, kClients * kCalls);
+    EXPECT_EQ(st.handler_errors + st.reply_errors, 0u);
+    EXPECT_EQ(bad, 0u);
 }
 
 // A node keeps the reply buffers of finished calls for later ones (the
@@ -1526,6 +1573,90 @@ TEST_F(RpcUapi, RecvAndReplyRejections)
     EXPECT_EQ(r.len, 0u);
     EXPECT_EQ(r.token, 0u) << "one-way";
     EXPECT_EQ(r.src_node, 1u);
+}
+
+// rpc_held_max caps the calls one file holds taken and not answered: one
+// more receive fails with EMFILE, writes nothing and leaves the call
+// queued for the file to take once it answered one; another file on the
+// node is not held back by it. Every caller gets its own reply.
+TEST_F(RpcUapi, HeldCallsPerFileCap)
+{
+    constexpr uint32_t kRpcPort = 62;
+    constexpr int kCalls = 3;
+    ParamRestore keep("rpc_held_max");
+    ASSERT_EQ(set_module_param("rpc_held_max", "2"), 0);
+    RawFile a(inst_[0]), srv(inst_[1]), other(inst_[1]);
+    ASSERT_EQ(srv.reg(kRpcPort), 0);
+    ASSERT_EQ(other.reg(kRpcPort + 1), 0);
+
+    std::vector<Bytes> reqs, replies(kCalls + 1, Bytes(64));
+    for (int i = 0; i <= kCalls; i++)
+        reqs.push_back(make_request(200 + 10 * i, 1, i, 100 + i));
+    std::vector<lite_rpc_call> calls;
+    for (int i = 0; i < kCalls; i++)
+        calls.push_back(call_req(2, kRpcPort, reqs[i], replies[i]));
+    calls.push_back(call_req(2, kRpcPort + 1, reqs[kCalls], replies[kCalls]));
+    std::vector<int> errs(kCalls + 1, -1);
+    std::vector<std::thread> callers;
+    for (int i = 0; i <= kCalls; i++)
+        callers.emplace_back([&, i] { errs[i] = a.io(LITE_IOC_RPC_CALL, &calls[i]); });
+
+    // Which request @buf holds (-1: none of them, or not intact).
+    auto tag_of = [&](const Bytes& buf, size_t len) {
+        for (int i = 0; i <= kCalls; i++)
+            if (len == reqs[i].size() && std::equal(reqs[i].begin(), reqs[i].end(), buf.begin()))
+                return i;
+        return -1;
+    };
+    Bytes buf(4096);
+    std::vector<uint64_t> tokens;
+    for (int k = 0; k < 2; k++) {
+        auto r = recv_req(kRpcPort, buf);
+        ASSERT_EQ(srv.io(LITE_IOC_RPC_RECV, &r), 0) << "call " << k << " of the cap";
+        ASSERT_GE(tag_of(buf, r.len), 0) << "a request intact";
+        tokens.push_back(r.token);
+    }
+    // The third call is queued by now or arrives within the wait.
+    std::fill(buf.begin(), buf.end(), uint8_t{0xee});
+    auto r = recv_req(kRpcPort, buf);
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_RECV, &r), EMFILE) << "a third held call";
+    EXPECT_EQ(r.token, 0u);
+    EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0xee; })) << "nothing written";
+
+    // Another file on the node takes and answers its own call meanwhile.
+    r = recv_req(kRpcPort + 1, buf);
+    ASSERT_EQ(other.io(LITE_IOC_RPC_RECV, &r), 0);
+    ASSERT_EQ(tag_of(buf, r.len), kCalls);
+    auto rp = reply_req(r.token, std::span<const uint8_t>(buf).first(16));
+    EXPECT_EQ(other.io(LITE_IOC_RPC_REPLY, &rp), 0);
+
+    // Answer one; the queued call is taken now.
+    rp = reply_req(tokens[0], {});
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY, &rp), 0);
+    tokens.erase(tokens.begin());
+    r = recv_req(kRpcPort, buf);
+    ASSERT_EQ(srv.io(LITE_IOC_RPC_RECV, &r), 0) << "the call left queued";
+    ASSERT_GE(tag_of(buf, r.len), 0) << "intact";
+    tokens.push_back(r.token);
+    // At the cap, a message still comes through (it holds no token).
+    auto m = msg_req(2, kRpcPort, reqs[0]);
+    EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), 0);
+    r = recv_req(kRpcPort, buf);
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_RECV, &r), 0) << "a message at the cap";
+    EXPECT_EQ(r.token, 0u);
+    EXPECT_EQ(tag_of(buf, r.len), 0);
+    for (auto t : tokens) {
+        rp = reply_req(t, {});
+        EXPECT_EQ(srv.io(LITE_IOC_RPC_REPLY, &rp), 0);
+    }
+    for (auto& t : callers)
+        t.join();
+    for (int i = 0; i <= kCalls; i++)
+        EXPECT_EQ(errs[i], 0) << "call " << i << ": " << err(errs[i]);
+    for (int i = 0; i < kCalls; i++)
+        EXPECT_EQ(calls[i].reply_len, 0u);
+    EXPECT_EQ(calls[kCalls].reply_len, 16u);
+    EXPECT_TRUE(std::equal(reqs[kCalls].begin(), reqs[kCalls].begin() + 16, replies[kCalls].begin()));
 }
 
 // LITE_IOC_RPC_REPLY_RECV: each half checked as its own ioctl checks it;

@@ -43,6 +43,10 @@ public:
     // How long a thread waits in recv before it looks at the stop flag: the
     // most stop() waits for an idle thread.
     static constexpr std::chrono::milliseconds kPollInterval{100};
+    // How long a thread waits before it receives again when the session's
+    // file (more threads than the module's rpc_held_max) or the node holds
+    // all the calls it may (EMFILE, EBUSY): the call waits, queued.
+    static constexpr std::chrono::milliseconds kHeldFullBackoff{1};
 
     // Register @port on @session (which must outlive the Server) and start
     // @threads threads (at least 1) running @handler concurrently. Throws
