@@ -328,14 +328,26 @@ static void lite_rcall_free(struct lite_rcall *call)
 	kfree(call);
 }
 
-/* A reply landed in the buffer of call @id (CQ context). */
+/* The reply to call @id failed its checks: the peer is not to be trusted. */
+static void lite_rpc_bad_reply(struct lite_conn *conn, u32 id)
+{
+	lite_count_error(conn->node, conn->peer_id, LITE_ERR_BAD_MSG, -EBADMSG);
+	pr_info_ratelimited("lite%u: dropping connection to node %u after a malformed reply to call %u\n",
+			    conn->node->instance, conn->peer_id, id);
+	lite_conn_close(conn);
+}
+
+/*
+ * A reply landed in the buffer of call @id (CQ context). One that fails
+ * its checks fails the call -EBADMSG and closes the connection.
+ */
 static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 {
 	void (*done_fn)(struct lite_rcall *call);
 	struct lite_node *node = conn->node;
 	struct lite_wire_rpc_reply w;
 	struct lite_rcall *call;
-	bool abandoned;
+	bool abandoned, bad;
 	int status;
 	u32 len;
 
@@ -352,20 +364,39 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 		lite_conn_close(conn);
 		return;
 	}
-	__xa_erase(&node->rpc_calls, id - 1);
 	abandoned = call->abandoned;
 	lite_kbuf_read(&call->buf, 0, &w, sizeof(w));
-	if (lite_rpc_reply_parse(&w, id, call->cap, &status, &len)) {
-		lite_count_error(node, conn->peer_id, LITE_ERR_BAD_MSG,
-				 -EBADMSG);
+	bad = lite_rpc_reply_parse(&w, id, call->cap, &status, &len);
+	if (bad && abandoned) {
+		/*
+		 * Left in the table: freed once the QP is gone, or by a
+		 * well-formed reply before (its last write).
+		 */
+		xa_unlock_bh(&node->rpc_calls);
+		lite_rpc_bad_reply(conn, id);
+		return;
+	}
+	__xa_erase(&node->rpc_calls, id - 1);
+	if (bad) {
+		/*
+		 * The peer may still write this buffer (the real reply): the
+		 * caller waits for the QP to be gone, then frees it.
+		 */
 		status = -EBADMSG;
 		len = 0;
+		call->conn_failed = true;
 	}
 	call->status = status;
 	call->len = len;
 	done_fn = call->done_fn;
 	trace_lite_rpc_done(node->instance, conn->peer_id, id, status, len);
 	xa_unlock_bh(&node->rpc_calls);
+	/*
+	 * Closed before the caller wakes: it waits for the QP to be gone
+	 * (conn_failed), and its error paths look for CLOSING.
+	 */
+	if (bad)
+		lite_rpc_bad_reply(conn, id);
 	/*
 	 * The write is complete and no other reply comes: an abandoned call
 	 * can go now. Its conn reference is not the last (the CQ is alive).
@@ -1672,7 +1703,10 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 	}
 }
 
-/* Put @in back at the head of its queue (its copy-out failed). */
+/*
+ * Put @in back at the head of its queue (its copy-out failed, or its file
+ * holds all the calls it may).
+ */
 static void lite_service_untake(struct lite_service *svc,
 				struct lite_rpc_in *in)
 {
@@ -2154,7 +2188,7 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
  * The caller is done with @call and its reply: keep it for the node's next
  * call if there is room, else free it. Not if its connection is closing
  * (unless the call let it go after its QP was gone), or the reply was
- * malformed (its writer may not be done).
+ * malformed (its connection was closed; freed, not kept).
  */
 static void lite_rcall_recycle(struct lite_rcall *call)
 {

@@ -1575,10 +1575,10 @@ TEST_F(RpcUapi, RecvAndReplyRejections)
     EXPECT_EQ(r.src_node, 1u);
 }
 
-// rpc_held_max caps the calls one file holds taken and not answered: one
-// more receive fails with EMFILE, writes nothing and leaves the call
-// queued for the file to take once it answered one; another file on the
-// node is not held back by it. Every caller gets its own reply.
+// rpc_held_max caps the calls one file holds taken and not answered: a
+// receive that finds one more fails with EMFILE, writes nothing and leaves
+// the call queued for the file to take once it answered one; another file
+// on the node is not held back by it. Every caller gets its own reply.
 TEST_F(RpcUapi, HeldCallsPerFileCap)
 {
     constexpr uint32_t kRpcPort = 62;
@@ -1590,9 +1590,11 @@ TEST_F(RpcUapi, HeldCallsPerFileCap)
     ASSERT_EQ(other.reg(kRpcPort + 1), 0);
 
     std::vector<Bytes> reqs, replies(kCalls + 1, Bytes(64));
+    reqs.reserve(kCalls + 1);
     for (int i = 0; i <= kCalls; i++)
         reqs.push_back(make_request(200 + 10 * i, 1, i, 100 + i));
     std::vector<lite_rpc_call> calls;
+    calls.reserve(kCalls + 1);
     for (int i = 0; i < kCalls; i++)
         calls.push_back(call_req(2, kRpcPort, reqs[i], replies[i]));
     calls.push_back(call_req(2, kRpcPort + 1, reqs[kCalls], replies[kCalls]));
@@ -1603,9 +1605,10 @@ TEST_F(RpcUapi, HeldCallsPerFileCap)
 
     // Which request @buf holds (-1: none of them, or not intact).
     auto tag_of = [&](const Bytes& buf, size_t len) {
-        for (int i = 0; i <= kCalls; i++)
+        for (int i = 0; i <= kCalls; i++) {
             if (len == reqs[i].size() && std::equal(reqs[i].begin(), reqs[i].end(), buf.begin()))
                 return i;
+        }
         return -1;
     };
     Bytes buf(4096);
@@ -1638,7 +1641,8 @@ TEST_F(RpcUapi, HeldCallsPerFileCap)
     ASSERT_EQ(srv.io(LITE_IOC_RPC_RECV, &r), 0) << "the call left queued";
     ASSERT_GE(tag_of(buf, r.len), 0) << "intact";
     tokens.push_back(r.token);
-    // At the cap, a message still comes through (it holds no token).
+    // At the cap, a message with no call queued ahead of it comes through
+    // (it holds no token).
     auto m = msg_req(2, kRpcPort, reqs[0]);
     EXPECT_EQ(a.io(LITE_IOC_MSG_SEND, &m), 0);
     r = recv_req(kRpcPort, buf);
