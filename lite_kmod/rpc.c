@@ -328,12 +328,16 @@ static void lite_rcall_free(struct lite_rcall *call)
 	kfree(call);
 }
 
-/* The reply to call @id failed its checks: the peer is not to be trusted. */
-static void lite_rpc_bad_reply(struct lite_conn *conn, u32 id)
+/*
+ * A reply to call @id that no honest peer sends (@err, @why): the
+ * connection closes.
+ */
+static void lite_rpc_bad_reply(struct lite_conn *conn, u32 id, int err,
+			       const char *why)
 {
-	lite_count_error(conn->node, conn->peer_id, LITE_ERR_BAD_MSG, -EBADMSG);
-	pr_info_ratelimited("lite%u: dropping connection to node %u after a malformed reply to call %u\n",
-			    conn->node->instance, conn->peer_id, id);
+	lite_count_error(conn->node, conn->peer_id, LITE_ERR_BAD_MSG, err);
+	pr_info_ratelimited("lite%u: dropping connection to node %u after a reply to call %u, which %s\n",
+			    conn->node->instance, conn->peer_id, id, why);
 	lite_conn_close(conn);
 }
 
@@ -357,11 +361,7 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 		xa_unlock_bh(&node->rpc_calls);
 		if (lite_conn_state(conn) == LITE_CONN_CLOSING)
 			return;	/* the close failed that call already */
-		lite_count_error(node, conn->peer_id, LITE_ERR_BAD_MSG,
-				 -ENOENT);
-		pr_info_ratelimited("lite%u: dropping connection to node %u after a reply to call %u, which is not waiting\n",
-				    node->instance, conn->peer_id, id);
-		lite_conn_close(conn);
+		lite_rpc_bad_reply(conn, id, -ENOENT, "is not waiting");
 		return;
 	}
 	abandoned = call->abandoned;
@@ -373,7 +373,7 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 		 * well-formed reply before (its last write).
 		 */
 		xa_unlock_bh(&node->rpc_calls);
-		lite_rpc_bad_reply(conn, id);
+		lite_rpc_bad_reply(conn, id, -EBADMSG, "is malformed");
 		return;
 	}
 	__xa_erase(&node->rpc_calls, id - 1);
@@ -396,7 +396,7 @@ static void lite_rpc_reply_arrived(struct lite_conn *conn, u32 id)
 	 * (conn_failed), and its error paths look for CLOSING.
 	 */
 	if (bad)
-		lite_rpc_bad_reply(conn, id);
+		lite_rpc_bad_reply(conn, id, -EBADMSG, "is malformed");
 	/*
 	 * The write is complete and no other reply comes: an abandoned call
 	 * can go now. Its conn reference is not the last (the CQ is alive).
