@@ -63,7 +63,8 @@ struct lite_aop {
 	struct io_uring_cmd *cmd;
 	struct lite_file *lf;		/* alive: io_uring holds the file */
 	struct lite_lmr *lmr;		/* referenced */
-	struct lite_conn *conn;		/* referenced, or NULL */
+	struct lite_conn *conn;		/* referenced until the completion lets
+					 * it go (lite_aop_complete()), or NULL */
 	bool active;			/* lite_lmr_begin() held; ended by the
 					 * completion, before the task work */
 	u64 accounted;			/* bytes in lf->aop_bytes */
@@ -71,7 +72,8 @@ struct lite_aop {
 					 * completion sets @done, no task work */
 	atomic_t spin;			/* LITE_AOP_*: LITE_RW_SPIN's hand-off */
 	bool done;			/* polled: complete (release/acquire) */
-	struct work_struct put_conn;	/* polled: drops @conn's last ref */
+	struct work_struct put_conn;	/* drops @conn's last ref, then hands
+					 * the operation over */
 	struct mm_struct *mm;		/* polled read: the issuer's, grabbed;
 					 * only it may take the bytes */
 
@@ -79,7 +81,7 @@ struct lite_aop {
 	struct lite_rdma_op op;
 	bool write;
 	void *buf;
-	bool mapped;
+	bool mapped;			/* @dma maps @buf until the completion */
 	u64 dma;
 	u32 len;
 	u64 ubuf;
@@ -252,19 +254,39 @@ static void lite_aop_end(struct lite_aop *a)
 	}
 }
 
+/*
+ * Give the device's mappings of the operation's buffers back (any context;
+ * on completion the unmap also makes what the NIC wrote visible to the
+ * CPU). Done as the operation completes, while the device certainly
+ * exists: its task work or reaper may run after the node is gone.
+ */
+static void lite_aop_unmap(struct lite_aop *a)
+{
+	enum dma_data_direction dir = a->write ? DMA_TO_DEVICE :
+						 DMA_FROM_DEVICE;
+	struct ib_device *dev;
+	u32 i;
+
+	/* Nothing mapped: the device may be gone (a node destroyed since). */
+	if (!a->mapped && !(a->fixed && a->fixed->n_maps))
+		return;
+	dev = a->lmr->node->ibdev->dev;
+	for (i = 0; a->fixed && i < a->fixed->n_maps; i++)
+		ib_dma_unmap_page(dev, a->fixed->maps[i].dma,
+				  a->fixed->maps[i].len, dir);
+	if (a->fixed)
+		a->fixed->n_maps = 0;
+	if (a->mapped)
+		ib_dma_unmap_single(dev, a->dma, a->len, dir);
+	a->mapped = false;
+}
+
 /* End the operation and give back what it holds; @a goes back to its file. */
 static void lite_aop_free(struct lite_aop *a)
 {
 	struct lite_node *node = a->lmr->node;
-	u32 i;
 
-	for (i = 0; a->fixed && i < a->fixed->n_maps; i++)
-		ib_dma_unmap_page(node->ibdev->dev, a->fixed->maps[i].dma,
-				  a->fixed->maps[i].len,
-				  a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-	if (a->mapped)
-		ib_dma_unmap_single(node->ibdev->dev, a->dma, a->len,
-				    a->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+	lite_aop_unmap(a);
 	if (a->buf != a->kbuf)
 		kfree(a->buf);
 	if (a->accounted)
@@ -294,10 +316,9 @@ static int lite_aop_begin(struct lite_aop *a)
 	return 0;
 }
 
+/* A read's bytes to the issuer; the completion unmapped the buffer. */
 static int lite_aop_copy_out(struct lite_aop *a)
 {
-	ib_dma_sync_single_for_cpu(a->lmr->node->ibdev->dev, a->dma, a->len,
-				   DMA_FROM_DEVICE);
 	/*
 	 * An exiting task, io_uring's fallback or exit worker, or (a polled
 	 * ring) another process reaping it: nobody to copy to.
@@ -328,10 +349,7 @@ static void lite_aop_finish(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	} else {
 		ret = a->op.status;
 		if (!ret && a->nic_atomic) {
-			ib_dma_sync_single_for_cpu(a->lmr->node->ibdev->dev,
-						   a->dma, a->len,
-						   DMA_FROM_DEVICE);
-			res2 = *(u64 *)a->buf;
+			res2 = *(u64 *)a->buf;	/* unmapped: visible */
 		} else if (!ret && !a->write && !a->fixed) {
 			ret = lite_aop_copy_out(a);
 		}
@@ -347,7 +365,19 @@ static void lite_aop_polled_done(struct lite_aop *a)
 }
 
 /*
- * A polled operation's connection reference, let go in a process: the
+ * What is left of a completed operation goes to whoever finishes it: the
+ * issuer's task work, or (a polled ring) whoever polls next.
+ */
+static void lite_aop_hand_over(struct lite_aop *a)
+{
+	if (a->polled)
+		lite_aop_polled_done(a);
+	else
+		io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
+}
+
+/*
+ * A completed operation's connection reference, let go in a process: the
  * last one (it may take node->lock), or an atomic's, whose timer may still
  * run and look at the connection.
  */
@@ -360,29 +390,30 @@ static void lite_aop_put_conn(struct work_struct *work)
 	if (a->conn)
 		lite_conn_put(a->conn);
 	a->conn = NULL;
-	lite_aop_polled_done(a);
+	lite_aop_hand_over(a);
 }
 
 /*
  * Any context: the operation is over. Its issuer's task work finishes it,
- * or, on a polled ring, whoever polls next, which may be much later: its
- * connection is let go at once, so that a node going down never waits
- * for a ring nobody reaps (as the RPC calls do, lite_acall_release()).
+ * or, on a polled ring, whoever polls next; either may be much later (a
+ * ring with deferred task work runs it only when its owner waits for
+ * completions). So the buffers are unmapped and the connection let go
+ * now: a node going down, which waits for its connections, never waits
+ * for anyone's task work or reaping, and the device may go with it (as
+ * the RPC calls do, lite_acall_release()).
  */
 static void lite_aop_complete(struct lite_aop *a)
 {
 	lite_aop_end(a);
+	lite_aop_unmap(a);
 	if (atomic_cmpxchg(&a->spin, LITE_AOP_SPINNING, LITE_AOP_SPUN) ==
 	    LITE_AOP_SPINNING)
 		return;		/* its issuer finishes it (lite_aop_spin()) */
-	if (!a->polled) {
-		io_uring_cmd_complete_in_task(a->cmd, lite_aop_finish);
-	} else if (a->is_call ||
-		   (a->conn && !lite_conn_put_not_last(&a->conn))) {
+	if (a->is_call || (a->conn && !lite_conn_put_not_last(&a->conn))) {
 		INIT_WORK(&a->put_conn, lite_aop_put_conn);
 		queue_work(system_unbound_wq, &a->put_conn);
 	} else {
-		lite_aop_polled_done(a);
+		lite_aop_hand_over(a);
 	}
 }
 
@@ -450,8 +481,8 @@ static bool lite_aop_rw_fits(const struct lite_lmr *lmr,
 /*
  * The operation's kernel buffer of @len bytes, charged to the file (up to
  * LITE_AOP_KBUF bytes the one it keeps, allocated once); a write's bytes
- * copied in from @ubuf; mapped for the NIC (unmapped, and freed if not
- * kept, by lite_aop_free()).
+ * copied in from @ubuf; mapped for the NIC (unmapped at the completion,
+ * freed if not kept by lite_aop_free()).
  */
 static int lite_aop_kbuf(struct lite_aop *a, u32 len, u64 ubuf)
 {
@@ -1017,14 +1048,17 @@ static void lite_uring_recv_end(struct lite_urpc *ur, int ret,
 /*
  * Take a request, or park until one comes (or the time is up). Not for an
  * exiting task or io_uring's fallback worker (nobody to copy to), nor for
- * a ring being torn down (its buffers may be gone).
+ * a task waiting for its io_uring requests to end (exec), nor for a ring
+ * being torn down (its buffers may be gone).
  */
 static void lite_uring_recv_try(struct lite_urpc *ur, unsigned int issue_flags)
 {
 	struct io_kiocb *req = cmd_to_io_kiocb(ur->cmd);
+	struct io_uring_task *tctx = req->task->io_uring;
 	int ret = -ECANCELED;
 
 	if (!(current->flags & (PF_EXITING | PF_KTHREAD)) &&
+	    !(tctx && atomic_read(&tctx->in_idle)) &&
 	    !percpu_ref_is_dying(&req->ctx->refs))
 		ret = lite_rpc_urecv_try(ur->lf, ur->node, &ur->urecv,
 					 &ur->a.recv);

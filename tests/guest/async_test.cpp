@@ -32,6 +32,7 @@
 #include <random>
 #include <set>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1015,6 +1016,118 @@ TEST_F(Async, FreeBeforeReapingOwnCompletions)
     ASSERT_TRUE(exited) << "LMR free waited for the freeing thread's own completions";
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
     expect_back_to(base);
+}
+
+// The submitting thread has not reaped its completions (its ring runs
+// task work only when that thread waits for completions: DEFER_TASKRUN)
+// when its node goes away (@take_down, named @what, on the node of
+// instance @inst[0]): that must not wait for the task work (it once waited
+// for the connection references the operations kept until then, for as
+// long as the thread did not reap), and what completed keeps its result:
+// every read checksummed, every write in the LMR (node 3's, on node 2,
+// mapped through node 1).
+void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst, const char* what,
+                      const std::function<void()>& take_down)
+{
+    constexpr unsigned kOps = 64;
+    constexpr size_t kLen = 16384;
+    auto s3 = lite::Session::open(inst[2]);
+    auto owned = s3.alloc(2 * kOps * kLen, 2);
+    owned.share("down-before-reap", LITE_PERM_ALL);
+    const Bytes before = pattern(kOps * kLen, 77), after = pattern(kOps * kLen, 78);
+    owned.write(0, before);
+    auto s = lite::Session::open(inst[0]);
+    auto l = s.map("down-before-reap");
+    io_uring r{};
+    ASSERT_EQ(io_uring_queue_init(2 * kOps, &r,
+                                  IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_SINGLE_ISSUER |
+                                      IORING_SETUP_DEFER_TASKRUN),
+              0);
+    Bytes got(kOps * kLen);
+    int fd = LITE_fd(s.get());
+    for (unsigned i = 0; i < kOps; i++) {
+        io_uring_sqe* e = io_uring_get_sqe(&r);
+        ASSERT_NE(e, nullptr);
+        LITE_prep_read(e, fd, l.handle(), i * kLen, got.data() + i * kLen, kLen);
+        e->user_data = i;
+        e = io_uring_get_sqe(&r);
+        ASSERT_NE(e, nullptr);
+        LITE_prep_write(e, fd, l.handle(), (kOps + i) * kLen, after.data() + i * kLen, kLen);
+        e->user_data = kOps + i;
+    }
+    ASSERT_EQ(io_uring_submit(&r), static_cast<int>(2 * kOps));
+    // Let them complete on the wire; nothing here reaps, so their task
+    // work waits (the counter drops only when it runs).
+    std::this_thread::sleep_for(500ms);
+    uint32_t waiting = dev.status(inst[0]).async_inflight;
+    ASSERT_GT(waiting, 0U) << "every operation finished without the submitter reaping: the test shows nothing";
+
+    std::atomic<bool> down_done{false};
+    std::string down_err;
+    std::jthread admin([&] {
+        try {
+            take_down();
+        } catch (const std::exception& e) {
+            down_err = e.what();
+        }
+        down_done = true;
+    });
+    bool returned = wait_until([&] { return down_done.load(); }, 20s);
+    // Reap (this also ends a take-down that waited for it).
+    unsigned ok = 0;
+    std::vector<int> res(2 * kOps, 1);
+    for (unsigned i = 0; i < 2 * kOps; i++) {
+        io_uring_cqe* cqe = nullptr;
+        __kernel_timespec ts{.tv_sec = 30, .tv_nsec = 0};
+        ASSERT_EQ(io_uring_wait_cqe_timeout(&r, &cqe, &ts), 0) << what << ": completion " << i << " of " << 2 * kOps;
+        ASSERT_LT(cqe->user_data, 2 * kOps);
+        res[cqe->user_data] = cqe->res;
+        ok += cqe->res == 0;
+        io_uring_cqe_seen(&r, cqe);
+    }
+    admin.join();
+    io_uring_queue_exit(&r);
+    EXPECT_TRUE(returned) << what << " waited for the task work of " << waiting
+                          << " completed operations nobody reaped";
+    EXPECT_TRUE(down_err.empty()) << what << ": " << down_err;
+    EXPECT_EQ(ok, 2 * kOps) << what << ": operations that completed before it lost their result";
+    for (unsigned i = 0; i < kOps; i++) {
+        if (res[i] == 0) {
+            EXPECT_TRUE(std::equal(before.begin() + i * kLen, before.begin() + (i + 1) * kLen, got.begin() + i * kLen))
+                << what << ": read " << i << " returned other bytes";
+        }
+    }
+    if (dev.instances().empty())
+        return; // the device went, and the LMR's nodes with it
+    Bytes back(kOps * kLen);
+    owned.read(kOps * kLen, back);
+    for (unsigned i = 0; i < kOps; i++) {
+        if (res[kOps + i] == 0) {
+            EXPECT_TRUE(std::equal(after.begin() + i * kLen, after.begin() + (i + 1) * kLen, back.begin() + i * kLen))
+                << what << ": write " << i << " did not land";
+        }
+    }
+}
+
+TEST_F(Async, NodeDownBeforeTheSubmitterReaps)
+{
+    down_before_reap(*dev_, inst_, "NODE_DOWN", [&] { dev_->down(inst_[0]); });
+}
+
+// The same when the device is removed (all three nodes go with it); the
+// device is added back for the tests after this one.
+TEST_F(Async, DeviceRemovedBeforeTheSubmitterReaps)
+{
+    down_before_reap(*dev_, inst_, "rdma link delete", [] {
+        auto r = run("timeout 60 rdma link delete rxe0");
+        if (r.status != 0)
+            throw std::runtime_error("rdma link delete: " + r.output);
+    });
+    EXPECT_TRUE(dev_->instances().empty()) << "nodes on the removed device are gone";
+    auto r = run("rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev veth0");
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(wait_until([] { return run("rdma link show rxe0/1 | grep -q ACTIVE").status == 0; }, 10s))
+        << "rxe0 is not active again";
 }
 
 // A flood of asynchronous writes on a connection must not starve the
