@@ -1029,7 +1029,7 @@ TEST_F(Async, FreeBeforeReapingOwnCompletions)
 void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst, const char* what,
                       const std::function<void()>& take_down)
 {
-    constexpr unsigned kOps = 64;
+    constexpr size_t kOps = 64;
     constexpr size_t kLen = 16384;
     auto s3 = lite::Session::open(inst[2]);
     auto owned = s3.alloc(2 * kOps * kLen, 2);
@@ -1039,13 +1039,13 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
     auto s = lite::Session::open(inst[0]);
     auto l = s.map("down-before-reap");
     io_uring r{};
-    ASSERT_EQ(io_uring_queue_init(2 * kOps, &r,
+    ASSERT_EQ(io_uring_queue_init(static_cast<unsigned>(2 * kOps), &r,
                                   IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_SINGLE_ISSUER |
                                       IORING_SETUP_DEFER_TASKRUN),
               0);
     Bytes got(kOps * kLen);
     int fd = LITE_fd(s.get());
-    for (unsigned i = 0; i < kOps; i++) {
+    for (size_t i = 0; i < kOps; i++) {
         io_uring_sqe* e = io_uring_get_sqe(&r);
         ASSERT_NE(e, nullptr);
         LITE_prep_read(e, fd, l.handle(), i * kLen, got.data() + i * kLen, kLen);
@@ -1074,9 +1074,9 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
     });
     bool returned = wait_until([&] { return down_done.load(); }, 20s);
     // Reap (this also ends a take-down that waited for it).
-    unsigned ok = 0;
+    size_t ok = 0;
     std::vector<int> res(2 * kOps, 1);
-    for (unsigned i = 0; i < 2 * kOps; i++) {
+    for (size_t i = 0; i < 2 * kOps; i++) {
         io_uring_cqe* cqe = nullptr;
         __kernel_timespec ts{.tv_sec = 30, .tv_nsec = 0};
         ASSERT_EQ(io_uring_wait_cqe_timeout(&r, &cqe, &ts), 0) << what << ": completion " << i << " of " << 2 * kOps;
@@ -1091,7 +1091,7 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
                           << " completed operations nobody reaped";
     EXPECT_TRUE(down_err.empty()) << what << ": " << down_err;
     EXPECT_EQ(ok, 2 * kOps) << what << ": operations that completed before it lost their result";
-    for (unsigned i = 0; i < kOps; i++) {
+    for (size_t i = 0; i < kOps; i++) {
         if (res[i] == 0) {
             EXPECT_TRUE(std::equal(before.begin() + i * kLen, before.begin() + (i + 1) * kLen, got.begin() + i * kLen))
                 << what << ": read " << i << " returned other bytes";
@@ -1101,7 +1101,7 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
         return; // the device went, and the LMR's nodes with it
     Bytes back(kOps * kLen);
     owned.read(kOps * kLen, back);
-    for (unsigned i = 0; i < kOps; i++) {
+    for (size_t i = 0; i < kOps; i++) {
         if (res[kOps + i] == 0) {
             EXPECT_TRUE(std::equal(after.begin() + i * kLen, after.begin() + (i + 1) * kLen, back.begin() + i * kLen))
                 << what << ": write " << i << " did not land";
