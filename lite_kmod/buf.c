@@ -45,9 +45,10 @@ static void lite_kbuf_release(struct lite_kbuf *b, bool recycle)
 		kfree(b->mrs);
 	}
 	for (i = 0; i < b->n_chunks; i++) {
-		ib_dma_unmap_page(b->dev, b->chunks[i].addr,
-				  PAGE_SIZE << b->orders[i],
-				  DMA_BIDIRECTIONAL);
+		if (b->dev)	/* else lite_kbuf_unmap() did */
+			ib_dma_unmap_page(b->dev, b->chunks[i].addr,
+					  PAGE_SIZE << b->orders[i],
+					  DMA_BIDIRECTIONAL);
 		__free_pages(b->pages[i], b->orders[i]);
 	}
 	kfree(b->pages);
@@ -96,6 +97,35 @@ void lite_kbuf_free(struct lite_kbuf *b)
 	INIT_WORK(&rel->work, lite_kbuf_rel_work);
 	queue_work(system_unbound_wq, &rel->work);
 	memset(b, 0, sizeof(*b));
+}
+
+/**
+ * lite_kbuf_unmap - let a kernel buffer outlive its device
+ * @b: the buffer; its pages stay, and lite_kbuf_free() frees them
+ *
+ * For a buffer whose device goes while its bytes are still wanted: the
+ * chunks' keys are released (lmr mode) and the chunks unmapped. Nothing
+ * can write them after (the QPs are gone), and whoever reads them synced
+ * them for the CPU first (lite_kbuf_sync_for_cpu()), so the unmap skips
+ * that sync: a reader may be copying them meanwhile. Afterwards @b->dev is
+ * NULL and no function here touches a device for @b. Sleeps.
+ */
+void lite_kbuf_unmap(struct lite_kbuf *b)
+{
+	struct ib_device *dev = b->dev;
+	u32 i;
+
+	if (b->mrs) {
+		lite_mr_release(b->node, b->mrs, b->n_chunks, false);
+		kfree(b->mrs);
+		b->mrs = NULL;
+	}
+	for (i = 0; i < b->n_chunks && !ib_uses_virt_dma(dev); i++)
+		dma_unmap_page_attrs(dev->dma_device, b->chunks[i].addr,
+				     PAGE_SIZE << b->orders[i],
+				     DMA_BIDIRECTIONAL,
+				     DMA_ATTR_SKIP_CPU_SYNC);
+	b->dev = NULL;
 }
 
 /* One chunk of up to @want bytes, at least 1 << @min_order pages. */
@@ -222,17 +252,39 @@ err:
 
 /*
  * Where byte @off of @b is; *@n becomes how many of the @want bytes from
- * there are in the same chunk, synced for the CPU.
+ * there are in the same chunk, synced for the CPU if @sync.
  */
-static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u64 want, u32 *n)
+static void *lite_kbuf_at(struct lite_kbuf *b, u64 off, u64 want, u32 *n,
+			  bool sync)
 {
 	u32 i = lite_lmr_chunk_index(&b->layout, off);
 	u64 in = off - b->chunks[i].start;
 
 	*n = min_t(u64, want, b->chunks[i].len - in);
-	ib_dma_sync_single_for_cpu(b->dev, b->chunks[i].addr + in, *n,
-				   DMA_BIDIRECTIONAL);
+	if (sync)
+		ib_dma_sync_single_for_cpu(b->dev, b->chunks[i].addr + in, *n,
+					   DMA_BIDIRECTIONAL);
 	return page_address(b->pages[i]) + in;
+}
+
+/**
+ * lite_kbuf_sync_for_cpu - sync bytes of a kernel buffer for the CPU
+ * @b: the buffer
+ * @off: where to start (not past the end: no wrap)
+ * @len: bytes
+ *
+ * For bytes read later with lite_kbuf_synced_to_user(), which touches no
+ * device. Does not sleep.
+ */
+void lite_kbuf_sync_for_cpu(struct lite_kbuf *b, u64 off, u64 len)
+{
+	u32 n;
+
+	while (len) {
+		lite_kbuf_at(b, off, len, &n, true);
+		off += n;
+		len -= n;
+	}
 }
 
 /**
@@ -251,7 +303,7 @@ void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len)
 
 	while (len) {
 		off %= b->size;
-		src = lite_kbuf_at(b, off, len, &n);
+		src = lite_kbuf_at(b, off, len, &n, true);
 		memcpy(dst, src, n);
 		dst += n;
 		off += n;
@@ -275,11 +327,30 @@ void lite_kbuf_clear(struct lite_kbuf *b, u64 off, u32 len)
 
 	while (len) {
 		off %= b->size;
-		dst = lite_kbuf_at(b, off, len, &n);
+		dst = lite_kbuf_at(b, off, len, &n, true);
 		memset(dst, 0, n);
 		off += n;
 		len -= n;
 	}
+}
+
+static int lite_kbuf_copy_to_user(struct lite_kbuf *b, u64 off,
+				  void __user *dst, u64 len, bool sync)
+{
+	void *src;
+	u32 n;
+
+	while (len) {
+		off %= b->size;
+		src = lite_kbuf_at(b, off, len, &n, sync);
+		if (copy_to_user(dst, src, n))
+			return -EFAULT;
+		dst += n;
+		off += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
 }
 
 /**
@@ -296,20 +367,24 @@ void lite_kbuf_clear(struct lite_kbuf *b, u64 off, u32 len)
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len)
 {
-	void *src;
-	u32 n;
+	return lite_kbuf_copy_to_user(b, off, dst, len, true);
+}
 
-	while (len) {
-		off %= b->size;
-		src = lite_kbuf_at(b, off, len, &n);
-		if (copy_to_user(dst, src, n))
-			return -EFAULT;
-		dst += n;
-		off += n;
-		len -= n;
-		cond_resched();
-	}
-	return 0;
+/**
+ * lite_kbuf_synced_to_user - copy bytes already synced to user memory
+ * @b: the buffer (its device may be gone: lite_kbuf_unmap())
+ * @off: where to start; taken modulo the size
+ * @dst: user destination
+ * @len: bytes to copy, which lite_kbuf_sync_for_cpu() synced
+ *
+ * As lite_kbuf_to_user(), but it touches no device. May sleep.
+ *
+ * Return: 0 or -EFAULT (some bytes may have been copied).
+ */
+int lite_kbuf_synced_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
+			     u64 len)
+{
+	return lite_kbuf_copy_to_user(b, off, dst, len, false);
 }
 
 /**

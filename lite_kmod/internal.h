@@ -386,11 +386,16 @@ struct lite_node {
 	u16 token_gen;			/* xa lock of rpc_held: the high
 					 * 16 bits of the next token */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
-	spinlock_t rcall_lock;		/* protects the three fields below */
+	spinlock_t rcall_lock;		/* protects the four fields below;
+					 * process context only; taken
+					 * before the rpc_calls lock, never
+					 * inside it */
 	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
 					 * calls left for the next ones */
 	u32 n_rcalls;
 	bool rcalls_closed;		/* the node went down: free, not keep */
+	struct list_head rcalls_async;	/* lite_rcall.async: io_uring calls'
+					 * mapped reply buffers */
 	spinlock_t stage_lock;		/* (bh) protects the four fields below */
 	struct lite_stage_buf stages[LITE_STAGE_CACHE];	/* mapped bounce
 					 * buffers transfers left (buf.c) */
@@ -564,6 +569,14 @@ struct lite_rcall {
 	 */
 	void (*done_fn)(struct lite_rcall *call);
 	void *arg;			/* for @done_fn */
+	/* node->rcall_lock: an io_uring call's, from its start until its
+	 * submitter's task work is done with it (or the call times out):
+	 * on node->rcalls_async; taken off by the node's teardown, which
+	 * unmaps the buffer then (lite_rpc_calls_orphan()).
+	 */
+	struct list_head async;
+	bool orphaned;			/* rcall_lock: unmapped by teardown */
+	bool finished;			/* rcall_lock: its task work is done */
 };
 
 /* Memory this node holds for an LMR (the memory node's side). */
@@ -1013,6 +1026,7 @@ static inline bool lite_isolated(const struct lite_node *node)
 int lite_kbuf_alloc(struct lite_kbuf *b, struct lite_conn *conn, u64 size,
 		    u32 max_chunks);
 void lite_kbuf_free(struct lite_kbuf *b);
+void lite_kbuf_unmap(struct lite_kbuf *b);
 
 /* A kernel buffer a transfer goes through (buf.c). */
 struct lite_bounce {
@@ -1035,6 +1049,9 @@ void lite_kbuf_read(struct lite_kbuf *b, u64 off, void *dst, u32 len);
 void lite_kbuf_clear(struct lite_kbuf *b, u64 off, u32 len);
 int lite_kbuf_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
 		      u64 len);
+void lite_kbuf_sync_for_cpu(struct lite_kbuf *b, u64 off, u64 len);
+int lite_kbuf_synced_to_user(struct lite_kbuf *b, u64 off, void __user *dst,
+			     u64 len);
 
 /* dispatch.c: the message handler table and the connection hooks */
 bool lite_msg_parse(struct lite_rx *rx);
@@ -1129,6 +1146,7 @@ void lite_rpc_conn_closed(struct lite_conn *conn);
 void lite_rpc_conn_release(struct lite_conn *conn);
 void lite_rpc_work(struct work_struct *work);
 void lite_rpc_node_down(struct lite_node *node);
+void lite_rpc_calls_orphan(struct lite_node *node);
 int lite_rpc_register(struct lite_file *lf, struct lite_node *node, u32 port);
 int lite_rpc_unregister(struct lite_file *lf, u32 port);
 int lite_rpc_call(struct lite_node *node, struct lite_rpc_call *a,

@@ -73,6 +73,7 @@ static void lite_node_release(struct kref *ref)
 	xa_destroy(&node->calls);
 	WARN_ON(!xa_empty(&node->rpc_calls));
 	WARN_ON(!list_empty(&node->sync_waits));
+	WARN_ON(!list_empty(&node->rcalls_async));
 	xa_destroy(&node->rpc_calls);
 	xa_destroy(&node->rpc_held);
 	xa_destroy(&node->services);
@@ -298,6 +299,7 @@ struct lite_node *lite_node_create(struct lite_ctx *ctx,
 	xa_init_flags(&node->services, XA_FLAGS_LOCK_BH);
 	xa_init_flags(&node->rpc_calls, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	spin_lock_init(&node->rcall_lock);
+	INIT_LIST_HEAD(&node->rcalls_async);
 	spin_lock_init(&node->stage_lock);
 	xa_init_flags(&node->rpc_held, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	INIT_LIST_HEAD(&node->sync_waits);
@@ -549,6 +551,7 @@ void lite_node_destroy(struct lite_ctx *ctx, struct lite_node *node)
 	node->listen_id = NULL;
 	lite_rpc_node_down(node);	/* what it holds keeps conns alive */
 	lite_node_close_conns(node);
+	lite_rpc_calls_orphan(node);	/* before the device goes */
 	lite_bounce_close(node);	/* a late user frees its own */
 	lite_poller_stop(node);
 	lite_dsm_node_free(node);	/* after the drain: no fetch runs */

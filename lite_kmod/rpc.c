@@ -2176,12 +2176,25 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
 		return NULL;
 	call->node = node;
 	init_completion(&call->done);
+	INIT_LIST_HEAD(&call->async);
 	if (lite_kbuf_alloc(&call->buf, conn, lite_rcall_size(size),
 			    LITE_RPC_MAX_SEGS)) {
 		kfree(call);
 		return NULL;
 	}
 	return call;
+}
+
+/* Keep @call for the node's next call if there is room. */
+static bool lite_rcall_keep(struct lite_node *node, struct lite_rcall *call)
+{
+	lockdep_assert_held(&node->rcall_lock);
+	if (node->rcalls_closed || node->n_rcalls == LITE_RCALL_CACHE ||
+	    lite_rcall_kept_bytes(node) + call->buf.size >
+	    LITE_RCALL_KEEP_BYTES)
+		return false;
+	node->rcalls[node->n_rcalls++] = call;
+	return true;
 }
 
 /*
@@ -2204,18 +2217,93 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	if (call->status != -EBADMSG &&
 	    (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING)) {
 		spin_lock(&node->rcall_lock);
-		if (!node->rcalls_closed && node->n_rcalls < LITE_RCALL_CACHE &&
-		    lite_rcall_kept_bytes(node) + call->buf.size <=
-		    LITE_RCALL_KEEP_BYTES) {
-			node->rcalls[node->n_rcalls++] = call;
-			kept = true;
-		}
+		kept = lite_rcall_keep(node, call);
 		spin_unlock(&node->rcall_lock);
 	}
 	if (!kept)
 		lite_rcall_free(call);
 	if (conn)
 		lite_conn_put(conn);	/* after the buffer is freed */
+}
+
+/*
+ * io_uring calls: their reply buffers stay mapped until the submitter's
+ * task work has copied the reply out, which may be long after the node
+ * went down (a DEFER_TASKRUN ring, a stopped process); the node does not
+ * wait for that. While a call's task work is to come, the buffer is on
+ * node->rcalls_async; the node's teardown unmaps what is there then
+ * (lite_rpc_calls_orphan()), and the task work copies from the pages
+ * without touching the device (synced when the reply came).
+ */
+
+/* @call's buffer is an io_uring call's now. */
+static void lite_rcall_async_own(struct lite_rcall *call)
+{
+	struct lite_node *node = call->node;
+
+	spin_lock(&node->rcall_lock);
+	call->orphaned = false;
+	call->finished = false;
+	list_add_tail(&call->async, &node->rcalls_async);
+	spin_unlock(&node->rcall_lock);
+}
+
+/*
+ * The call's task work is done with @call (its connection already let
+ * go). Still on the list: recycled or freed under the lock, so that the
+ * teardown cannot start unmapping, and the device go, before the free
+ * has unmapped it. Else the teardown has it: the later of the two frees.
+ */
+static void lite_rcall_async_done(struct lite_rcall *call)
+{
+	struct lite_node *node = call->node;
+	bool free_now = false;
+
+	spin_lock(&node->rcall_lock);
+	if (!list_empty(&call->async)) {
+		list_del_init(&call->async);
+		if (call->status == -EBADMSG || !lite_rcall_keep(node, call))
+			lite_rcall_free(call);	/* holds no connection */
+	} else if (call->orphaned) {
+		free_now = true;
+	} else {
+		call->finished = true;	/* being unmapped: the teardown frees */
+	}
+	spin_unlock(&node->rcall_lock);
+	if (free_now)
+		lite_rcall_free(call);
+}
+
+/**
+ * lite_rpc_calls_orphan - unmap the reply buffers io_uring calls still hold
+ * @node: the node, going down; its connections are gone (so no call
+ *	  starts, and none of those buffers is written any more)
+ *
+ * Their task work copies the replies out later, from the pages, and frees
+ * them (or this does, if it came first). Sleeps.
+ */
+void lite_rpc_calls_orphan(struct lite_node *node)
+{
+	struct lite_rcall *call;
+	bool finished;
+
+	for (;;) {
+		spin_lock(&node->rcall_lock);
+		call = list_first_entry_or_null(&node->rcalls_async,
+						struct lite_rcall, async);
+		if (call)
+			list_del_init(&call->async);
+		spin_unlock(&node->rcall_lock);
+		if (!call)
+			return;
+		lite_kbuf_unmap(&call->buf);
+		spin_lock(&node->rcall_lock);
+		call->orphaned = true;
+		finished = call->finished;
+		spin_unlock(&node->rcall_lock);
+		if (finished)
+			lite_rcall_free(call);
+	}
 }
 
 static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
@@ -2440,8 +2528,13 @@ static void lite_acall_work(struct work_struct *work)
  */
 static void lite_acall_event(struct lite_acall *ac)
 {
+	struct lite_rcall *call = ac->call;
+
 	if (!atomic_dec_and_test(&ac->events))
 		return;
+	/* The reply's bytes, for a copy that touches no device. */
+	if (!ac->timed_out && !call->status && call->len)
+		lite_kbuf_sync_for_cpu(&call->buf, LITE_REPLY_HDR, call->len);
 	if (!ac->timed_out && !ac->call->conn_failed &&
 	    lite_conn_put_not_last(&ac->call->conn) &&
 	    lite_conn_put_not_last(&ac->conn)) {
@@ -2480,14 +2573,22 @@ static void lite_acall_expire(struct work_struct *work)
 	struct lite_rcall *call = ac->call;
 	bool mine;
 
+	/*
+	 * The table may free @call as soon as it is abandoned and the table
+	 * unlocked: it leaves node->rcalls_async before (the rcall_lock is
+	 * never taken inside the table's lock, which is taken in softirq).
+	 */
+	spin_lock(&node->rcall_lock);
 	xa_lock_bh(&node->rpc_calls);
 	mine = xa_load(&node->rpc_calls, call->id - 1) == call &&
 	       !call->abandoned;
 	if (mine) {
 		call->abandoned = true;	/* freed when nothing can write it */
 		call->done_fn = NULL;
+		list_del_init(&call->async);	/* the table's now */
 	}
 	xa_unlock_bh(&node->rpc_calls);
+	spin_unlock(&node->rcall_lock);
 	if (mine) {
 		ac->timed_out = true;
 		lite_count_error(node, ac->conn->peer_id, LITE_ERR_TIMEOUT,
@@ -2594,6 +2695,7 @@ int lite_rpc_acall_start(struct lite_node *node, const struct lite_rpc_call *a,
 	}
 	trace_lite_rpc_call(node->instance, conn->peer_id, a->port,
 			    o.call_id, a->req_len);
+	lite_rcall_async_own(ac->call);
 	lite_rdma_op_release(&ac->tx.op);
 	*out = ac;
 	lite_acall_arm(ac);
@@ -2638,11 +2740,12 @@ int lite_rpc_acall_finish(struct lite_acall *ac, const struct lite_rpc_call *a,
 		if (current->flags & (PF_EXITING | PF_KTHREAD))
 			ret = -ECANCELED;
 		else
-			ret = lite_kbuf_to_user(&call->buf, LITE_REPLY_HDR,
-						u64_to_user_ptr(a->reply_ptr),
-						call->len);
+			ret = lite_kbuf_synced_to_user(&call->buf,
+						       LITE_REPLY_HDR,
+						       u64_to_user_ptr(a->reply_ptr),
+						       call->len);
 	}
-	lite_rcall_recycle(call);
+	lite_rcall_async_done(call);
 out:
 	kfree(ac);
 	return ret;

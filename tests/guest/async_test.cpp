@@ -282,6 +282,85 @@ TEST_F(Async, RpcCallsInFlight)
     EXPECT_EQ(needed, 100u);
 }
 
+// Calls on a ring whose server answers some in time and some after their
+// 80 ms timeout, the latest at about twice it: each ends with its exact
+// reply or ETIMEDOUT, a late reply lands in the abandoned buffer (freed
+// then), and afterwards the connection serves calls as before and nothing
+// is left held. Timers and replies meet near the deadline: the timer takes
+// the call out of the ring's list as it gives the buffer to the table.
+TEST_F(Async, RpcCallsTimingOutAroundTheirReplies)
+{
+    constexpr size_t kCalls = 48;
+    constexpr uint32_t kPort = 24;
+    constexpr uint64_t kTimeoutMs = 80;
+    const Counters base = counters();
+    auto reply_of = [](uint64_t i) { return pattern(64 + (i * 131) % 3000, 900 + i); };
+    {
+        auto srv_session = lite::Session::open(inst_[1]);
+        lite::Server server(
+            srv_session, kPort,
+            [&](const lite::Incoming&, std::span<const std::byte> req, std::vector<std::byte>& reply) {
+                uint64_t i = 0;
+                std::memcpy(&i, req.data(), std::min(req.size(), sizeof(i)));
+                std::this_thread::sleep_for(std::chrono::milliseconds((i * 37) % (2 * kTimeoutMs)));
+                reply = reply_of(i);
+                return reply.size();
+            },
+            8);
+        auto s = lite::Session::open(inst_[0]);
+        io_uring r{};
+        ASSERT_EQ(io_uring_queue_init(2 * kCalls, &r, IORING_SETUP_SQE128 | IORING_SETUP_CQE32), 0);
+        const int fd = LITE_fd(s.get());
+        std::vector<uint64_t> req(kCalls);
+        std::vector<Bytes> replies(kCalls, Bytes(4096));
+        for (size_t i = 0; i < kCalls; i++) {
+            io_uring_sqe* e = io_uring_get_sqe(&r);
+            ASSERT_NE(e, nullptr);
+            req[i] = i;
+            LITE_prep_call(e, fd, 2, kPort, &req[i], sizeof(req[i]), replies[i].data(), replies[i].size(), kTimeoutMs);
+            e->user_data = i;
+        }
+        ASSERT_EQ(io_uring_submit(&r), static_cast<int>(kCalls));
+        size_t ok = 0, timed_out = 0;
+        for (size_t n = 0; n < kCalls; n++) {
+            io_uring_cqe* cqe = nullptr;
+            __kernel_timespec ts{.tv_sec = 30, .tv_nsec = 0};
+            ASSERT_EQ(io_uring_wait_cqe_timeout(&r, &cqe, &ts), 0) << "completion " << n << " of " << kCalls;
+            const size_t i = cqe->user_data;
+            ASSERT_LT(i, kCalls);
+            const Bytes want = reply_of(i);
+            if (cqe->res == -ETIMEDOUT) {
+                timed_out++;
+            } else {
+                EXPECT_EQ(cqe->res, static_cast<int>(want.size()))
+                    << "call " << i << ": " << (cqe->res < 0 ? std::strerror(-cqe->res) : "wrong length");
+                EXPECT_TRUE(cqe->res < 0 || std::equal(want.begin(), want.end(), replies[i].begin()))
+                    << "call " << i << "'s reply";
+                ok += cqe->res == static_cast<int>(want.size());
+            }
+            io_uring_cqe_seen(&r, cqe);
+        }
+        EXPECT_GT(ok, 0U) << "no call was answered in time: the test shows nothing";
+        EXPECT_GT(timed_out, 0U) << "no call timed out: the test shows nothing";
+        std::cout << "[          ] " << ok << " answered in time, " << timed_out << " timed out\n";
+        // Let the late replies land, then the connection still serves.
+        std::this_thread::sleep_for(std::chrono::milliseconds(4 * kTimeoutMs));
+        io_uring_sqe* e = io_uring_get_sqe(&r);
+        ASSERT_NE(e, nullptr);
+        req[0] = 0; // answered at once
+        LITE_prep_call(e, fd, 2, kPort, &req[0], sizeof(req[0]), replies[0].data(), replies[0].size(), 5000);
+        ASSERT_EQ(io_uring_submit(&r), 1);
+        io_uring_cqe* cqe = nullptr;
+        ASSERT_EQ(io_uring_wait_cqe(&r, &cqe), 0);
+        const Bytes want = reply_of(0);
+        EXPECT_EQ(cqe->res, static_cast<int>(want.size())) << "a call after the timeouts";
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), replies[0].begin()));
+        io_uring_cqe_seen(&r, cqe);
+        io_uring_queue_exit(&r);
+    }
+    expect_back_to(base);
+}
+
 // ------------------------------------------------ an io_uring RPC server
 
 // Requests for the ring server: bytes 0..3 the caller's node, 4..7 a
@@ -1025,12 +1104,30 @@ TEST_F(Async, FreeBeforeReapingOwnCompletions)
 // for the connection references the operations kept until then, for as
 // long as the thread did not reap), and what completed keeps its result:
 // every read checksummed, every write in the LMR (node 3's, on node 2,
-// mapped through node 1).
+// mapped through node 1), every RPC call's reply (from node 2; its reply
+// buffer, mapped on the device, is unmapped by the node's teardown: the
+// task work once unmapped it on a device that was gone).
 void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst, const char* what,
                       const std::function<void()>& take_down)
 {
     constexpr size_t kOps = 64;
     constexpr size_t kLen = 16384;
+    constexpr size_t kCalls = 24;
+    constexpr uint32_t kPort = 23;
+    auto reply_of = [](uint64_t i) { return pattern(1000 + (i * 7919) % 60000, 500 + i); };
+    std::atomic<size_t> answered{0};
+    auto s2 = lite::Session::open(inst[1]);
+    std::optional<lite::Server> server;
+    server.emplace(
+        s2, kPort,
+        [&](const lite::Incoming&, std::span<const std::byte> req, std::vector<std::byte>& reply) {
+            uint64_t i = 0;
+            std::memcpy(&i, req.data(), std::min(req.size(), sizeof(i)));
+            reply = reply_of(i);
+            answered++;
+            return reply.size();
+        },
+        2);
     auto s3 = lite::Session::open(inst[2]);
     auto owned = s3.alloc(2 * kOps * kLen, 2);
     owned.share("down-before-reap", LITE_PERM_ALL);
@@ -1039,7 +1136,7 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
     auto s = lite::Session::open(inst[0]);
     auto l = s.map("down-before-reap");
     io_uring r{};
-    ASSERT_EQ(io_uring_queue_init(static_cast<unsigned>(2 * kOps), &r,
+    ASSERT_EQ(io_uring_queue_init(static_cast<unsigned>(4 * kOps), &r,
                                   IORING_SETUP_SQE128 | IORING_SETUP_CQE32 | IORING_SETUP_SINGLE_ISSUER |
                                       IORING_SETUP_DEFER_TASKRUN),
               0);
@@ -1055,9 +1152,20 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
         LITE_prep_write(e, fd, l.handle(), (kOps + i) * kLen, after.data() + i * kLen, kLen);
         e->user_data = kOps + i;
     }
-    ASSERT_EQ(io_uring_submit(&r), static_cast<int>(2 * kOps));
+    std::vector<uint64_t> call_req(kCalls);
+    std::vector<Bytes> replies(kCalls, Bytes(61000));
+    for (size_t i = 0; i < kCalls; i++) {
+        io_uring_sqe* e = io_uring_get_sqe(&r);
+        ASSERT_NE(e, nullptr);
+        call_req[i] = i;
+        LITE_prep_call(e, fd, 2, kPort, &call_req[i], sizeof(call_req[i]), replies[i].data(), replies[i].size(), 0);
+        e->user_data = 2 * kOps + i;
+    }
+    ASSERT_EQ(io_uring_submit(&r), static_cast<int>(2 * kOps + kCalls));
     // Let them complete on the wire; nothing here reaps, so their task
     // work waits (the counter drops only when it runs).
+    ASSERT_TRUE(wait_until([&] { return answered.load() == kCalls; }, 20s))
+        << "node 2 answered " << answered.load() << " of " << kCalls << " calls";
     std::this_thread::sleep_for(500ms);
     uint32_t waiting = dev.status(inst[0]).async_inflight;
     ASSERT_GT(waiting, 0U) << "every operation finished without the submitter reaping: the test shows nothing";
@@ -1075,22 +1183,32 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
     bool returned = wait_until([&] { return down_done.load(); }, 20s);
     // Reap (this also ends a take-down that waited for it).
     size_t ok = 0;
-    std::vector<int> res(2 * kOps, 1);
-    for (size_t i = 0; i < 2 * kOps; i++) {
+    constexpr size_t kAll = 2 * kOps + kCalls;
+    std::vector<int> res(kAll, 1);
+    for (size_t i = 0; i < kAll; i++) {
         io_uring_cqe* cqe = nullptr;
         __kernel_timespec ts{.tv_sec = 30, .tv_nsec = 0};
-        ASSERT_EQ(io_uring_wait_cqe_timeout(&r, &cqe, &ts), 0) << what << ": completion " << i << " of " << 2 * kOps;
-        ASSERT_LT(cqe->user_data, 2 * kOps);
+        ASSERT_EQ(io_uring_wait_cqe_timeout(&r, &cqe, &ts), 0) << what << ": completion " << i << " of " << kAll;
+        ASSERT_LT(cqe->user_data, kAll);
         res[cqe->user_data] = cqe->res;
-        ok += cqe->res == 0;
         io_uring_cqe_seen(&r, cqe);
     }
     admin.join();
     io_uring_queue_exit(&r);
+    server.reset(); // its node may be gone: its threads ended with an error
     EXPECT_TRUE(returned) << what << " waited for the task work of " << waiting
                           << " completed operations nobody reaped";
     EXPECT_TRUE(down_err.empty()) << what << ": " << down_err;
+    for (size_t i = 0; i < 2 * kOps; i++)
+        ok += res[i] == 0;
     EXPECT_EQ(ok, 2 * kOps) << what << ": operations that completed before it lost their result";
+    for (size_t i = 0; i < kCalls; i++) {
+        const Bytes want = reply_of(i);
+        ASSERT_EQ(res[2 * kOps + i], static_cast<int>(want.size()))
+            << what << ": call " << i << " (" << (res[2 * kOps + i] < 0 ? std::strerror(-res[2 * kOps + i]) : "")
+            << ") lost the reply it had";
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), replies[i].begin())) << what << ": call " << i << "'s reply";
+    }
     for (size_t i = 0; i < kOps; i++) {
         if (res[i] == 0) {
             EXPECT_TRUE(std::equal(before.begin() + i * kLen, before.begin() + (i + 1) * kLen, got.begin() + i * kLen))
