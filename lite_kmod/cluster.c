@@ -165,8 +165,15 @@ static int lite_auth_reply(struct lite_call *call, const struct lite_msg *msg)
 		ret = lite_conn_set_ready(conn, node->mb.self);
 		if (!ret)
 			lite_node_set_conn(node, 0, conn);
-	} else if (!lite_mbr_present(&node->mb, hs->peer_id)) {
-		ret = -ESRCH;	/* we dropped it while we were connecting */
+	} else if (!lite_mbr_present(&node->mb, hs->peer_id) ||
+		   !lite_naddr_equal(&node->mb.addr[hs->peer_id],
+				     &hs->auth.passive_listen)) {
+		/*
+		 * We dropped it while we were connecting, or its id is
+		 * another member's now (which listens elsewhere): the
+		 * connection must not pass for one to that member.
+		 */
+		ret = -ESRCH;
 	} else {
 		ret = lite_node_set_peer(node, hs->peer_id, conn);
 	}
@@ -642,7 +649,7 @@ void lite_cluster_handle_auth(struct lite_conn *conn,
  *
  * The manager's table is authoritative: an entry it announces replaces
  * whatever we had for that id or address (such members are dropped as
- * lost). Replies 0, -EPERM if the sender is not the manager or the id is
+ * lost, even one at the same address: each announce is a new member). Replies 0, -EPERM if the sender is not the manager or the id is
  * ours, or why the member could not be added. Takes node->lock; runs on
  * node->wq.
  */
@@ -663,14 +670,17 @@ void lite_cluster_handle_member_add(struct lite_conn *conn,
 	if (conn->peer_id != node->mb.manager || id == node->mb.self) {
 		ret = -EPERM;	/* only the manager announces, never us */
 	} else {
-		if (lite_mbr_present(&node->mb, id) &&
-		    !lite_naddr_equal(&node->mb.addr[id], &addr))
+		/*
+		 * The manager announces each admission once, with an id free
+		 * in its table: one we still have names an earlier member
+		 * whose removal we missed, even at the same address.
+		 */
+		if (lite_mbr_present(&node->mb, id))
 			lite_node_drop_member(node, id, false);
 		old = lite_mbr_find_addr(&node->mb, &addr);
 		if (old > 0 && old != id)
 			lite_node_drop_member(node, old, false);
-		ret = lite_mbr_present(&node->mb, id) ? 0 :
-		      lite_mbr_add(&node->mb, id, &addr);
+		ret = lite_mbr_add(&node->mb, id, &addr);
 		if (!ret)
 			atomic64_inc(&node->stats.joins);
 	}

@@ -12,6 +12,9 @@
  *                     heartbeats
  *   delay_rx_ms       hold each control message this long before it is
  *                     handled (process-context receive path only)
+ *   delay_lmr_ms      hold each LMR a memory node allocated for us this
+ *                     long between its answer and its record (a member
+ *                     may leave, and its id come back, meanwhile)
  *   hb_stop           send no heartbeats: the manager declares us dead
  *   break_conn        write a member id (0: the loopback connection): the
  *                     connection closes as on a transport error
@@ -85,6 +88,22 @@ void lite_fault_delay_rx(struct lite_node *node)
 
 	if (ms)
 		msleep(min_t(u32, ms, 10000));
+}
+
+/**
+ * lite_fault_delay_lmr - hold an allocation's answer (delay_lmr_ms)
+ * @node: the requesting node; process context
+ *
+ * Sleeps delay_lmr_ms, at most 10 s, or until a fatal signal; returns at
+ * once when it is 0.
+ */
+void lite_fault_delay_lmr(struct lite_node *node)
+{
+	u32 ms = READ_ONCE(node->faults.delay_lmr_ms);
+
+	if (ms)
+		schedule_timeout_killable(msecs_to_jiffies(min_t(u32, ms,
+								 10000)));
 }
 
 /* break_conn: close the connection to a member as a transport error. */
@@ -219,6 +238,8 @@ void lite_fault_node_init(struct lite_node *node, struct dentry *dir)
 			   &node->faults.drop_rx_permille);
 	debugfs_create_u32("delay_rx_ms", 0600, dir,
 			   &node->faults.delay_rx_ms);
+	debugfs_create_u32("delay_lmr_ms", 0600, dir,
+			   &node->faults.delay_lmr_ms);
 	debugfs_create_bool("hb_stop", 0600, dir, &node->faults.hb_stop);
 	debugfs_create_file_unsafe("break_conn", 0200, dir, node,
 				   &lite_fault_break_fops);

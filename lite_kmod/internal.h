@@ -221,6 +221,7 @@ struct lite_faults {
 	atomic_t fail_posts;		/* fail the next N posts (-EIO) */
 	u32 drop_rx_permille;		/* READ_ONCE: drop received messages */
 	u32 delay_rx_ms;		/* READ_ONCE: delay control messages */
+	u32 delay_lmr_ms;		/* READ_ONCE: delay recording an LMR */
 	bool hb_stop;			/* READ_ONCE: send no heartbeats */
 	struct mutex raw_lock;		/* protects the raw_rdma state below */
 	int raw_status;			/* the last raw op's result */
@@ -800,6 +801,8 @@ struct lite_conn {
 	bool close_when_sent;		/* close once tx_inflight drops to 0 */
 	u16 peer_id;			/* set when READY */
 	bool peer_left;			/* the peer said LEAVE */
+	u32 peer_since;			/* node lock: lite_mbr_since() of the
+					 * peer when it was installed */
 
 	bool got_hello;			/* handshake */
 	int hello_status;		/* handshake: verdict sent with HELLO */
@@ -1136,6 +1139,7 @@ void lite_fault_node_init(struct lite_node *node, struct dentry *dir);
 bool lite_fault_fail_post(struct lite_node *node);
 bool lite_fault_drop_rx(struct lite_node *node, const struct lite_msg *msg);
 void lite_fault_delay_rx(struct lite_node *node);
+void lite_fault_delay_lmr(struct lite_node *node);
 
 /* rpc.c */
 void lite_rpc_arrived(struct lite_conn *conn, u32 imm);

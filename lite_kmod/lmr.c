@@ -84,6 +84,9 @@ bool lite_node_has_conn(struct lite_node *node, u16 id)
 void lite_node_set_conn(struct lite_node *node, u16 id, struct lite_conn *conn)
 {
 	lockdep_assert_held(&node->lock);
+	if (conn)
+		conn->peer_since = lite_mbr_since(&node->mb,
+						  id ?: node->mb.self);
 	spin_lock_bh(&node->peers_lock);
 	if (id)
 		node->peers[id] = conn;
@@ -224,9 +227,29 @@ static void lite_lmr_revoke(struct lite_lmr *lmr)
 	wait_event(lmr->idle_wq, lite_lmr_drained(lmr));
 }
 
-/* A new LMR without chunks yet, already on node->lmrs. */
+/*
+ * Whether @mem_node is still the member that an answer about its memory
+ * came from: a member, and, if the answer came on @via, its connection
+ * to @mem_node, the member that connection was made to (its id may have
+ * been given to a newcomer since).
+ */
+static bool lite_lmr_mem_current(struct lite_node *node, u16 mem_node,
+				 const struct lite_conn *via)
+{
+	lockdep_assert_held(&node->lock);
+	if (!lite_mbr_present(&node->mb, mem_node))
+		return false;
+	return !via || via->peer_since == lite_mbr_since(&node->mb, mem_node);
+}
+
+/*
+ * A new LMR without chunks yet, already on node->lmrs. If its memory node
+ * left after answering (on @via, if not NULL) - lite_lmrs_mem_gone() did
+ * not see this LMR then - it is marked gone at once.
+ */
 static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
-				     u64 mr_id, u64 size, u32 flags)
+				     const struct lite_conn *via, u64 mr_id,
+				     u64 size, u32 flags)
 {
 	struct lite_lmr *lmr;
 
@@ -246,6 +269,8 @@ static struct lite_lmr *lite_lmr_new(struct lite_node *node, u16 mem_node,
 	init_waitqueue_head(&lmr->idle_wq);
 	mutex_lock(&node->lock);
 	list_add_tail(&lmr->map_entry, &node->lmrs);
+	if (!lite_lmr_mem_current(node, mem_node, via))
+		lite_lmr_close(lmr, true);
 	mutex_unlock(&node->lock);
 	return lmr;
 }
@@ -637,7 +662,8 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 	u32 have = 0;
 	int ret;
 
-	lmr = lite_lmr_new(node, mem_node, le64_to_cpu(rep->mr_id), size,
+	lite_fault_delay_lmr(node);
+	lmr = lite_lmr_new(node, mem_node, conn, le64_to_cpu(rep->mr_id), size,
 			   flags);
 	if (!lmr)
 		return -ENOMEM;
@@ -648,8 +674,11 @@ static int lite_lmr_from_reply(struct lite_node *node, struct lite_conn *conn,
 		ret = lite_lmr_size_chunks(lmr, &rep->first);
 	if (!ret)
 		ret = lite_lmr_take_chunks(lmr, &rep->first, &have);
-	if (!ret)
+	if (!ret && !READ_ONCE(lmr->mem_gone))
 		ret = lite_lmr_fetch(conn, lmr, have, deadline);
+	/* It left before, or while, we took the chunk list: nothing to free. */
+	if (READ_ONCE(lmr->mem_gone))
+		ret = -EHOSTDOWN;
 	if (ret) {
 		lite_lmr_drop(lmr);
 		return ret;
@@ -717,7 +746,10 @@ struct lite_alloc_req *lite_lmr_request_start(struct lite_node *node,
  *
  * Return: 0; -ETIMEDOUT or -EINTR if the caller gave up (timeout, fatal
  * signal): the memory node then stops or frees the allocation, and the
- * charge stays until it did; or another error of the request.
+ * charge stays until it did; -EHOSTDOWN if the memory node answered and
+ * left (its id perhaps given to a newcomer) before the LMR was recorded
+ * or its chunk list fetched: nothing to free there; or another error of
+ * the request.
  */
 int lite_lmr_request_finish(struct lite_alloc_req *ar, struct lite_lmr **out)
 {
@@ -733,7 +765,7 @@ int lite_lmr_request_finish(struct lite_alloc_req *ar, struct lite_lmr **out)
 		ret = lite_lmr_from_reply(node, conn, ar->mem_node, ar->size,
 					  ar->flags, ar->rep, ar->deadline,
 					  out);
-		if (ret)
+		if (ret && ret != -EHOSTDOWN)	/* else gone with its node */
 			lite_lmr_remote_free(conn, ar->mem_node,
 					     le64_to_cpu(ar->rep->mr_id), true);
 	}
@@ -811,8 +843,8 @@ static int lite_lookup_reply(struct lite_call *call, const struct lite_msg *msg)
 	if (sh->kind != LITE_SHARE_LMR)
 		return -EMEDIUMTYPE;	/* a DSM region's name */
 	lk->lmr = lite_lmr_new(call->conn->node, le16_to_cpu(sh->mem_node),
-			       le64_to_cpu(sh->mr_id), le64_to_cpu(sh->size),
-			       sh->flags);
+			       NULL, le64_to_cpu(sh->mr_id),
+			       le64_to_cpu(sh->size), sh->flags);
 	if (!lk->lmr)
 		return -ENOMEM;
 	WRITE_ONCE(lk->lmr->share_id, le64_to_cpu(sh->share_id));
@@ -875,13 +907,18 @@ int lite_lmr_map(struct lite_node *node, const char *name, u32 *perms,
 	conn = lite_node_conn_wait(node, lk.lmr->mem_node,
 				   lite_tun_deadline(conn_wait_ms));
 	if (!conn) {
-		ret = -EHOSTUNREACH;
+		ret = READ_ONCE(lk.lmr->mem_gone) ? -EHOSTDOWN : -EHOSTUNREACH;
 		goto fail;
 	}
 	ret = lite_lmr_fetch(conn, lk.lmr, 0, deadline);
 	lite_conn_put(conn);
-	/* Revoked while we fetched: the mapping never becomes usable. */
-	if (!ret && READ_ONCE(lk.lmr->revoked))
+	/*
+	 * Its memory node gone, or the name revoked, before or while we
+	 * fetched: the mapping never becomes usable.
+	 */
+	if (READ_ONCE(lk.lmr->mem_gone))
+		ret = -EHOSTDOWN;
+	else if (!ret && READ_ONCE(lk.lmr->revoked))
 		ret = -EKEYREVOKED;
 	if (ret)
 		goto fail;

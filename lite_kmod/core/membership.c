@@ -22,6 +22,15 @@ void lite_mbr_init(struct lite_membership *mb)
 	memset(mb, 0, sizeof(*mb));
 }
 
+/* Empty the table, but @joins goes on: no since[] value comes twice. */
+static void lite_mbr_clear(struct lite_membership *mb)
+{
+	u32 joins = mb->joins;
+
+	lite_mbr_init(mb);
+	mb->joins = joins;
+}
+
 /**
  * lite_mbr_init_manager - start a new cluster with this node as manager
  * @mb: the table, emptied first
@@ -89,10 +98,24 @@ int lite_mbr_add(struct lite_membership *mb, u16 id,
 	if (lite_mbr_find_addr(mb, addr) > 0)
 		return -EADDRINUSE;
 	mb->present[id] = true;
+	mb->since[id] = ++mb->joins;
 	mb->addr[id] = *addr;
 	mb->count++;
 	mb->epoch++;
 	return 0;
+}
+
+/**
+ * lite_mbr_since - which holder of an id a member is
+ * @mb: the table
+ * @id: the id
+ *
+ * Return: a number that differs for every time @id was added to @mb (an
+ * id that comes back is another member), or 0 if @id is not a member.
+ */
+u32 lite_mbr_since(const struct lite_membership *mb, u16 id)
+{
+	return lite_mbr_present(mb, id) ? mb->since[id] : 0;
 }
 
 /**
@@ -109,6 +132,7 @@ int lite_mbr_remove(struct lite_membership *mb, u16 id)
 	if (!lite_mbr_present(mb, id))
 		return -ENOENT;
 	mb->present[id] = false;
+	mb->since[id] = 0;
 	memset(&mb->addr[id], 0, sizeof(mb->addr[id]));
 	mb->count--;
 	mb->epoch++;
@@ -204,7 +228,7 @@ int lite_mbr_apply_accept(struct lite_membership *mb, const void *payload,
 	n = le16_to_cpu(acc->n_members);
 	if (len != sizeof(*acc) + (u32)n * sizeof(acc->members[0]))
 		return -EBADMSG;
-	lite_mbr_init(mb);
+	lite_mbr_clear(mb);
 	for (i = 0; i < n; i++) {
 		if (lite_wire_get_addr(&acc->members[i].addr, &a) ||
 		    lite_mbr_add(mb, le16_to_cpu(acc->members[i].id), &a))
@@ -218,6 +242,6 @@ int lite_mbr_apply_accept(struct lite_membership *mb, const void *payload,
 	mb->epoch = le32_to_cpu(acc->epoch);
 	return 0;
 fail:
-	lite_mbr_init(mb);
+	lite_mbr_clear(mb);
 	return -EBADMSG;
 }

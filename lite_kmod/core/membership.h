@@ -16,7 +16,11 @@ struct lite_membership {
 	u16 manager;		/* the manager's id, 0 if none */
 	u32 epoch;		/* bumped on every change */
 	u16 count;		/* members present, self included */
+	u32 joins;		/* members added since init; an accept keeps it */
 	bool present[LITE_MBR_MAX + 1];
+	u32 since[LITE_MBR_MAX + 1];	/* @joins when each was added: tells
+					 * a member from an earlier holder of
+					 * its id */
 	struct lite_naddr addr[LITE_MBR_MAX + 1];
 };
 
@@ -28,6 +32,7 @@ int lite_mbr_add(struct lite_membership *mb, u16 id,
 		 const struct lite_naddr *addr);
 int lite_mbr_remove(struct lite_membership *mb, u16 id);
 bool lite_mbr_present(const struct lite_membership *mb, u16 id);
+u32 lite_mbr_since(const struct lite_membership *mb, u16 id);
 int lite_mbr_find_addr(const struct lite_membership *mb,
 		       const struct lite_naddr *addr);
 size_t lite_mbr_accept_size(const struct lite_membership *mb);

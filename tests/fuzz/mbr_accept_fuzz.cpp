@@ -6,6 +6,7 @@
 // parser's check of an AUTH reply (lite_wire_parse) and this decoder agree.
 #include <endian.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <memory>
 #include <vector>
@@ -24,6 +25,27 @@ bool same_table(const lite_membership& a, const lite_membership& b)
             return false;
         if (a.present[id] && !lite_naddr_equal(&a.addr[id], &b.addr[id]))
             return false;
+    }
+    return true;
+}
+
+// Every member's since() is its own, non-zero and at most @joins; every
+// other id's is 0; @joins did not go back from @joins_before.
+bool since_sound(const lite_membership& mb, uint32_t joins_before)
+{
+    if (mb.joins < joins_before)
+        return false;
+    std::vector<uint32_t> seen;
+    for (int id = 0; id <= LITE_MBR_MAX + 1; id++) {
+        uint32_t s = lite_mbr_since(&mb, static_cast<uint16_t>(id));
+        if (id == 0 || id > LITE_MBR_MAX || !mb.present[id]) {
+            if (s != 0)
+                return false;
+            continue;
+        }
+        if (s == 0 || s > mb.joins || s <= joins_before || std::find(seen.begin(), seen.end(), s) != seen.end())
+            return false;
+        seen.push_back(s);
     }
     return true;
 }
@@ -68,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     lite_mbr_init_manager(&mb, &old_addr);
     before = mb;
     int ret = lite_mbr_apply_accept(&mb, p, static_cast<uint32_t>(size));
+    FUZZ_CHECK(ret ? mb.joins >= before.joins : since_sound(mb, before.joins));
     int parsed = parse_as_auth_reply(p, size);
     FUZZ_CHECK(ret == 0 || ret == -EBADMSG);
     if (size && parsed == 0) // (an AUTH reply without an accept is fine)

@@ -98,6 +98,8 @@ TEST_F(Heal, FaultFilesRejectBadInput)
     EXPECT_EQ(fault(inst_[0], "break_conn", "junk"), EINVAL);
     EXPECT_EQ(fault(inst_[0], "break_conn", "77"), ENOTCONN) << "no such member";
     EXPECT_EQ(fault(inst_[0], "drop_rx_permille", "0"), 0);
+    EXPECT_EQ(fault(inst_[0], "delay_lmr_ms", "0"), 0);
+    EXPECT_EQ(fault(inst_[0], "delay_lmr_ms", "junk"), EINVAL);
 }
 
 // A connection broken under load (as a transport error would) comes back by
@@ -288,6 +290,53 @@ TEST_F(Heal, SilentMemberIsDeclaredDeadEverywhere)
     auto d = up(*dev_, kPort + 3, kPort);
     EXPECT_EQ(d.node_id, 3u) << "the dead member's id is free again";
     EXPECT_TRUE(all_agree(*dev_, {inst_[0], inst_[1], d.instance}, {1, 2, 3}));
+}
+
+// Node 3 answers an allocation of node 2's, then leaves before node 2 has
+// recorded the LMR (delay_lmr_ms holds node 2 between the two), and a
+// newcomer takes id 3 meanwhile: the allocation fails EHOSTDOWN (the LMR
+// would name memory that went with the old node 3), nothing was freed on
+// the newcomer in its name, and allocations on it work as before.
+// (Once, the LMR was recorded as live: its accesses failed with another
+// error, or reached the newcomer with the old node's addresses.)
+TEST_F(Heal, MemoryNodeLeavesBetweenItsAnswerAndTheRecord)
+{
+    constexpr uint64_t kSize = 2 << 20; // above LITE_LEASE_MAX: a request, not the lease's stock
+    const uint64_t held_before = dev_->status(inst_[2]).counters.mem_lmrs;
+    ASSERT_EQ(fault(inst_[1], "delay_lmr_ms", "6000"), 0);
+    auto s = lite::Session::open(inst_[1]);
+    std::atomic<int> err{-1};
+    std::thread alloc([&] {
+        try {
+            auto l = s.alloc(kSize, 3);
+            err = 0;
+        } catch (const lite::Error& e) {
+            err = e.code().value();
+        }
+    });
+    // Node 3 made it and answered...
+    bool answered =
+        wait_until([&] { return dev_->status(inst_[2]).counters.mem_lmrs > held_before; }, milliseconds(5000));
+    std::this_thread::sleep_for(milliseconds(300)); // the answer lands
+    // ...then it leaves, and a newcomer gets its id.
+    dev_->down(inst_[2]);
+    auto d = up(*dev_, kPort + 3, kPort);
+    const bool in_time = err.load() == -1;
+    alloc.join();
+    ASSERT_EQ(fault(inst_[1], "delay_lmr_ms", "0"), 0);
+    ASSERT_TRUE(answered) << "node 3 never made the LMR";
+    EXPECT_EQ(d.node_id, 3u) << "the newcomer did not get the id";
+    EXPECT_TRUE(in_time) << "the allocation ended before the newcomer joined: only the leave was shown";
+    EXPECT_EQ(err.load(), EHOSTDOWN) << (err.load() > 0 ? std::strerror(err.load()) : "the allocation succeeded");
+    EXPECT_EQ(dev_->status(d.instance).counters.mem_lmrs, 0u) << "the newcomer holds what it never made";
+    auto l = s.alloc(kSize, 3);
+    std::vector<uint8_t> out(kSize), back(kSize);
+    for (size_t i = 0; i < kSize; i++)
+        out[i] = static_cast<uint8_t>(i * 29 + 7);
+    ASSERT_EQ(LITE_write(s.get(), l.handle(), 0, out.data(), out.size()), 0);
+    ASSERT_EQ(LITE_read(s.get(), l.handle(), 0, back.data(), back.size()), 0);
+    EXPECT_EQ(back, out) << "an LMR on the newcomer";
+    EXPECT_EQ(dev_->status(d.instance).counters.mem_lmrs, 1u);
 }
 
 namespace

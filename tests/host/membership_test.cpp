@@ -107,7 +107,7 @@ TEST(Membership, AcceptRoundTrip)
     ASSERT_EQ(parse(m, &msg), 0);
 
     // ...and reproduces the manager's table, seen from node 4.
-    lite_membership joiner;
+    lite_membership joiner{};
     ASSERT_EQ(lite_mbr_apply_accept(&joiner, static_cast<const uint8_t*>(msg.payload) + sizeof(lite_wire_auth),
                                     msg.len - static_cast<uint32_t>(sizeof(lite_wire_auth))),
               0);
@@ -155,8 +155,53 @@ TEST(Membership, ApplyRejectsInconsistentAccept)
     std::vector<uint8_t> buf(lite_mbr_accept_size(&mb));
     lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size()); // node 2 is not listed
 
-    lite_membership joiner;
+    lite_membership joiner{};
     EXPECT_EQ(lite_mbr_apply_accept(&joiner, buf.data(), static_cast<uint32_t>(buf.size())), -EBADMSG);
     EXPECT_EQ(joiner.count, 0) << "a failed apply leaves an empty table";
     EXPECT_EQ(lite_mbr_apply_accept(&joiner, buf.data(), 3), -EBADMSG) << "short";
+}
+
+// An id freed and given out again names another member: since() tells the
+// two apart (a connection or an answer of the earlier one is stale), also
+// across a JOIN accept that replaces the table.
+TEST(Membership, AnIdThatComesBackIsAnotherMember)
+{
+    lite_membership mb;
+    auto a = v4(10, 99, 0, 1, 1);
+    ASSERT_EQ(lite_mbr_init_manager(&mb, &a), 0);
+    auto b = v4(10, 99, 0, 2, 2);
+    ASSERT_EQ(lite_mbr_add(&mb, 2, &b), 0);
+    const uint32_t first = lite_mbr_since(&mb, 2);
+    EXPECT_NE(first, 0u);
+    EXPECT_NE(first, lite_mbr_since(&mb, 1));
+    ASSERT_EQ(lite_mbr_remove(&mb, 2), 0);
+    EXPECT_EQ(lite_mbr_since(&mb, 2), 0u) << "not a member";
+    ASSERT_EQ(lite_mbr_add(&mb, 2, &b), 0);
+    const uint32_t second = lite_mbr_since(&mb, 2);
+    EXPECT_NE(second, 0u);
+    EXPECT_NE(second, first) << "the same id and address, another member";
+    EXPECT_EQ(lite_mbr_since(&mb, 0), 0u);
+    EXPECT_EQ(lite_mbr_since(&mb, LITE_MBR_MAX + 1), 0u);
+
+    // A node that joins again takes the manager's table; the numbers it
+    // gave out before are not given out again.
+    std::vector<uint8_t> buf(lite_mbr_accept_size(&mb));
+    ASSERT_EQ(lite_mbr_encode_accept(&mb, 2, buf.data(), buf.size()), buf.size());
+    lite_membership joiner{};
+    auto c = v4(10, 99, 0, 7, 7);
+    for (int round = 0; round < 3; round++) {
+        ASSERT_EQ(lite_mbr_add(&joiner, 7, &c), 0);
+        ASSERT_EQ(lite_mbr_remove(&joiner, 7), 0);
+    }
+    const uint32_t before = joiner.joins;
+    ASSERT_EQ(lite_mbr_apply_accept(&joiner, buf.data(), static_cast<uint32_t>(buf.size())), 0);
+    EXPECT_GT(lite_mbr_since(&joiner, 1), before);
+    EXPECT_GT(lite_mbr_since(&joiner, 2), before);
+    EXPECT_NE(lite_mbr_since(&joiner, 1), lite_mbr_since(&joiner, 2));
+    const uint32_t after = joiner.joins;
+    std::vector<uint8_t> bad(lite_mbr_accept_size(&mb));
+    lite_mbr_encode_accept(&mb, 5, bad.data(), bad.size()); // node 5 is not listed
+    EXPECT_EQ(lite_mbr_apply_accept(&joiner, bad.data(), static_cast<uint32_t>(bad.size())), -EBADMSG);
+    EXPECT_EQ(joiner.count, 0);
+    EXPECT_GT(joiner.joins, after) << "the numbers a refused accept used are not given out again";
 }

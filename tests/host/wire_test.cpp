@@ -310,7 +310,7 @@ TEST(Wire, BitFlipsInValidMessagesAreCaughtOrHarmless)
             continue;
         EXPECT_LE(msg.len + sizeof(lite_wire_hdr), f.size());
         if (msg.type == LITE_MSG_AUTH && msg.reply && msg.len > sizeof(lite_wire_auth)) {
-            lite_membership mb;
+            lite_membership mb{};
             EXPECT_EQ(lite_mbr_apply_accept(&mb, static_cast<const uint8_t*>(msg.payload) + sizeof(lite_wire_auth),
                                             msg.len - static_cast<uint32_t>(sizeof(lite_wire_auth))),
                       0)
