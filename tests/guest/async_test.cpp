@@ -59,6 +59,21 @@ Bytes pattern(size_t n, uint64_t seed)
     return b;
 }
 
+// Queue on @r one RPC call to @port on @node per entry of @req, which
+// becomes the request (its index), with the reply into the same entry of
+// @replies, user_data @first + index.
+void prep_calls(io_uring& r, int fd, uint32_t node, uint32_t port, std::vector<uint64_t>& req,
+                std::vector<Bytes>& replies, uint32_t timeout_ms, uint64_t first)
+{
+    for (size_t i = 0; i < req.size(); i++) {
+        io_uring_sqe* e = io_uring_get_sqe(&r);
+        ASSERT_NE(e, nullptr);
+        req[i] = i;
+        LITE_prep_call(e, fd, node, port, &req[i], sizeof(req[i]), replies[i].data(), replies[i].size(), timeout_ms);
+        e->user_data = first + i;
+    }
+}
+
 // A block of test data at an offset of one of several LMRs.
 struct Block {
     size_t lmr = 0, off = 0;
@@ -313,13 +328,7 @@ TEST_F(Async, RpcCallsTimingOutAroundTheirReplies)
         const int fd = LITE_fd(s.get());
         std::vector<uint64_t> req(kCalls);
         std::vector<Bytes> replies(kCalls, Bytes(4096));
-        for (size_t i = 0; i < kCalls; i++) {
-            io_uring_sqe* e = io_uring_get_sqe(&r);
-            ASSERT_NE(e, nullptr);
-            req[i] = i;
-            LITE_prep_call(e, fd, 2, kPort, &req[i], sizeof(req[i]), replies[i].data(), replies[i].size(), kTimeoutMs);
-            e->user_data = i;
-        }
+        prep_calls(r, fd, 2, kPort, req, replies, kTimeoutMs, 0);
         ASSERT_EQ(io_uring_submit(&r), static_cast<int>(kCalls));
         size_t ok = 0, timed_out = 0;
         for (size_t n = 0; n < kCalls; n++) {
@@ -1154,13 +1163,7 @@ void down_before_reap(const lite::Device& dev, const std::vector<uint32_t>& inst
     }
     std::vector<uint64_t> call_req(kCalls);
     std::vector<Bytes> replies(kCalls, Bytes(61000));
-    for (size_t i = 0; i < kCalls; i++) {
-        io_uring_sqe* e = io_uring_get_sqe(&r);
-        ASSERT_NE(e, nullptr);
-        call_req[i] = i;
-        LITE_prep_call(e, fd, 2, kPort, &call_req[i], sizeof(call_req[i]), replies[i].data(), replies[i].size(), 0);
-        e->user_data = 2 * kOps + i;
-    }
+    prep_calls(r, fd, 2, kPort, call_req, replies, 0, 2 * kOps);
     ASSERT_EQ(io_uring_submit(&r), static_cast<int>(2 * kOps + kCalls));
     // Let them complete on the wire; nothing here reaps, so their task
     // work waits (the counter drops only when it runs).
