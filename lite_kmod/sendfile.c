@@ -129,7 +129,9 @@ static int lite_sf_post(struct lite_sf *sf, struct lite_sf_batch *b)
 
 /*
  * The gathering batch is full (or the send ends): post it, wait for the
- * other one, which then gathers. Return: sf->err or the post's failure.
+ * other one, which then gathers. A batch is not posted once an earlier one
+ * failed (the send ends with that error). Return: sf->err or the post's
+ * failure.
  */
 static int lite_sf_flush(struct lite_sf *sf)
 {
@@ -138,7 +140,9 @@ static int lite_sf_flush(struct lite_sf *sf)
 							    &sf->batch[0];
 	int ret = 0;
 
-	if (b->n_wrs)
+	if (sf->err)
+		ret = sf->err;	/* its pages go back below */
+	else if (b->n_wrs)
 		ret = lite_sf_post(sf, b);
 	lite_sf_reap(sf, older);
 	if (ret) {
@@ -408,7 +412,8 @@ int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
 	sf->conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
 				       lite_tun_deadline(conn_wait_ms));
 	if (!sf->conn) {
-		ret = -ENOTCONN;
+		/* Its memory node left after the access check: say so. */
+		ret = READ_ONCE(lmr->mem_gone) ? -EHOSTDOWN : -ENOTCONN;
 		goto put_sf;
 	}
 	sf->lmr = lmr;
