@@ -1312,6 +1312,16 @@ void lite_lmr_get(struct lite_lmr *lmr);
 void lite_lmr_put(struct lite_lmr *lmr);
 int lite_lmr_begin(struct lite_lmr *lmr);
 void lite_lmr_end(struct lite_lmr *lmr);
+
+/*
+ * Why an access to @lmr found no connection to its memory node: that node
+ * left (marked under node->lock before lite_node_conn_wait() sees it
+ * missing), or the connection is down.
+ */
+static inline int lite_lmr_conn_err(const struct lite_lmr *lmr)
+{
+	return READ_ONCE(lmr->mem_gone) ? -EHOSTDOWN : -ENOTCONN;
+}
 void lite_lmr_invalidate(struct lite_node *node, const struct lite_msg *msg);
 int lite_invalidate_on(struct lite_node *node, u16 id,
 		       const struct lite_wire_invalidate *inv,

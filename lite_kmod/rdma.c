@@ -923,7 +923,8 @@ static struct lite_pin_entry *lite_rdma_cached(struct lite_conn *conn,
  * work request. Sleeps.
  *
  * Return: 0; -EINTR if the caller was killed (it stops between steps);
- * -EFAULT, -ENOTCONN, -EKEYREVOKED, -ETIMEDOUT or the error of a step.
+ * -EFAULT, -ENOTCONN (-EHOSTDOWN if the memory node left), -EKEYREVOKED,
+ * -ETIMEDOUT or the error of a step.
  */
 int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		 bool write, u32 flags, struct lite_pin_cache *pc)
@@ -937,7 +938,7 @@ int lite_rdma_rw(struct lite_lmr *lmr, u64 off, u64 len, void __user *buf,
 		return 0;
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
-		return -ENOTCONN;
+		return lite_lmr_conn_err(lmr);
 	e = lite_rdma_cached(conn, pc, len, buf, write, flags, &pages);
 	if (e) {
 		ret = lite_rdma_rw_cached(conn, lmr, off, len, (uintptr_t)buf,
@@ -1067,7 +1068,8 @@ static int lite_rdma_atomic_cpu(struct lite_conn *conn, struct lite_lmr *lmr,
  * request that the memory node's CPU carries out (struct lite_wire_atomic),
  * atomic with the locks and barriers on that LMR. Sleeps.
  *
- * Return: 0; -ENOTCONN without a connection to the memory node;
+ * Return: 0; -ENOTCONN without a connection to the memory node
+ * (-EHOSTDOWN if it left);
  * -EOPNOTSUPP for NIC atomics on a device without them; -EHOSTDOWN or
  * -EKEYREVOKED (lite_lmr_begin()); the WR's failure (-ETIMEDOUT,
  * -ECONNRESET, -EIO) or the ATOMIC request's (-ETIMEDOUT, -EINTR,
@@ -1084,7 +1086,7 @@ int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
 		return -EOPNOTSUPP;
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
-		return -ENOTCONN;
+		return lite_lmr_conn_err(lmr);
 	if (nic)
 		ret = lite_rdma_atomic_nic(conn, lmr, off, cmp_swap, operand,
 					   swap, result);
@@ -1105,7 +1107,8 @@ int lite_rdma_atomic(struct lite_lmr *lmr, u64 off, bool cmp_swap,
  * Sleeps.
  *
  * Return: 0; -EINTR if the caller was killed (it stops between steps);
- * -ENOTCONN without a connection to the memory node; -ENOMEM; or the
+ * -ENOTCONN without a connection to the memory node (-EHOSTDOWN if it
+ * left); -ENOMEM; or the
  * error of a step.
  */
 int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
@@ -1120,7 +1123,7 @@ int lite_rdma_memset(struct lite_lmr *lmr, u64 off, u64 len, u8 value)
 		return 0;
 	conn = lite_rdma_conn(lmr);
 	if (!conn)
-		return -ENOTCONN;
+		return lite_lmr_conn_err(lmr);
 	ret = lite_bounce_get(&b, conn->node, len, LITE_BOUNCE_SIZE);
 	if (ret)
 		goto out;
@@ -1156,7 +1159,8 @@ static bool lite_lmr_same(const struct lite_lmr *a, const struct lite_lmr *b)
  * memory copy like memmove. Sleeps.
  *
  * Return: 0; -EINTR if the caller was killed (it stops between steps);
- * -ENOTCONN without a connection to a memory node; -ENOMEM; or the error
+ * -ENOTCONN without a connection to a memory node (-EHOSTDOWN if it
+ * left); -ENOMEM; or the error
  * of a step.
  */
 int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
@@ -1174,7 +1178,8 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	backwards = lite_lmr_same(dst, src) && doff > soff && doff < soff + len;
 	sconn = lite_rdma_conn(src);
 	dconn = lite_rdma_conn(dst);
-	ret = sconn && dconn ? 0 : -ENOTCONN;
+	ret = !sconn ? lite_lmr_conn_err(src) :
+	      !dconn ? lite_lmr_conn_err(dst) : 0;
 	if (!ret)
 		ret = lite_bounce_get(&b, sconn->node, len, LITE_BOUNCE_SIZE);
 	if (ret)

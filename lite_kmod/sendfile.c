@@ -412,8 +412,7 @@ int lite_sendfile(struct lite_file *lf, struct lite_lmr *lmr, u64 lmr_off,
 	sf->conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
 				       lite_tun_deadline(conn_wait_ms));
 	if (!sf->conn) {
-		/* Its memory node left after the access check: say so. */
-		ret = READ_ONCE(lmr->mem_gone) ? -EHOSTDOWN : -ENOTCONN;
+		ret = lite_lmr_conn_err(lmr);
 		goto put_sf;
 	}
 	sf->lmr = lmr;

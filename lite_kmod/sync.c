@@ -481,7 +481,7 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
 	conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
 				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)
-		return -ENOTCONN;
+		return lite_lmr_conn_err(lmr);
 	deadline =
 		jiffies + msecs_to_jiffies(timeout_ms ?: LITE_RPC_TIMEOUT_MS);
 	ret = lite_call_start(conn, &call, LITE_MSG_SYNC, &req, sizeof(req),
@@ -548,7 +548,7 @@ static struct lite_held_lock *lite_held_find(struct lite_file *lf,
  *
  * Return: 0; -EDEADLK if @lf holds this lock already; -EAGAIN if @try and
  * the lock is taken; -ETIMEDOUT; -EINTR; -EKEYREVOKED; -ENOTCONN without
- * a connection to the memory node; -ENOMEM; -EPROTO for a grant without
+ * a connection to the memory node (-EHOSTDOWN if it left); -ENOMEM; -EPROTO for a grant without
  * an owner token; or another error of the request.
  */
 int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
@@ -631,7 +631,7 @@ int lite_sync_unlock(struct lite_file *lf, struct lite_lmr *lmr, u64 off)
  *
  * Return: 0; -EINVAL if participants disagree on @count; -ETIMEDOUT;
  * -EINTR; -EKEYREVOKED; -ENOTCONN without a connection to the memory
- * node; or another error of the request.
+ * node (-EHOSTDOWN if it left); or another error of the request.
  */
 int lite_sync_barrier(struct lite_lmr *lmr, u64 off, u32 count,
 		      u32 timeout_ms)

@@ -308,7 +308,7 @@ static int lite_aop_begin(struct lite_aop *a)
 
 	a->conn = lite_node_conn(a->lmr->node, a->lmr->mem_node);
 	if (!a->conn)
-		return -ENOTCONN;
+		return lite_lmr_conn_err(a->lmr);
 	ret = lite_lmr_begin(a->lmr);
 	if (ret)
 		return ret;

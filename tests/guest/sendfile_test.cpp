@@ -314,7 +314,8 @@ TEST_F(Sendfile, EachRejectionHasItsOwnErrno)
     EXPECT_EQ(LITE_sendfile(other.get(), f.fd(), 0, 1, rw.handle(), 0), -EKEYREVOKED);
     EXPECT_EQ(lmr_sum(l, 0, 8192), file_sum(f.fd(), 0, 8192)) << "the sends before were whole";
 
-    // Its memory node leaves: the memory is gone, whatever the connection.
+    // Its memory node leaves: the memory is gone (the access check says so;
+    // a leave between that check and the connection wait gives the same).
     dev_->down(inst_[2]);
     ASSERT_TRUE(wait_until([&] { return member_ids(*dev_, inst_[1]) == std::vector<uint32_t>{1, 2}; }, 5s));
     EXPECT_EQ(LITE_sendfile(c, f.fd(), 0, 1, h, 0), -EHOSTDOWN) << "the memory node left";
