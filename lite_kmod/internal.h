@@ -1315,8 +1315,9 @@ void lite_lmr_end(struct lite_lmr *lmr);
 
 /*
  * Why an access to @lmr found no connection to its memory node: that node
- * left (marked under node->lock before lite_node_conn_wait() sees it
- * missing), or the connection is down.
+ * left, or the connection is down. Exact after lite_node_conn_wait(),
+ * which decides under node->lock, where the leave marks the LMRs gone; a
+ * bare lite_node_conn() may come between the two and see -ENOTCONN.
  */
 static inline int lite_lmr_conn_err(const struct lite_lmr *lmr)
 {

@@ -1178,8 +1178,10 @@ int lite_rdma_memcpy(struct lite_lmr *dst, u64 doff, struct lite_lmr *src,
 	backwards = lite_lmr_same(dst, src) && doff > soff && doff < soff + len;
 	sconn = lite_rdma_conn(src);
 	dconn = lite_rdma_conn(dst);
-	ret = !sconn ? lite_lmr_conn_err(src) :
-	      !dconn ? lite_lmr_conn_err(dst) : 0;
+	ret = 0;
+	if (!sconn || !dconn)	/* a side whose node left says so first */
+		ret = lite_lmr_conn_err(src) == -EHOSTDOWN ? -EHOSTDOWN :
+		      lite_lmr_conn_err(dst);
 	if (!ret)
 		ret = lite_bounce_get(&b, sconn->node, len, LITE_BOUNCE_SIZE);
 	if (ret)

@@ -547,9 +547,10 @@ static struct lite_held_lock *lite_held_find(struct lite_file *lf,
  * withdraws the request. Sleeps.
  *
  * Return: 0; -EDEADLK if @lf holds this lock already; -EAGAIN if @try and
- * the lock is taken; -ETIMEDOUT; -EINTR; -EKEYREVOKED; -ENOTCONN without
- * a connection to the memory node (-EHOSTDOWN if it left); -ENOMEM; -EPROTO for a grant without
- * an owner token; or another error of the request.
+ * the lock is taken; -ETIMEDOUT; -EINTR; -EKEYREVOKED; -ENOTCONN
+ * without a connection to the memory node (-EHOSTDOWN if it left);
+ * -ENOMEM; -EPROTO for a grant without an owner token; or another error
+ * of the request.
  */
 int lite_sync_lock(struct lite_file *lf, struct lite_lmr *lmr, u64 off,
 		   bool try, u32 timeout_ms)
