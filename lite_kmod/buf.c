@@ -120,12 +120,14 @@ void lite_kbuf_unmap(struct lite_kbuf *b)
 		kfree(b->mrs);
 		b->mrs = NULL;
 	}
-	for (i = 0; i < b->n_chunks && !ib_uses_virt_dma(dev); i++)
+	b->dev = NULL;
+	if (ib_uses_virt_dma(dev))
+		return;		/* nothing was mapped */
+	for (i = 0; i < b->n_chunks; i++)
 		dma_unmap_page_attrs(dev->dma_device, b->chunks[i].addr,
 				     PAGE_SIZE << b->orders[i],
 				     DMA_BIDIRECTIONAL,
 				     DMA_ATTR_SKIP_CPU_SYNC);
-	b->dev = NULL;
 }
 
 /* One chunk of up to @want bytes, at least 1 << @min_order pages. */

@@ -2185,11 +2185,15 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
 	return call;
 }
 
-/* Keep @call for the node's next call if there is room. */
+/*
+ * Keep @call for the node's next call if there is room; never one whose
+ * reply was malformed (its connection was closed).
+ */
 static bool lite_rcall_keep(struct lite_node *node, struct lite_rcall *call)
 {
 	lockdep_assert_held(&node->rcall_lock);
-	if (node->rcalls_closed || node->n_rcalls == LITE_RCALL_CACHE ||
+	if (call->status == -EBADMSG || node->rcalls_closed ||
+	    node->n_rcalls == LITE_RCALL_CACHE ||
 	    lite_rcall_kept_bytes(node) + call->buf.size >
 	    LITE_RCALL_KEEP_BYTES)
 		return false;
@@ -2214,8 +2218,7 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	 * cache: from then on another caller may take it and set its own.
 	 */
 	call->conn = NULL;
-	if (call->status != -EBADMSG &&
-	    (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING)) {
+	if (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING) {
 		spin_lock(&node->rcall_lock);
 		kept = lite_rcall_keep(node, call);
 		spin_unlock(&node->rcall_lock);
@@ -2262,7 +2265,7 @@ static void lite_rcall_async_done(struct lite_rcall *call)
 	spin_lock(&node->rcall_lock);
 	if (!list_empty(&call->async)) {
 		list_del_init(&call->async);
-		if (call->status == -EBADMSG || !lite_rcall_keep(node, call))
+		if (!lite_rcall_keep(node, call))
 			lite_rcall_free(call);	/* holds no connection */
 	} else if (call->orphaned) {
 		free_now = true;
