@@ -1311,6 +1311,7 @@ int lite_lmr_unkey(struct lite_node *node, u16 mem_node, u64 mr_id,
 void lite_lmr_get(struct lite_lmr *lmr);
 void lite_lmr_put(struct lite_lmr *lmr);
 int lite_lmr_begin(struct lite_lmr *lmr);
+int lite_lmr_closed_err(struct lite_lmr *lmr);
 void lite_lmr_end(struct lite_lmr *lmr);
 
 /*

@@ -166,11 +166,24 @@ void lite_lmr_put(struct lite_lmr *lmr)
  */
 int lite_lmr_begin(struct lite_lmr *lmr)
 {
-	int ret;
-
 	if (likely(atomic_inc_unless_negative(&lmr->steps)))
 		return 0;
-	/* Closed: the flags were set before, under the lock. */
+	return lite_lmr_closed_err(lmr);
+}
+
+/**
+ * lite_lmr_closed_err - why an LMR takes no new access
+ * @lmr: an LMR seen revoked (lmr->revoked, or lite_lmr_begin() refused)
+ *
+ * The flags were set before the LMR closed, under its lock. Takes
+ * lmr->lock; any context.
+ *
+ * Return: -EHOSTDOWN if its memory node left, else -EKEYREVOKED.
+ */
+int lite_lmr_closed_err(struct lite_lmr *lmr)
+{
+	int ret;
+
 	spin_lock_bh(&lmr->lock);
 	ret = lmr->mem_gone ? -EHOSTDOWN : -EKEYREVOKED;
 	spin_unlock_bh(&lmr->lock);

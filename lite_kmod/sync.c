@@ -477,7 +477,7 @@ static int lite_sync_call(struct lite_lmr *lmr, u8 op, u64 off, u32 ticket,
 
 	/* A release is no access: it goes out even on a revoked LMR. */
 	if (op != LITE_SYNC_UNLOCK && READ_ONCE(lmr->revoked))
-		return -EKEYREVOKED;
+		return lite_lmr_closed_err(lmr);
 	conn = lite_node_conn_wait(lmr->node, lmr->mem_node,
 				   lite_tun_deadline(conn_wait_ms));
 	if (!conn)

@@ -282,6 +282,15 @@ TEST_F(Heal, SilentMemberIsDeclaredDeadEverywhere)
 
     EXPECT_EQ(LITE_read(s.get(), l.handle(), 0, b, sizeof(b)), -EHOSTDOWN);
     EXPECT_EQ(LITE_write(s.get(), l.handle(), 0, b, sizeof(b)), -EHOSTDOWN);
+    // Every other access to the gone memory says so too, locks and
+    // barriers included (they used to say EKEYREVOKED).
+    uint64_t old = 0;
+    EXPECT_EQ(LITE_fetch_add(s.get(), l.handle(), 8, 1, &old), -EHOSTDOWN);
+    EXPECT_EQ(LITE_cmp_swap(s.get(), l.handle(), 8, 0, 1, &old), -EHOSTDOWN);
+    EXPECT_EQ(LITE_memset(s.get(), l.handle(), 0, 0, 64), -EHOSTDOWN);
+    EXPECT_EQ(LITE_lock(s.get(), l.handle(), 16, 1000), -EHOSTDOWN);
+    EXPECT_EQ(LITE_trylock(s.get(), l.handle(), 16), -EHOSTDOWN);
+    EXPECT_EQ(LITE_barrier(s.get(), l.handle(), 24, 2, 1000), -EHOSTDOWN);
     EXPECT_TRUE(wait_until([&] { return dev_->status(inst_[2]).expelled; }, milliseconds(5000)))
         << "the silenced node does not know it was dropped";
     EXPECT_EQ(member_ids(*dev_, inst_[2]), std::vector<uint32_t>{3});
