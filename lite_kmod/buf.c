@@ -27,7 +27,7 @@
 
 /* lmr mode: a buffer's release, taken to process context. */
 struct lite_kbuf_rel {
-	struct work_struct work;	/* on system_unbound_wq */
+	struct work_struct work;	/* on lite_wq */
 	struct lite_kbuf b;		/* what is released */
 };
 
@@ -95,7 +95,7 @@ void lite_kbuf_free(struct lite_kbuf *b)
 	lite_node_get(b->node);
 	atomic_inc(&b->node->kbufs_dying);
 	INIT_WORK(&rel->work, lite_kbuf_rel_work);
-	queue_work(system_unbound_wq, &rel->work);
+	queue_work(lite_wq, &rel->work);
 	memset(b, 0, sizeof(*b));
 }
 

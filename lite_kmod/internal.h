@@ -165,6 +165,14 @@ struct lite_cm_pdata {
 	u8 tag[LITE_CM_TAG_LEN];	/* request: the ticket; accept: zero */
 };
 
+/*
+ * The module's workqueue for work that may outlive what holds the module:
+ * the last steps of an operation, a call or a buffer after its file or
+ * node let it go, and their timers. lite_exit() drains it, so no such work
+ * runs after the module is gone. Set once in lite_init().
+ */
+extern struct workqueue_struct *lite_wq;
+
 struct lite_ctx {
 	struct mutex lock;		/* serialises control commands */
 	struct list_head devs;		/* lite_ibdev; @lock */

@@ -5,11 +5,14 @@
  */
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "internal.h"
 
 /* The module's only mutable global: its instance list. */
 static struct lite_ctx lite_ctx;
+
+struct workqueue_struct *lite_wq;
 
 /**
  * lite_find_ibdev - look up an RDMA device lite is bound to, by name
@@ -80,9 +83,12 @@ static int __init lite_init(void)
 	lite_ctx.client.add = lite_ib_add;
 	lite_ctx.client.remove = lite_ib_remove;
 
+	lite_wq = alloc_workqueue("lite", WQ_UNBOUND, 0);
+	if (!lite_wq)
+		return -ENOMEM;
 	ret = ib_register_client(&lite_ctx.client);
 	if (ret)
-		return ret;
+		goto err_wq;
 	lite_debugfs_init();
 	ret = lite_dsm_init();
 	if (ret)
@@ -98,6 +104,8 @@ err_dsm:
 err_debugfs:
 	lite_debugfs_exit();
 	ib_unregister_client(&lite_ctx.client);
+err_wq:
+	destroy_workqueue(lite_wq);
 	return ret;
 }
 
@@ -106,6 +114,8 @@ static void __exit lite_exit(void)
 	lite_chardev_unregister(&lite_ctx);
 	/* Calls lite_ib_remove() for every device: all nodes go down. */
 	ib_unregister_client(&lite_ctx.client);
+	/* What the last files and nodes left behind runs to its end. */
+	destroy_workqueue(lite_wq);
 	WARN_ON(!xa_empty(&lite_ctx.nodes));
 	xa_destroy(&lite_ctx.nodes);
 	lite_dsm_exit();

@@ -103,7 +103,7 @@ static bool lite_pin_invalidate(struct mmu_interval_notifier *mni,
 	mmu_interval_set_seq(mni, cur_seq);
 	spin_unlock(&e->pc->lock);
 	/* Unpin now, not at the next lookup, which may never come. */
-	schedule_work(&e->pc->purge);
+	queue_work(lite_wq, &e->pc->purge);
 	return true;
 }
 
@@ -241,9 +241,13 @@ static void lite_pin_purge(struct work_struct *work)
 	lite_pin_drop(&drop);
 }
 
-/* Whether [start, start + len) is private anonymous memory throughout. */
+/*
+ * Whether [start, start + len) is private anonymous memory throughout, and
+ * writable if the device is to @write it (else the pin would fail, after
+ * the cache made room for it).
+ */
 static bool lite_pin_anon(struct mm_struct *mm, unsigned long start,
-			  unsigned long len)
+			  unsigned long len, bool write)
 {
 	struct vm_area_struct *vma;
 	unsigned long at = start;
@@ -253,7 +257,8 @@ static bool lite_pin_anon(struct mm_struct *mm, unsigned long start,
 	while (ok && at < start + len) {
 		vma = vma_lookup(mm, at);
 		ok = vma && vma_is_anonymous(vma) &&
-		     !(vma->vm_flags & (VM_SHARED | VM_IO | VM_PFNMAP));
+		     !(vma->vm_flags & (VM_SHARED | VM_IO | VM_PFNMAP)) &&
+		     (!write || vma->vm_flags & VM_WRITE);
 		if (ok)
 			at = vma->vm_end;
 	}
@@ -266,8 +271,9 @@ static bool lite_pin_charge(struct mm_struct *mm, unsigned long npages)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 
+	/* A cache that may fall back: no audit record either. */
 	if (atomic64_add_return(npages, &mm->pinned_vm) <= limit ||
-	    capable(CAP_IPC_LOCK))
+	    ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK))
 		return true;
 	atomic64_sub(npages, &mm->pinned_vm);
 	return false;
@@ -303,7 +309,7 @@ static struct lite_pin_entry *lite_pin_new(struct lite_pin_cache *pc,
 	 * what it maps cannot change between the check and the pinning.
 	 */
 	e->seq = mmu_interval_read_begin(&e->mni);
-	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT))
+	if (!lite_pin_anon(pc->mm, start, npages << PAGE_SHIFT, write))
 		goto remove_notifier;
 	/*
 	 * Make room first: what goes is uncharged before @e is charged

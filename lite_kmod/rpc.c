@@ -1705,17 +1705,22 @@ static int lite_service_take(struct lite_service *svc, u32 timeout_ms,
 
 /*
  * Put @in back at the head of its queue (its copy-out failed, or its file
- * holds all the calls it may).
+ * holds all the calls it may); drop it if its connection is closing. The
+ * close's sweep of the queues (lite_rpc_conn_closed()) may have passed
+ * while @in was out: the state is read under the port's lock, which the
+ * sweep takes after the connection became CLOSING, so either the sweep
+ * finds @in queued or this sees CLOSING.
  */
 static void lite_service_untake(struct lite_service *svc,
 				struct lite_rpc_in *in)
 {
 	struct lite_urecv *u = NULL;
-	bool dead;
+	bool dead, closing;
 
 	spin_lock_bh(&svc->lock);
 	dead = svc->dead;
-	if (!dead) {
+	closing = lite_conn_state(in->conn) == LITE_CONN_CLOSING;
+	if (!dead && !closing) {
 		list_add(&in->entry, &svc->queue);
 		u = list_first_entry_or_null(&svc->urecvs, struct lite_urecv,
 					     entry);
@@ -1723,7 +1728,9 @@ static void lite_service_untake(struct lite_service *svc,
 			list_del_init(&u->entry);
 	}
 	spin_unlock_bh(&svc->lock);
-	if (dead)
+	if (closing)
+		lite_rpc_in_free(in);	/* cannot be answered */
+	else if (dead)
 		lite_rpc_fail_in(in, -ECONNRESET);
 	else if (u)
 		u->ready(u);
@@ -2544,7 +2551,7 @@ static void lite_acall_event(struct lite_acall *ac)
 		lite_acall_release(ac);
 		return;
 	}
-	queue_work(system_unbound_wq, &ac->work);
+	queue_work(lite_wq, &ac->work);
 }
 
 static void lite_acall_tx_done(struct lite_rdma_op *op)
@@ -2703,7 +2710,7 @@ int lite_rpc_acall_start(struct lite_node *node, const struct lite_rpc_call *a,
 	*out = ac;
 	lite_acall_arm(ac);
 	/* After arming: the timer must not abandon a call arming counts. */
-	queue_delayed_work(system_wq, &ac->expire,
+	queue_delayed_work(lite_wq, &ac->expire,
 			   msecs_to_jiffies(a->timeout_ms ?:
 					    LITE_RPC_TIMEOUT_MS));
 	lite_acall_event(ac);		/* ours: @ac is not ours any more */
@@ -2792,21 +2799,27 @@ int lite_rpc_send_msg(struct lite_node *node, const struct lite_msg_send *m)
 	return ret;
 }
 
-/* Take one entry of node->rpc_held that @lf owns (any, if @lf is NULL). */
+/*
+ * Take one entry of node->rpc_held that @lf owns (any, if @lf is NULL),
+ * at slot *@from or above; *@from moves past it. For a file being
+ * released or a node going down: no new entry of theirs comes below.
+ */
 static struct lite_rpc_in *lite_rpc_take_any(struct lite_node *node,
-					     struct lite_file *lf)
+					     struct lite_file *lf,
+					     unsigned long *from)
 {
 	struct lite_rpc_in *in, *found = NULL;
 	unsigned long slot;
 
 	xa_lock_bh(&node->rpc_held);
-	xa_for_each(&node->rpc_held, slot, in) {
+	xa_for_each_start(&node->rpc_held, slot, in, *from) {
 		if (lf && in->owner != lf)
 			continue;
 		__xa_erase(&node->rpc_held, slot);
 		/* Its owner is open: its release takes its calls first. */
 		in->owner->rpc_held--;
 		found = in;
+		*from = slot + 1;
 		break;
 	}
 	xa_unlock_bh(&node->rpc_held);
@@ -2825,6 +2838,7 @@ void lite_rpc_file_release(struct lite_file *lf)
 	struct lite_node *node = lf->node;
 	struct lite_service *svc, *tmp;
 	struct lite_rpc_in *in;
+	unsigned long from = 0;
 
 	list_for_each_entry_safe(svc, tmp, &lf->services, file_entry) {
 		list_del(&svc->file_entry);
@@ -2833,8 +2847,10 @@ void lite_rpc_file_release(struct lite_file *lf)
 	}
 	if (!node)
 		return;
-	while ((in = lite_rpc_take_any(node, lf)))
+	while ((in = lite_rpc_take_any(node, lf, &from))) {
 		lite_rpc_fail_in(in, -ECONNRESET);
+		cond_resched();
+	}
 }
 
 /**
@@ -2850,14 +2866,16 @@ void lite_rpc_node_down(struct lite_node *node)
 	struct lite_rcall *kept[LITE_RCALL_CACHE];
 	struct lite_service *svc;
 	struct lite_rpc_in *in;
-	unsigned long id;
+	unsigned long id, from = 0;
 	u32 n;
 
 	xa_lock_bh(&node->rpc_held);
 	node->rpc_down = true;
 	xa_unlock_bh(&node->rpc_held);
-	while ((in = lite_rpc_take_any(node, NULL)))
+	while ((in = lite_rpc_take_any(node, NULL, &from))) {
 		lite_rpc_in_free(in);
+		cond_resched();
+	}
 	spin_lock(&node->rcall_lock);
 	node->rcalls_closed = true;
 	n = node->n_rcalls;

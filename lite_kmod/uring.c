@@ -411,7 +411,7 @@ static void lite_aop_complete(struct lite_aop *a)
 		return;		/* its issuer finishes it (lite_aop_spin()) */
 	if (a->is_call || (a->conn && !lite_conn_put_not_last(&a->conn))) {
 		INIT_WORK(&a->put_conn, lite_aop_put_conn);
-		queue_work(system_unbound_wq, &a->put_conn);
+		queue_work(lite_wq, &a->put_conn);
 	} else {
 		lite_aop_hand_over(a);
 	}
@@ -878,7 +878,7 @@ static int lite_uring_atomic(struct lite_file *lf, struct io_uring_cmd *cmd,
 	req.swap = cpu_to_le64(at.swap);
 	req.op = cmp_swap ? LITE_ATOMIC_CMP_SWAP : LITE_ATOMIC_FETCH_ADD;
 	/* Armed first: the reply may come before the start returns. */
-	queue_delayed_work(system_wq, &a->expire,
+	queue_delayed_work(lite_wq, &a->expire,
 			   lite_tun_jiffies(data_timeout_ms));
 	ret = lite_call_start_async(a->conn, &a->call, lite_aop_call_done,
 				    LITE_MSG_ATOMIC, &req, sizeof(req),
@@ -1120,7 +1120,7 @@ static void lite_uring_recv_tick(struct work_struct *work)
 		if (ur->deadline)
 			next = min_t(unsigned long, next,
 				     ur->deadline - jiffies);
-		queue_delayed_work(system_wq, &ur->tick, next);
+		queue_delayed_work(lite_wq, &ur->tick, next);
 		return;
 	}
 	/* Parked: it ends now; else the next try sees it expired. */
@@ -1159,7 +1159,7 @@ static int lite_uring_rpc_recv(struct lite_file *lf, struct io_uring_cmd *cmd,
 		ur->deadline = (jiffies + msecs_to_jiffies(r->timeout_ms)) ?: 1;
 	/* Armed first: the receive may park and be taken at once. */
 	INIT_DELAYED_WORK(&ur->tick, lite_uring_recv_tick);
-	queue_delayed_work(system_wq, &ur->tick,
+	queue_delayed_work(lite_wq, &ur->tick,
 			   msecs_to_jiffies(min_t(u32, r->timeout_ms ?:
 						  LITE_URING_TICK_MS,
 						  LITE_URING_TICK_MS)));
