@@ -243,8 +243,8 @@ static void lite_pin_purge(struct work_struct *work)
 
 /*
  * Whether [start, start + len) is private anonymous memory throughout, and
- * writable if the device is to @write it (else the pin would fail, after
- * the cache made room for it).
+ * writable if the device is to @write it, readable if not (else the pin
+ * would fail, after the cache made room for it).
  */
 static bool lite_pin_anon(struct mm_struct *mm, unsigned long start,
 			  unsigned long len, bool write)
@@ -258,7 +258,7 @@ static bool lite_pin_anon(struct mm_struct *mm, unsigned long start,
 		vma = vma_lookup(mm, at);
 		ok = vma && vma_is_anonymous(vma) &&
 		     !(vma->vm_flags & (VM_SHARED | VM_IO | VM_PFNMAP)) &&
-		     (!write || vma->vm_flags & VM_WRITE);
+		     vma->vm_flags & (write ? VM_WRITE : VM_READ);
 		if (ok)
 			at = vma->vm_end;
 	}
