@@ -12,6 +12,7 @@
 /* The module's only mutable global: its instance list. */
 static struct lite_ctx lite_ctx;
 
+/* Set once in lite_init(), destroyed in lite_exit(); see internal.h. */
 struct workqueue_struct *lite_wq;
 
 /**
