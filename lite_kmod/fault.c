@@ -15,6 +15,11 @@
  *   delay_lmr_ms      hold each LMR a memory node allocated for us this
  *                     long between its answer and its record (a member
  *                     may leave, and its id come back, meanwhile)
+ *   delay_take_ms     hold each request a blocking receive (RPC_RECV,
+ *                     RPC_REPLY_RECV) took off its port this long before
+ *                     it is copied out: its connection may close
+ *                     meanwhile (the ring it came in frees no room past
+ *                     it while it is held)
  *   hb_stop           send no heartbeats: the manager declares us dead
  *   break_conn        write a member id (0: the loopback connection): the
  *                     connection closes as on a transport error
@@ -100,6 +105,22 @@ void lite_fault_delay_rx(struct lite_node *node)
 void lite_fault_delay_lmr(struct lite_node *node)
 {
 	u32 ms = READ_ONCE(node->faults.delay_lmr_ms);
+
+	if (ms)
+		schedule_timeout_killable(msecs_to_jiffies(min_t(u32, ms,
+								 10000)));
+}
+
+/**
+ * lite_fault_delay_take - hold a request a receive took (delay_take_ms)
+ * @node: the receiving node; process context, no lock held
+ *
+ * Sleeps delay_take_ms, at most 10 s, or until a fatal signal; returns at
+ * once when it is 0.
+ */
+void lite_fault_delay_take(struct lite_node *node)
+{
+	u32 ms = READ_ONCE(node->faults.delay_take_ms);
 
 	if (ms)
 		schedule_timeout_killable(msecs_to_jiffies(min_t(u32, ms,
@@ -240,6 +261,8 @@ void lite_fault_node_init(struct lite_node *node, struct dentry *dir)
 			   &node->faults.delay_rx_ms);
 	debugfs_create_u32("delay_lmr_ms", 0600, dir,
 			   &node->faults.delay_lmr_ms);
+	debugfs_create_u32("delay_take_ms", 0600, dir,
+			   &node->faults.delay_take_ms);
 	debugfs_create_bool("hb_stop", 0600, dir, &node->faults.hb_stop);
 	debugfs_create_file_unsafe("break_conn", 0200, dir, node,
 				   &lite_fault_break_fops);

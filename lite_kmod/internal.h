@@ -230,6 +230,7 @@ struct lite_faults {
 	u32 drop_rx_permille;		/* READ_ONCE: drop received messages */
 	u32 delay_rx_ms;		/* READ_ONCE: delay control messages */
 	u32 delay_lmr_ms;		/* READ_ONCE: delay recording an LMR */
+	u32 delay_take_ms;		/* READ_ONCE: delay a taken request */
 	bool hb_stop;			/* READ_ONCE: send no heartbeats */
 	struct mutex raw_lock;		/* protects the raw_rdma state below */
 	int raw_status;			/* the last raw op's result */
@@ -1148,6 +1149,7 @@ bool lite_fault_fail_post(struct lite_node *node);
 bool lite_fault_drop_rx(struct lite_node *node, const struct lite_msg *msg);
 void lite_fault_delay_rx(struct lite_node *node);
 void lite_fault_delay_lmr(struct lite_node *node);
+void lite_fault_delay_take(struct lite_node *node);
 
 /* rpc.c */
 void lite_rpc_arrived(struct lite_conn *conn, u32 imm);

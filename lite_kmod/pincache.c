@@ -390,8 +390,8 @@ static unsigned long lite_pin_budget(void)
  * when the cache does not take this buffer: no cache or another address
  * space, off, larger than the cache may keep, not private anonymous
  * memory, over RLIMIT_MEMLOCK with what the process pinned itself, pages
- * that cannot be pinned, or a range that changed while it was pinned. The
- * caller then takes a per-operation path.
+ * that cannot be pinned, or a range that changed while it was pinned, on
+ * a second try too. The caller then takes a per-operation path.
  */
 struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 				    unsigned long uaddr, u64 len,
@@ -400,6 +400,7 @@ struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 	unsigned long start = uaddr & PAGE_MASK, npages, budget;
 	struct lite_pin_entry *e;
 	LIST_HEAD(drop);
+	unsigned int tries;
 	bool listed;
 
 	if (!pc || current->mm != pc->mm || !len)
@@ -417,7 +418,22 @@ struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 	e = lite_pin_find(pc, start, npages, dev_writes);
 	spin_unlock(&pc->lock);
 	lite_pin_drop(&drop);
-	if (!e) {
+	/*
+	 * Pinning can itself change the range: a private page still shared
+	 * with a parent or child after fork (or, for the device to write,
+	 * the zero page) is first copied, so that the pin is exclusive, and
+	 * a page in a movable zone is first migrated. The new pages are
+	 * exclusive and pinnable, so a second try normally keeps them.
+	 */
+	for (tries = 0; !e && tries < 2; tries++) {
+		if (tries) {
+			/* Another call with the buffer may have kept it. */
+			spin_lock(&pc->lock);
+			e = lite_pin_find(pc, start, npages, dev_writes);
+			spin_unlock(&pc->lock);
+			if (e)
+				break;
+		}
 		e = lite_pin_new(pc, start, npages, dev_writes, budget);
 		if (!e)
 			return NULL;
@@ -427,9 +443,11 @@ struct lite_pin_entry *lite_pin_get(struct lite_pin_cache *pc,
 		lite_pin_drop(&drop);
 		if (!listed) {
 			lite_pin_put(e);
-			return NULL;
+			e = NULL;
 		}
 	}
+	if (!e)
+		return NULL;
 	*pages = e->pages + ((start - e->start) >> PAGE_SHIFT);
 	return e;
 }

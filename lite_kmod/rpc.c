@@ -1893,8 +1893,10 @@ int lite_rpc_recv(struct lite_file *lf, struct lite_node *node,
 	if (!svc)
 		return -ENOENT;
 	ret = lite_service_take(svc, r->timeout_ms, r->buf_cap, &r->len, &in);
-	if (!ret)
+	if (!ret) {
+		lite_fault_delay_take(node);
 		ret = lite_rpc_hand_out(lf, node, svc, in, r);
+	}
 	lite_service_put(svc);
 	return ret;
 }

@@ -49,23 +49,6 @@ class Heal : public ThreeNodes<kPort>
 {
 };
 
-std::string fault_path(uint32_t instance, const char* file)
-{
-    return "/sys/kernel/debug/lite/lite" + std::to_string(instance) + "/" + file;
-}
-
-// Write @value to a fault file; return 0 or the errno of the write.
-int fault(uint32_t instance, const char* file, const std::string& value)
-{
-    int fd = ::open(fault_path(instance, file).c_str(), O_WRONLY);
-    if (fd < 0)
-        return errno;
-    ssize_t n = ::write(fd, value.data(), value.size());
-    int err = n < 0 ? errno : 0;
-    ::close(fd);
-    return err;
-}
-
 // Record a measured figure for build/check/faults.json.
 double seconds_since(Clock::time_point t0)
 {
@@ -94,12 +77,14 @@ uint8_t pattern(uint32_t round, size_t block, size_t i)
 // The fault files exist per node and refuse what makes no sense.
 TEST_F(Heal, FaultFilesRejectBadInput)
 {
-    EXPECT_EQ(fault(inst_[0], "break_conn", "999"), EINVAL);
-    EXPECT_EQ(fault(inst_[0], "break_conn", "junk"), EINVAL);
-    EXPECT_EQ(fault(inst_[0], "break_conn", "77"), ENOTCONN) << "no such member";
-    EXPECT_EQ(fault(inst_[0], "drop_rx_permille", "0"), 0);
-    EXPECT_EQ(fault(inst_[0], "delay_lmr_ms", "0"), 0);
-    EXPECT_EQ(fault(inst_[0], "delay_lmr_ms", "junk"), EINVAL);
+    EXPECT_EQ(write_debugfs(inst_[0], "break_conn", "999"), EINVAL);
+    EXPECT_EQ(write_debugfs(inst_[0], "break_conn", "junk"), EINVAL);
+    EXPECT_EQ(write_debugfs(inst_[0], "break_conn", "77"), ENOTCONN) << "no such member";
+    EXPECT_EQ(write_debugfs(inst_[0], "drop_rx_permille", "0"), 0);
+    EXPECT_EQ(write_debugfs(inst_[0], "delay_lmr_ms", "0"), 0);
+    EXPECT_EQ(write_debugfs(inst_[0], "delay_lmr_ms", "junk"), EINVAL);
+    EXPECT_EQ(write_debugfs(inst_[0], "delay_take_ms", "0"), 0);
+    EXPECT_EQ(write_debugfs(inst_[0], "delay_take_ms", "junk"), EINVAL);
 }
 
 // A connection broken under load (as a transport error would) comes back by
@@ -142,7 +127,7 @@ TEST_F(Heal, BrokenConnectionReconnectsUnderLoad)
     uint32_t before = reconnects(*dev_, inst_[2]);
     auto t0 = Clock::now();
     broken = true;
-    ASSERT_EQ(fault(inst_[2], "break_conn", "2"), 0);
+    ASSERT_EQ(write_debugfs(inst_[2], "break_conn", "2"), 0);
     bool healed = wait_until(
         [&] {
             return reconnects(*dev_, inst_[2]) > before && after_ok > 0 && all_agree(*dev_, inst_, {1, 2, 3});
@@ -206,7 +191,7 @@ TEST_F(Heal, LockHeldAcrossAReconnect)
     ASSERT_EQ(LITE_trylock(s3.get(), m3.handle(), 0), 0);
 
     uint32_t before = reconnects(*dev_, inst_[2]);
-    ASSERT_EQ(fault(inst_[2], "break_conn", "2"), 0);
+    ASSERT_EQ(write_debugfs(inst_[2], "break_conn", "2"), 0);
     ASSERT_TRUE(wait_until([&] { return reconnects(*dev_, inst_[2]) > before; }, milliseconds(3000)));
     EXPECT_EQ(LITE_trylock(owner.get(), l.handle(), 0), -EAGAIN) << "the lock must still be held";
     EXPECT_EQ(LITE_unlock(s3.get(), m3.handle(), 0), 0) << "the holder unlocks over the new connection";
@@ -218,7 +203,7 @@ TEST_F(Heal, LockHeldAcrossAReconnect)
 TEST_F(Heal, FailedPostHeals)
 {
     uint32_t before = reconnects(*dev_, inst_[2]) + reconnects(*dev_, inst_[1]);
-    ASSERT_EQ(fault(inst_[2], "fail_posts", "1"), 0);
+    ASSERT_EQ(write_debugfs(inst_[2], "fail_posts", "1"), 0);
     // The next post of node 3 fails: a ping, or a heartbeat to the manager.
     try {
         (void)dev_->ping(inst_[2], 2, milliseconds(1000));
@@ -243,14 +228,14 @@ TEST_F(Heal, FailedPostHeals)
 // Lost control messages make requests time out; nothing else breaks.
 TEST_F(Heal, DroppedMessagesTimeOut)
 {
-    ASSERT_EQ(fault(inst_[1], "drop_rx_permille", "1000"), 0);
+    ASSERT_EQ(write_debugfs(inst_[1], "drop_rx_permille", "1000"), 0);
     try {
         (void)dev_->ping(inst_[0], 2, milliseconds(300));
         ADD_FAILURE() << "a dropped ping was answered";
     } catch (const lite::Error& e) {
         EXPECT_EQ(e.code().value(), ETIMEDOUT);
     }
-    ASSERT_EQ(fault(inst_[1], "drop_rx_permille", "0"), 0);
+    ASSERT_EQ(write_debugfs(inst_[1], "drop_rx_permille", "0"), 0);
     EXPECT_GT(dev_->ping(inst_[0], 2, milliseconds(2000)).count(), 0);
     EXPECT_TRUE(all_agree(*dev_, inst_, {1, 2, 3}));
 }
@@ -266,7 +251,7 @@ TEST_F(Heal, SilentMemberIsDeclaredDeadEverywhere)
     ASSERT_EQ(LITE_write(s.get(), l.handle(), 0, b, sizeof(b)), 0);
 
     auto t0 = Clock::now();
-    ASSERT_EQ(fault(inst_[2], "hb_stop", "Y"), 0);
+    ASSERT_EQ(write_debugfs(inst_[2], "hb_stop", "Y"), 0);
     bool agreed = wait_until(
         [&] {
             return member_ids(*dev_, inst_[0]) == std::vector<uint32_t>{1, 2} &&
@@ -312,7 +297,7 @@ TEST_F(Heal, MemoryNodeLeavesBetweenItsAnswerAndTheRecord)
 {
     constexpr uint64_t kSize = 2 << 20; // above LITE_LEASE_MAX: a request, not the lease's stock
     const uint64_t held_before = dev_->status(inst_[2]).counters.mem_lmrs;
-    ASSERT_EQ(fault(inst_[1], "delay_lmr_ms", "6000"), 0);
+    ASSERT_EQ(write_debugfs(inst_[1], "delay_lmr_ms", "6000"), 0);
     auto s = lite::Session::open(inst_[1]);
     std::atomic<int> err{-1};
     std::thread alloc([&] {
@@ -332,7 +317,7 @@ TEST_F(Heal, MemoryNodeLeavesBetweenItsAnswerAndTheRecord)
     auto d = up(*dev_, kPort + 3, kPort);
     const bool in_time = err.load() == -1;
     alloc.join();
-    ASSERT_EQ(fault(inst_[1], "delay_lmr_ms", "0"), 0);
+    ASSERT_EQ(write_debugfs(inst_[1], "delay_lmr_ms", "0"), 0);
     ASSERT_TRUE(answered) << "node 3 never made the LMR";
     EXPECT_EQ(d.node_id, 3u) << "the newcomer did not get the id";
     EXPECT_TRUE(in_time) << "the allocation ended before the newcomer joined: only the leave was shown";

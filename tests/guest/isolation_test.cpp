@@ -36,15 +36,10 @@ namespace
 constexpr uint16_t kPort = 19500;
 constexpr uint64_t kSize = (2ULL << 20) + 8192; // above the lease classes: one chunk
 
-std::string debugfs(uint32_t instance, const char* file)
-{
-    return "/sys/kernel/debug/lite/lite" + std::to_string(instance) + "/" + file;
-}
-
 // The lines of a node's debugfs file @file, split into fields.
 std::vector<std::vector<std::string>> debugfs_lines(uint32_t instance, const char* file)
 {
-    std::ifstream in(debugfs(instance, file));
+    std::ifstream in(debugfs_path(instance, file));
     std::vector<std::vector<std::string>> out;
     std::string line;
     while (std::getline(in, line)) {
@@ -117,7 +112,7 @@ RawResult raw(uint32_t instance, const std::string& cmd)
     RawResult r;
     auto deadline = std::chrono::steady_clock::now() + 5s;
     for (;;) {
-        int fd = ::open(debugfs(instance, "raw_rdma").c_str(), O_RDWR);
+        int fd = ::open(debugfs_path(instance, "raw_rdma").c_str(), O_RDWR);
         if (fd < 0) {
             r.status = -errno;
             return r;

@@ -40,11 +40,6 @@ class Observe : public ThreeNodes<kPort>
 {
 };
 
-std::string debugfs_path(uint32_t instance, const std::string& file)
-{
-    return "/sys/kernel/debug/lite/lite" + std::to_string(instance) + "/" + file;
-}
-
 std::vector<std::string> lines_of(const std::string& path)
 {
     std::ifstream in(path);
@@ -338,10 +333,7 @@ TEST_F(Observe, TracepointsShowStateMessagesCallsAndErrors)
     EXPECT_THROW((void)s1.call(2, kSlowPort, pattern(16, 1), reply, 100ms), lite::Error);
     // A transport error on node 1's connection to node 3, healed by a
     // reconnect.
-    int fd = ::open(debugfs_path(inst_[0], "break_conn").c_str(), O_WRONLY);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, "3", 1), 1);
-    ::close(fd);
+    ASSERT_EQ(write_debugfs(inst_[0], "break_conn", "3"), 0);
     EXPECT_TRUE(wait_until([&] { return live_members(*dev_, inst_[0]).size() == 3; }, 30s));
     std::this_thread::sleep_for(200ms);
     write_to(tr + "/events/lite/enable", "0");

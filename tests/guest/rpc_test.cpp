@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <lite/rpc.hpp>
@@ -27,6 +28,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -1661,6 +1663,89 @@ TEST_F(RpcUapi, HeldCallsPerFileCap)
         EXPECT_EQ(calls[i].reply_len, 0u);
     EXPECT_EQ(calls[kCalls].reply_len, 16u);
     EXPECT_TRUE(std::equal(reqs[kCalls].begin(), reqs[kCalls].begin() + 16, replies[kCalls].begin()));
+}
+
+// A call a receive took, whose connection closes before the receive copies
+// it out and fails (EFAULT), is dropped: it cannot be answered, and put
+// back it would hold the closed connection (and its ring) until another
+// receive took it. delay_take_ms holds the taken call while break_conn
+// closes the connection and the close sweeps the port; the caller gets
+// ECONNRESET, the next receive finds nothing, and the port serves the
+// reconnected caller.
+TEST_F(RpcUapi, CallTakenAcrossACloseIsDropped)
+{
+    constexpr uint32_t kRpcPort = 63;
+    constexpr uint32_t kHoldMs = 8000; // unscaled: the hook holds at most 10 s
+    RawFile a(inst_[0]), srv(inst_[1]);
+    ASSERT_EQ(srv.reg(kRpcPort), 0);
+    Bytes req = make_request(300, 1, 0, 77), reply(64), buf(4096);
+    // A line "KEY VALUE" of a node's debugfs "rpc", or the queued count
+    // of a port's line; "" if there is none.
+    auto rpc_state = [](uint32_t inst, const std::string& key) {
+        std::ifstream in(debugfs_path(inst, "rpc"));
+        for (std::string k, v, line; std::getline(in, line);) {
+            std::istringstream words(line);
+            if (words >> k >> v && k == key)
+                return v;
+        }
+        return std::string();
+    };
+
+    ASSERT_EQ(write_debugfs(inst_[1], "delay_take_ms", std::to_string(kHoldMs)), 0);
+    auto bad = recv_req(kRpcPort, buf, call_bound_ms(20000));
+    bad.buf_ptr = 8; // unmapped: the copy-out fails after the hold
+    int recv_err = -1;
+    std::atomic<bool> recv_done{false};
+    std::thread receiver([&] {
+        recv_err = srv.io(LITE_IOC_RPC_RECV, &bad);
+        recv_done = true;
+    });
+    lite_rpc_call c = call_req(2, kRpcPort, req, reply);
+    int call_err = -1;
+    std::thread caller([&] { call_err = a.io(LITE_IOC_RPC_CALL, &c); });
+    // Taken: in flight from node 1, on no queue of node 2.
+    bool taken = wait_until(
+        [&] {
+            return rpc_state(inst_[0], "calls_in_flight") == "1" &&
+                   rpc_state(inst_[1], std::to_string(kRpcPort)) == "0";
+        },
+        std::chrono::milliseconds(call_bound_ms(3000)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200)); // the request's way from the wire to the receiver
+    uint32_t before = dev_->status(inst_[1]).reconnects + dev_->status(inst_[0]).reconnects;
+    EXPECT_TRUE(taken) << "the call never left node 1, or stayed queued";
+    EXPECT_EQ(write_debugfs(inst_[1], "break_conn", "1"), 0);
+    // Reconnected: the close (and its sweep of the port) has run.
+    bool healed =
+        wait_until([&] { return dev_->status(inst_[1]).reconnects + dev_->status(inst_[0]).reconnects > before; },
+                   std::chrono::milliseconds(call_bound_ms(5000)));
+    EXPECT_TRUE(healed) << "no reconnect";
+    EXPECT_FALSE(recv_done) << "the receive ended before the close swept the port: nothing was tested";
+    receiver.join();
+    caller.join();
+    EXPECT_EQ(write_debugfs(inst_[1], "delay_take_ms", "0"), 0);
+    ASSERT_EQ(recv_err, EFAULT) << "the receive took the call, then failed: " << err(recv_err);
+    EXPECT_EQ(call_err, ECONNRESET) << err(call_err);
+
+    auto r = recv_req(kRpcPort, buf, call_bound_ms(500));
+    EXPECT_EQ(srv.io(LITE_IOC_RPC_RECV, &r), ETIMEDOUT) << "a call of the closed connection was put back";
+    EXPECT_EQ(rpc_state(inst_[1], "requests_held"), "0");
+
+    // The port serves the reconnected caller.
+    int call2_err = -1;
+    lite_rpc_call c2 = call_req(2, kRpcPort, req, reply);
+    std::thread caller2([&] { call2_err = a.io(LITE_IOC_RPC_CALL, &c2); });
+    r = recv_req(kRpcPort, buf);
+    int recv2_err = srv.io(LITE_IOC_RPC_RECV, &r);
+    auto rp = reply_req(r.token, std::span<const uint8_t>(buf).first(16));
+    int reply_err = recv2_err ? -1 : srv.io(LITE_IOC_RPC_REPLY, &rp);
+    caller2.join();
+    ASSERT_EQ(recv2_err, 0) << err(recv2_err);
+    EXPECT_EQ(r.len, req.size());
+    EXPECT_TRUE(std::equal(req.begin(), req.end(), buf.begin()));
+    EXPECT_EQ(reply_err, 0) << err(reply_err);
+    EXPECT_EQ(call2_err, 0) << err(call2_err);
+    EXPECT_EQ(c2.reply_len, 16u);
+    EXPECT_TRUE(std::equal(req.begin(), req.begin() + 16, reply.begin()));
 }
 
 // LITE_IOC_RPC_REPLY_RECV: each half checked as its own ioctl checks it;

@@ -246,6 +246,21 @@ int set_module_param(const std::string& name, const std::string& value)
     return ret;
 }
 
+std::string debugfs_path(uint32_t instance, const std::string& file)
+{
+    return "/sys/kernel/debug/lite/lite" + std::to_string(instance) + "/" + file;
+}
+
+int write_debugfs(uint32_t instance, const std::string& file, const std::string& value)
+{
+    int fd = ::open(debugfs_path(instance, file).c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    int err = ::write(fd, value.data(), value.size()) < 0 ? errno : 0;
+    ::close(fd);
+    return err;
+}
+
 ParamRestore::ParamRestore(std::string name) : name_(std::move(name))
 {
     std::ifstream in(param_path(name_));

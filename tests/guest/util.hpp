@@ -108,6 +108,13 @@ unsigned module_param(const std::string& name, unsigned fallback);
 // its range, or not a number).
 int set_module_param(const std::string& name, const std::string& value);
 
+// The file @file of lite instance @instance's debugfs directory.
+std::string debugfs_path(uint32_t instance, const std::string& file);
+
+// Write @value to @file of instance @instance's debugfs directory (a fault
+// hook of lite_kmod/fault.c): 0 or the write's errno.
+int write_debugfs(uint32_t instance, const std::string& file, const std::string& value);
+
 // Puts a module parameter back as it was when this goes out of scope.
 class ParamRestore
 {
