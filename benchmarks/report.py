@@ -8,6 +8,7 @@ here).
 
 Usage: python3 benchmarks/report.py DIR SECTION... [NAME=VALUE...]
        python3 benchmarks/report.py perftest-row OP SIZE <OUTPUT
+       python3 benchmarks/report.py compare RUN1.json RUN2.json
 
 NAME=VALUE are the run's settings that a section's tables name (kver: the
 guest's kernel, dev: the device, iters, warmup, ... as bench.sh has them);
@@ -16,6 +17,11 @@ given. perftest-row turns the output of one of perftest's latency tools
 (ib_write_lat, ib_read_lat, ib_atomic_lat) into its row of perftest.csv
 (op,size,iters,median_us,p99_us,mean_us; the median is perftest's
 t_typical) on stdout; it fails unless there was exactly one result line.
+compare prints two runs' summary.json side by side: each key's lite figure
+and ratio in both, how far the second run's lite figure and ratio moved
+from the first's (the issues ask a second run to confirm within 20%), and
+for the keys an issue sets a target on (TARGETS), whether each run meets
+it.
 
 Sections, in bench.sh's order. The joins (latency ... async) keep the raw
 CSVs' fields as the programs wrote them, "-" for a figure not measured;
@@ -1575,12 +1581,73 @@ SECTIONS = {
 }
 USAGE = f"""usage: report.py DIR SECTION... [NAME=VALUE...]
        report.py perftest-row OP SIZE <perftest-output
+       report.py compare RUN1.json RUN2.json
 sections: {", ".join(SECTIONS)}"""
+
+# The issues' targets on summary.json ratios: key -> (issue, comparison,
+# bound). A ratio is lite's figure over the baseline's, so a time's target
+# is an upper bound and a rate's (calls/s, ops/s, MB/s) a lower one.
+TARGETS = {
+    "rpc_lat_8": (13, "<=", 2.0), "rpc_lat_64": (13, "<=", 2.0),
+    "rpc_lat_4096": (13, "<=", 1.3), "rpc_lat_65536": (13, "<=", 1.1),
+    "rpc_tput_1": (13, ">=", 0.5), "rpc_tput_2": (13, ">=", 1.0),
+    "rpc_tput_4": (13, ">=", 1.0),
+    "write_lat_8": (14, "<=", 1.05), "write_lat_4096": (14, "<=", 1.05),
+    "read_lat_8": (14, "<=", 1.05), "read_lat_4096": (14, "<=", 1.05),
+    "fetch_add_lat": (14, "<=", 1.2), "cmp_swap_lat": (14, "<=", 1.2),
+    "fetch_add_lat_ib_atomic_lat": (14, "<=", 1.2),
+    "async_write_qd1": (14, ">=", 0.95), "async_write_qd32": (14, ">=", 0.95),
+    "async_read_qd32": (14, ">=", 0.95),
+    "alloc_free_4096": (14, "<=", 1.0), "alloc_free_4096_b2b": (14, "<=", 1.0),
+    "alloc_free_1m": (14, "<=", 1.0), "alloc_free_1m_b2b": (14, "<=", 1.0),
+    "dsm_read_fault": (11, "<=", 1.3), "dsm_kernel_vs_user": (11, "<", 1.0),
+    "sendfile_64k": (15, ">=", 2.0), "sendfile_vs_copy_64k": (15, ">=", 1.0),
+}
+
+
+def meets(ratio, op, bound):
+    return {"<=": ratio <= bound, "<": ratio < bound, ">=": ratio >= bound}[op]
+
+
+def compare(path1, path2):
+    """Print two runs' summaries side by side (see the module's doc)."""
+    runs = []
+    for path in (path1, path2):
+        with open(path) as f:
+            runs.append(json.load(f))
+    a, b = runs
+
+    def moved(x, y):
+        return f"{100 * (y / x - 1):+.0f}%" if x else "-"
+
+    def num(x):
+        return "-" if x is None else f"{x:.5g}"
+
+    print(f"{'key':28} {'lite 1':>11} {'lite 2':>11} {'moved':>6} {'ratio 1':>8} {'ratio 2':>8} "
+          f"{'moved':>6}  target")
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key, {}), b.get(key, {})
+        fx = x.get("lite", x.get("value"))
+        fy = y.get("lite", y.get("value"))
+        row = (f"{key:28} {num(fx):>11} {num(fy):>11} "
+               f"{moved(fx, fy) if fx is not None and fy is not None else '-':>6} ")
+        rx, ry = x.get("ratio"), y.get("ratio")
+        row += (f"{fmt(rx, 3):>8} {fmt(ry, 3):>8} "
+                f"{moved(rx, ry) if rx is not None and ry is not None else '-':>6}")
+        if key in TARGETS:
+            issue, op, bound = TARGETS[key]
+            met = ["-" if r is None else ("met" if meets(r, op, bound) else "MISSED") for r in (rx, ry)]
+            row += f"  {op} {bound:g} (issue {issue}): {met[0]}, {met[1]}"
+        print(row)
+    print("lite 1/2, ratio 1/2: the first and second run; moved: the second against the first")
+    return 0
 
 
 def main(argv):
     if len(argv) == 4 and argv[1] == "perftest-row":
         return 0 if perftest_row(argv[2], argv[3]) else 1
+    if len(argv) == 4 and argv[1] == "compare":
+        return compare(argv[2], argv[3])
     names = [a for a in argv[2:] if "=" not in a]
     params = dict(a.split("=", 1) for a in argv[2:] if "=" in a)
     needed = {n for s in names if s in SECTIONS for n in SECTIONS[s][1]}
