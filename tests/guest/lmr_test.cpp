@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <lite/session.hpp>
+#include <memory>
 #include <random>
 #include <set>
 #include <thread>
@@ -741,10 +742,8 @@ TEST_F(Lmr, PinCacheKeepsPagesThePinCopied)
             if (status == -1 && waitpid(pid, &status, 0) != pid)
                 status = -2;
         };
-        struct Guard {
-            std::function<void()> f;
-            ~Guard() { f(); }
-        } guard{release_child};
+        auto reap = [&](int*) { release_child(); };
+        std::unique_ptr<int, decltype(reap)> guard(&status, reap);
         before = vm_pin_kb();
         l.read(0, in.span());
         EXPECT_EQ(checksum(in.span()), sum) << "a read into pages a child shares";
