@@ -557,6 +557,58 @@ void fill(std::span<uint8_t> s, uint64_t seed)
         b = static_cast<uint8_t>(rng());
 }
 
+// A child forked to hold copies of the parent's memory: it waits until the
+// parent lets it go, then exits 0 if @check() holds. Let go and reaped at
+// the latest when this goes out of scope, whatever failed meanwhile.
+class WaitingChild
+{
+public:
+    explicit WaitingChild(const std::function<bool()>& check)
+    {
+        std::array<int, 2> go{};
+        if (pipe(go.data()) != 0)
+            return;
+        pid_ = fork();
+        if (pid_ < 0) {
+            close(go[0]);
+            close(go[1]);
+            return;
+        }
+        if (pid_ == 0) {
+            char c = 0;
+            close(go[1]);
+            const bool got = read(go[0], &c, 1) == 1;
+            _exit(got && check() ? 0 : 1);
+        }
+        close(go[0]);
+        go_ = go[1];
+    }
+    ~WaitingChild() { release(); }
+    WaitingChild(const WaitingChild&) = delete;
+    WaitingChild& operator=(const WaitingChild&) = delete;
+    WaitingChild(WaitingChild&&) = delete;
+    WaitingChild& operator=(WaitingChild&&) = delete;
+
+    [[nodiscard]] bool started() const noexcept { return pid_ > 0; }
+    // Let the child check and exit; whether it exited 0.
+    bool release()
+    {
+        if (go_ >= 0) {
+            [[maybe_unused]] const ssize_t sent = write(go_, "x", 1); // short: the child sees EOF, fails
+            close(go_);
+            go_ = -1;
+        }
+        if (pid_ > 0 && status_ == -1 && waitpid(pid_, &status_, 0) != pid_)
+            status_ = -2;
+        return status_ >= 0 && WIFEXITED(status_) && WEXITSTATUS(status_) == 0;
+    }
+
+private:
+    pid_t pid_ = -1;
+    int go_ = -1;
+    int status_ = -1;
+};
+
 // Run @body in a child process without CAP_IPC_LOCK and with
 // RLIMIT_MEMLOCK of @memlock bytes; whether it returned true without a
 // failed expectation.
@@ -623,23 +675,10 @@ TEST_F(Lmr, PinnedBuffersFollowTheirMappings)
         // A fork while the parent keeps using the buffers: the child has
         // copies, the parent's kept pages stay the buffers'.
         const uint64_t before_fork = checksum(buf.span());
-        std::array<int, 2> go{};
-        ASSERT_EQ(pipe(go.data()), 0);
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            char c = 0;
-            close(go[1]);
-            const bool got = read(go[0], &c, 1) == 1;
-            _exit(got && checksum(buf.span()) == before_fork ? 0 : 1);
-        }
-        close(go[0]);
+        WaitingChild child([&] { return checksum(buf.span()) == before_fork; });
+        ASSERT_TRUE(child.started());
         round(5, "while a child shares the pages");
-        ASSERT_EQ(write(go[1], "x", 1), 1);
-        close(go[1]);
-        int status = 0;
-        ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's copy kept the data of the fork";
+        EXPECT_TRUE(child.release()) << "the child's copy kept the data of the fork";
         ASSERT_EQ(mprotect(buf.span().data(), kLen, PROT_READ), 0);
         ASSERT_EQ(mprotect(buf.span().data(), kLen, PROT_READ | PROT_WRITE), 0);
         // The purge would have run by now; the next call would pin again.
@@ -721,29 +760,8 @@ TEST_F(Lmr, PinCacheKeepsPagesThePinCopied)
         fill(out.span(), 13);
         const uint64_t in_at_fork = checksum(in.span());
         const uint64_t out_sum = checksum(out.span());
-        std::array<int, 2> go{};
-        ASSERT_EQ(pipe(go.data()), 0);
-        pid_t pid = fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            char c = 0;
-            close(go[1]);
-            const bool got = read(go[0], &c, 1) == 1;
-            _exit(got && checksum(in.span()) == in_at_fork && checksum(out.span()) == out_sum ? 0 : 1);
-        }
-        close(go[0]);
-        // Whatever fails below, the child is let go and reaped.
-        int status = -1;
-        auto release_child = [&] {
-            if (go[1] >= 0) {
-                close(go[1]);
-                go[1] = -1;
-            }
-            if (status == -1 && waitpid(pid, &status, 0) != pid)
-                status = -2;
-        };
-        auto reap = [&](int*) { release_child(); };
-        std::unique_ptr<int, decltype(reap)> guard(&status, reap);
+        WaitingChild child([&] { return checksum(in.span()) == in_at_fork && checksum(out.span()) == out_sum; });
+        ASSERT_TRUE(child.started());
         before = vm_pin_kb();
         l.read(0, in.span());
         EXPECT_EQ(checksum(in.span()), sum) << "a read into pages a child shares";
@@ -751,9 +769,7 @@ TEST_F(Lmr, PinCacheKeepsPagesThePinCopied)
         before = vm_pin_kb();
         l.write(0, std::span<const uint8_t>(out.span()));
         EXPECT_EQ(vm_pin_kb(), before + kKb) << "pages shared with a child, copied for a write, are kept";
-        ASSERT_EQ(write(go[1], "x", 1), 1);
-        release_child();
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's copies kept their data";
+        EXPECT_TRUE(child.release()) << "the child's copies kept their data";
         std::vector<uint8_t> back(kLen);
         l.read(0, std::span<uint8_t>(back));
         EXPECT_EQ(checksum(back), out_sum) << "the write moved the parent's data";
