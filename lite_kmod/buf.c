@@ -167,8 +167,8 @@ static int lite_kbuf_chunk(struct lite_kbuf *b, u64 want,
 	return 0;
 }
 
-/* lmr mode: register every chunk for remote writes, through @conn. */
-static int lite_kbuf_reg(struct lite_kbuf *b, struct lite_conn *conn)
+/* lmr mode: register every chunk for remote writes. */
+static int lite_kbuf_reg(struct lite_kbuf *b)
 {
 	struct lite_mr_batch batch;
 	u32 i;
@@ -181,7 +181,7 @@ static int lite_kbuf_reg(struct lite_kbuf *b, struct lite_conn *conn)
 		b->mrs = NULL;
 		return -ENOMEM;	/* lite_kbuf_free() frees @b->rel */
 	}
-	lite_mr_batch_init(&batch, conn, IB_ACCESS_REMOTE_WRITE);
+	lite_mr_batch_init(&batch, b->node, IB_ACCESS_REMOTE_WRITE);
 	for (i = 0; i < b->n_chunks; i++)
 		if (lite_mr_batch_add(&batch, b->chunks[i].addr,
 				      b->chunks[i].len, &b->mrs[i],
@@ -199,7 +199,7 @@ static int lite_kbuf_reg(struct lite_kbuf *b, struct lite_conn *conn)
  * lite_kbuf_alloc - @size zeroed bytes in at most @max_chunks chunks
  * @b: the buffer to set up; on failure it is left all zero
  * @conn: the connection of the peer that will write into it (its node's
- *	  device maps the chunks; in lmr mode their registrations go on it)
+ *	  device maps the chunks and, in lmr mode, registers them)
  * @size: bytes wanted
  * @max_chunks: most chunks the layout may have (at least 1)
  *
@@ -239,7 +239,7 @@ int lite_kbuf_alloc(struct lite_kbuf *b, struct lite_conn *conn, u64 size,
 		left -= b->chunks[b->n_chunks - 1].len;
 	}
 	if (lite_isolated(b->node)) {
-		ret = lite_kbuf_reg(b, conn);
+		ret = lite_kbuf_reg(b);
 		if (ret)
 			goto err;
 	}

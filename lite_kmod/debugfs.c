@@ -150,6 +150,9 @@ static int lite_dbg_counters_show(struct seq_file *m, struct lite_node *node)
 		   c->mem_bytes, c->mem_lmrs, st->reconnects);
 	seq_printf(m, "async_inflight %u\nasync_peak %u\n",
 		   st->async_inflight, st->async_peak);
+	seq_printf(m, "mrs %lld\nreg_qp_resets %lld\n",
+		   atomic64_read(&node->stats.mrs),
+		   atomic64_read(&node->stats.reg_qp_resets));
 	kfree(st);
 	return 0;
 }

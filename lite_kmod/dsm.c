@@ -207,9 +207,7 @@ static void lite_dsm_free_frames(struct lite_dsm_region *r)
 		spin_unlock_bh(&r->lock);
 		/*
 		 * Keys first: no peer reads the pages once they are free.
-		 * Deregistered, not invalidated with a work request: that
-		 * would need the loopback connection, which is gone when
-		 * lite_dsm_node_free() gets here.
+		 * Deregistered, not invalidated and kept: the node goes.
 		 */
 		for (i = 0; i < n; i++)
 			mrs[i] = batch[i]->mr;
@@ -361,9 +359,10 @@ static bool lite_dsm_transient(int err)
  * The key peers read @frame with (a copy's source is read with one RDMA
  * read): the node's one key in global isolation; in lmr isolation the
  * frame is registered by itself, read-only, so a key given out for a DSM
- * page reaches that page and nothing else. A loopback connection made
- * again meanwhile is waited for; the device out of MRs is -ENOSPC (the
- * fault's SIGBUS), not an out-of-memory fault retried forever.
+ * page reaches that page and nothing else. A registration that failed
+ * for a transient reason (flushed by another's failure, -EAGAIN) is tried
+ * again; the device out of MRs is -ENOSPC (the fault's SIGBUS), not an
+ * out-of-memory fault retried forever.
  */
 static int lite_dsm_frame_key(struct lite_node *node,
 			      struct lite_dsm_frame *frame)
@@ -379,8 +378,7 @@ static int lite_dsm_frame_key(struct lite_node *node,
 		err = lite_mr_register(node, frame->dma, PAGE_SIZE,
 				       IB_ACCESS_REMOTE_READ, &frame->mr,
 				       &frame->rkey);
-		if (!lite_dsm_transient(err) || err == -ENOTCONN ||
-		    time_after(jiffies, deadline))
+		if (!lite_dsm_transient(err) || time_after(jiffies, deadline))
 			break;
 		/* Not in a tight loop; a fatal signal ends it. */
 		if (schedule_timeout_killable(msecs_to_jiffies(5)) ||

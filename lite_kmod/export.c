@@ -163,8 +163,8 @@ static bool lite_alloc_job_stopped(const struct lite_alloc_job *job)
 }
 
 /*
- * lmr mode: register every chunk of @ex into @ks, through the connection
- * of the node the keys are for, with @access (IB_ACCESS_REMOTE_*).
+ * lmr mode: register every chunk of @ex into @ks for the peer at the far
+ * end of @conn, with @access (IB_ACCESS_REMOTE_*).
  */
 static int lite_export_reg(struct lite_export *ex, struct lite_export_keys *ks,
 			   struct lite_conn *conn, int access)
@@ -179,7 +179,7 @@ static int lite_export_reg(struct lite_export *ex, struct lite_export_keys *ks,
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	lite_mr_batch_init(&batch, conn, access);
+	lite_mr_batch_init(&batch, conn->node, access);
 	for (i = 0; i < ex->n_chunks; i++)
 		if (lite_mr_batch_add(&batch, ex->chunks[i].dma,
 				      ex->chunks[i].len, &ks->mrs[i],

@@ -20,6 +20,10 @@
  *                     it is copied out: its connection may close
  *                     meanwhile (the ring it came in frees no room past
  *                     it while it is held)
+ *   break_regs        lmr isolation: the next N registrations (REG_MR) are
+ *                     posted with a key the device refuses, as a device
+ *                     fault would: the registration QP goes in error and
+ *                     is made again (mr.c)
  *   hb_stop           send no heartbeats: the manager declares us dead
  *   break_conn        write a member id (0: the loopback connection): the
  *                     connection closes as on a transport error
@@ -244,6 +248,18 @@ static const struct file_operations lite_raw_fops = {
 };
 
 /**
+ * lite_fault_break_reg - whether to break this registration (break_regs)
+ * @node: the node registering
+ *
+ * Return: true if the REG_MR must be posted with a key the device refuses.
+ */
+bool lite_fault_break_reg(struct lite_node *node)
+{
+	return atomic_read(&node->faults.break_regs) > 0 &&
+	       atomic_dec_if_positive(&node->faults.break_regs) >= 0;
+}
+
+/**
  * lite_fault_node_init - set up the node's fault injection
  * @node: the node
  * @dir: its debugfs directory (debugfs.c), or NULL: no faults then
@@ -263,6 +279,8 @@ void lite_fault_node_init(struct lite_node *node, struct dentry *dir)
 			   &node->faults.delay_lmr_ms);
 	debugfs_create_u32("delay_take_ms", 0600, dir,
 			   &node->faults.delay_take_ms);
+	debugfs_create_atomic_t("break_regs", 0600, dir,
+				&node->faults.break_regs);
 	debugfs_create_bool("hb_stop", 0600, dir, &node->faults.hb_stop);
 	debugfs_create_file_unsafe("break_conn", 0200, dir, node,
 				   &lite_fault_break_fops);

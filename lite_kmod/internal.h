@@ -222,6 +222,7 @@ struct lite_node_stats {
 	atomic64_t lease_lmrs;		/* exports we made for peers' leases */
 	atomic64_t lease_bytes;
 	atomic64_t mrs;			/* lmr mode: MRs allocated (mr.c) */
+	atomic64_t reg_qp_resets;	/* lmr mode: registration QP remade */
 };
 
 /* Fault injection (fault.c), set through debugfs; all zero = off. */
@@ -231,6 +232,8 @@ struct lite_faults {
 	u32 delay_rx_ms;		/* READ_ONCE: delay control messages */
 	u32 delay_lmr_ms;		/* READ_ONCE: delay recording an LMR */
 	u32 delay_take_ms;		/* READ_ONCE: delay a taken request */
+	atomic_t break_regs;		/* the next N registrations fail on
+					 * the device (a wrong key index) */
 	bool hb_stop;			/* READ_ONCE: send no heartbeats */
 	struct mutex raw_lock;		/* protects the raw_rdma state below */
 	int raw_status;			/* the last raw op's result */
@@ -329,6 +332,15 @@ struct lite_node {
 	spinlock_t mr_lock;		/* protects the two below */
 	struct list_head mr_pool;	/* idle struct lite_mr, fresh keys */
 	u32 mr_idle;			/* entries on @mr_pool */
+	/* lmr mode: the QP that registers and invalidates (local work
+	 * requests only, never a packet: nothing is ever retransmitted) */
+	struct ib_cq *reg_cq;		/* immutable */
+	struct ib_qp *reg_qp;		/* immutable; its state: reg_lock */
+	struct mutex reg_lock;		/* posts to @reg_qp, and remakes it */
+	bool reg_broken;		/* READ_ONCE; set on a failed WR,
+					 * cleared under reg_lock */
+	atomic_t reg_inflight;		/* WRs posted and not completed */
+	wait_queue_head_t reg_wq;	/* a WR of @reg_qp completed */
 	atomic_t kbufs_dying;		/* lmr mode: kbuf releases queued;
 					 * lite_node_destroy() waits on
 					 * @conns_wq for none */
@@ -1011,14 +1023,18 @@ long lite_wait_done(struct lite_node *node, struct lite_conn *conn,
 /* mr.c: what peers may reach, and the keys */
 struct lite_mr;
 struct lite_mr_batch {
-	struct lite_rdma_op op;
+	struct ib_cqe cqe;
+	struct lite_node *node;
+	struct completion done;
+	atomic_t pending;	/* posted WRs + 1 while adding */
+	int status;		/* first WR that failed (cmpxchg) */
 	int access;
-	int ret;
+	int ret;		/* first failure to post */
 };
 u32 lite_mr_isolation(u32 asked);
 int lite_mr_init(struct lite_node *node);
 void lite_mr_exit(struct lite_node *node);
-void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
+void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_node *node,
 			int access);
 int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 		      struct lite_mr **out, u32 *rkey);
@@ -1150,6 +1166,7 @@ bool lite_fault_drop_rx(struct lite_node *node, const struct lite_msg *msg);
 void lite_fault_delay_rx(struct lite_node *node);
 void lite_fault_delay_lmr(struct lite_node *node);
 void lite_fault_delay_take(struct lite_node *node);
+bool lite_fault_break_reg(struct lite_node *node);
 
 /* rpc.c */
 void lite_rpc_arrived(struct lite_conn *conn, u32 imm);

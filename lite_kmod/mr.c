@@ -15,17 +15,25 @@
  *           refuses every access outside the chunks a peer was given, and
  *           keys die with the memory.
  *
- * Fast registration needs a work request: REG_MR goes on the connection of
- * the peer the memory is for (any QP of the node's PD would do: the key is
- * valid on all of them) and is waited for before the key leaves the node.
+ * Fast registration needs a work request. Every REG_MR and LOCAL_INV of
+ * a node goes on its registration QP, an RC QP of the node's PD connected
+ * to itself that carries nothing else: it never sends a packet, so no
+ * retransmission ever runs it again. (On a QP that also carries RDMA, a
+ * retransmission rewinds the send queue to the oldest unacknowledged
+ * request, and rxe runs the local requests after it a second time: a
+ * REG_MR of an MR already registered fails and puts that QP, a peer's
+ * connection, in error.) The key is valid on every QP of the PD, and the
+ * registration is waited for before the key leaves the node. A failed
+ * work request puts the QP in error; the next post waits for the rest to
+ * be flushed and makes it again (RESET, then INIT, RTR, RTS).
+ *
  * An MR covers one chunk: chunks are naturally aligned blocks of 2^order
  * pages, so one page entry of the chunk's size describes it where the
  * device takes that page size. Freed LMR memory is invalidated with
- * IB_WR_LOCAL_INV on the loopback connection before its pages go back, the
- * MR gets a fresh key (ib_update_fast_reg_key()) and waits at the end of
- * the node's pool for a later registration; buffers freed on a completion
- * path do that from a work item (buf.c). Where no work request can be
- * waited for (the loopback connection is down) or a registration failed,
+ * IB_WR_LOCAL_INV before its pages go back, the MR gets a fresh key
+ * (ib_update_fast_reg_key()) and waits at the end of the node's pool for
+ * a later registration; buffers freed on a completion path do that from a
+ * work item (buf.c). Where an invalidation fails or a registration did,
  * the MR is deregistered instead: that invalidates it too.
  *
  * A key is valid on every QP of the node's PD: the NIC keeps a member to
@@ -39,6 +47,8 @@
 #include <linux/slab.h>
 #include <linux/scatterlist.h>
 #include <linux/log2.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
 
 #include "internal.h"
 
@@ -119,12 +129,246 @@ static int lite_mr_global(struct lite_node *node)
 	return 0;
 }
 
+/* Work requests in flight on the registration QP. */
+#define LITE_REG_DEPTH		128
+
+/* Where the registration QP sends: to itself (it never does). */
+static int lite_reg_self_av(struct lite_node *node, struct rdma_ah_attr *ah)
+{
+	struct ib_device *dev = node->pd->device;
+	struct ib_port_attr port;
+	union ib_gid gid;
+	int ret;
+
+	memset(ah, 0, sizeof(*ah));
+	ah->type = rdma_ah_find_type(dev, node->port_num);
+	rdma_ah_set_port_num(ah, node->port_num);
+	if (ah->type == RDMA_AH_ATTR_TYPE_IB) {
+		ret = ib_query_port(dev, node->port_num, &port);
+		if (!ret)
+			rdma_ah_set_dlid(ah, port.lid);
+		return ret;
+	}
+	/* RoCE: GID 0 is the port's link-local one, made from its MAC. */
+	ret = rdma_query_gid(dev, node->port_num, 0, &gid);
+	if (ret)
+		return ret;
+	rdma_ah_set_grh(ah, &gid, 0, 0, 1, 0);
+	if (ah->type == RDMA_AH_ATTR_TYPE_ROCE)
+		rdma_get_ll_mac((struct in6_addr *)gid.raw, ah->roce.dmac);
+	return 0;
+}
+
+/*
+ * Bring the registration QP from RESET to RTS, connected to itself. Its
+ * access flags allow no remote access: nothing may arrive on it.
+ */
+static int lite_reg_qp_connect(struct lite_node *node)
+{
+	struct ib_qp_attr attr;
+	int ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_INIT;
+	attr.port_num = node->port_num;
+	ret = ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE |
+			   IB_QP_PKEY_INDEX | IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_1024;
+	attr.dest_qp_num = node->reg_qp->qp_num;
+	ret = lite_reg_self_av(node, &attr.ah_attr);
+	if (ret)
+		return ret;
+	ret = ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE | IB_QP_AV |
+			   IB_QP_PATH_MTU | IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	return ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			    IB_QP_MAX_QP_RD_ATOMIC | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_TIMEOUT);
+}
+
+/* lmr mode: make the registration QP and its CQ. */
+static int lite_reg_qp_create(struct lite_node *node)
+{
+	struct ib_qp_init_attr init;
+	int ret;
+
+	mutex_init(&node->reg_lock);
+	init_waitqueue_head(&node->reg_wq);
+	atomic_set(&node->reg_inflight, 0);
+	node->reg_broken = false;
+	node->reg_cq = ib_alloc_cq(node->pd->device, node, LITE_REG_DEPTH + 2,
+				   0, IB_POLL_SOFTIRQ);
+	if (IS_ERR(node->reg_cq))
+		return PTR_ERR(node->reg_cq);
+
+	memset(&init, 0, sizeof(init));
+	init.send_cq = node->reg_cq;
+	init.recv_cq = node->reg_cq;
+	init.qp_type = IB_QPT_RC;
+	init.sq_sig_type = IB_SIGNAL_ALL_WR;
+	init.cap.max_send_wr = LITE_REG_DEPTH + 1;	/* + drain */
+	init.cap.max_recv_wr = 1;			/* the drain's */
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	node->reg_qp = ib_create_qp(node->pd, &init);
+	if (IS_ERR(node->reg_qp)) {
+		ret = PTR_ERR(node->reg_qp);
+		goto err_cq;
+	}
+	ret = lite_reg_qp_connect(node);
+	if (ret)
+		goto err_qp;
+	return 0;
+
+err_qp:
+	ib_destroy_qp(node->reg_qp);
+err_cq:
+	ib_free_cq(node->reg_cq);
+	node->reg_qp = NULL;
+	node->reg_cq = NULL;
+	return ret;
+}
+
+/* Nothing is posted any more: flush, then free the QP and its CQ. */
+static void lite_reg_qp_destroy(struct lite_node *node)
+{
+	if (!node->reg_qp)
+		return;
+	ib_drain_qp(node->reg_qp);
+	ib_destroy_qp(node->reg_qp);
+	ib_free_cq(node->reg_cq);
+	node->reg_qp = NULL;
+	node->reg_cq = NULL;
+}
+
+/*
+ * Make the registration QP again after a failed work request put it in
+ * error: once the rest were flushed, RESET and connect. On failure it
+ * stays broken and the next post tries again.
+ */
+static int lite_reg_qp_remake(struct lite_node *node)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_RESET };
+	int ret;
+
+	lockdep_assert_held(&node->reg_lock);
+	if (!wait_event_timeout(node->reg_wq,
+				!atomic_read(&node->reg_inflight),
+				lite_tun_jiffies(data_timeout_ms)))
+		return -ETIMEDOUT;
+	ret = ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
+	if (!ret)
+		ret = lite_reg_qp_connect(node);
+	if (ret) {
+		pr_err("lite%u: registration QP not made again: %d\n",
+		       node->instance, ret);
+		return ret;
+	}
+	WRITE_ONCE(node->reg_broken, false);
+	atomic64_inc(&node->stats.reg_qp_resets);
+	return 0;
+}
+
+/* A registration or invalidation completed (softirq). */
+static void lite_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct lite_mr_batch *b = container_of(wc->wr_cqe,
+					       struct lite_mr_batch, cqe);
+	struct lite_node *node = b->node;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		/* Flushed: another request failed before this one ran. */
+		cmpxchg(&b->status, 0, wc->status == IB_WC_WR_FLUSH_ERR ?
+			-EAGAIN : -EIO);
+		WRITE_ONCE(node->reg_broken, true);
+	}
+	if (atomic_dec_and_test(&b->pending))
+		complete(&b->done);
+	/* After @b: the remake waits for no WR in flight, then may go. */
+	atomic_dec(&node->reg_inflight);
+	wake_up(&node->reg_wq);
+}
+
+/*
+ * Post one work request of @b on the registration QP: waits for a free
+ * slot, and remakes the QP first if a request failed on it.
+ */
+static int lite_reg_post(struct lite_mr_batch *b, struct ib_send_wr *wr)
+{
+	struct lite_node *node = b->node;
+	int ret = 0;
+
+	wr->wr_cqe = &b->cqe;
+	wr->send_flags = IB_SEND_SIGNALED;
+	mutex_lock(&node->reg_lock);
+	if (READ_ONCE(node->reg_broken)) {
+		ret = lite_reg_qp_remake(node);
+		if (ret)
+			goto out_unlock;
+	}
+	if (!wait_event_timeout(node->reg_wq,
+				atomic_read(&node->reg_inflight) <
+				LITE_REG_DEPTH,
+				lite_tun_jiffies(data_timeout_ms))) {
+		ret = -ETIMEDOUT;
+		goto out_unlock;
+	}
+	atomic_inc(&node->reg_inflight);
+	atomic_inc(&b->pending);
+	ret = ib_post_send(node->reg_qp, wr, NULL);
+	if (ret) {
+		atomic_dec(&b->pending);
+		atomic_dec(&node->reg_inflight);
+		wake_up(&node->reg_wq);
+	}
+out_unlock:
+	mutex_unlock(&node->reg_lock);
+	return ret;
+}
+
+/*
+ * Wait until every request of @b completed. Local work only: a request
+ * not done in time means a stuck QP, which is put in error so that it
+ * flushes what it holds (@b's requests point at @b), and made again by
+ * the next post.
+ */
+static int lite_reg_await(struct lite_mr_batch *b)
+{
+	struct lite_node *node = b->node;
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	if (lite_wait_done(node, NULL, &b->done,
+			   lite_tun_jiffies(data_timeout_ms), false))
+		return 0;
+	pr_err("lite%u: a registration did not complete\n", node->instance);
+	mutex_lock(&node->reg_lock);
+	WRITE_ONCE(node->reg_broken, true);
+	ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
+	mutex_unlock(&node->reg_lock);
+	wait_for_completion(&b->done);
+	return -ETIMEDOUT;
+}
+
 /**
  * lite_mr_init - set up the node's keys for its isolation mode
  * @node: the node being created; node->pd and node->isolation are set
  *
  * Return: 0; -EOPNOTSUPP if the device cannot do what the mode needs
- * (a DMA MR for global, fast registration for lmr), or an allocation error.
+ * (a DMA MR for global, fast registration for lmr), or the error of
+ * making the registration QP (lmr) or an allocation.
  */
 int lite_mr_init(struct lite_node *node)
 {
@@ -140,7 +384,7 @@ int lite_mr_init(struct lite_node *node)
 		return -EOPNOTSUPP;
 	node->mr_max_pages = min_t(u32, LITE_MR_MAX_PAGES,
 				   dev->attrs.max_fast_reg_page_list_len);
-	return 0;
+	return lite_reg_qp_create(node);
 }
 
 static void lite_mr_free(struct lite_node *node, struct lite_mr *m)
@@ -162,6 +406,7 @@ void lite_mr_exit(struct lite_node *node)
 	struct lite_mr *m, *tmp;
 	LIST_HEAD(idle);
 
+	lite_reg_qp_destroy(node);
 	spin_lock(&node->mr_lock);
 	list_splice_init(&node->mr_pool, &idle);
 	node->mr_idle = 0;
@@ -252,16 +497,19 @@ static int lite_mr_page_size(struct lite_node *node, u64 dma, u32 len,
 }
 
 /**
- * lite_mr_batch_init - start registering chunks for a peer
+ * lite_mr_batch_init - start registering chunks
  * @b: the batch
- * @conn: the connection the registrations go on (the peer the memory is
- *	  for; the caller holds a reference until lite_mr_batch_wait())
+ * @node: the node that registers them (lmr mode)
  * @access: IB_ACCESS_* the peers get
  */
-void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
+void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_node *node,
 			int access)
 {
-	lite_rdma_op_init(&b->op, conn, NULL);
+	b->cqe.done = lite_reg_done;
+	b->node = node;
+	init_completion(&b->done);
+	atomic_set(&b->pending, 1);
+	b->status = 0;
 	b->access = access | IB_ACCESS_LOCAL_WRITE;
 	b->ret = 0;
 }
@@ -276,15 +524,15 @@ void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_conn *conn,
  *	 lite_mr_release() also if the batch fails)
  * @rkey: the chunk's key, valid once lite_mr_batch_wait() returned 0
  *
- * Posts IB_WR_REG_MR; sleeps for a free slot on the connection. After a
- * failure the rest of the batch is not posted.
+ * Posts IB_WR_REG_MR on the node's registration QP; sleeps for a free
+ * slot. After a failure the rest of the batch is not posted.
  *
  * Return: 0, or the error the batch failed with.
  */
 int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 		      struct lite_mr **out, u32 *rkey)
 {
-	struct lite_node *node = b->op.conn->node;
+	struct lite_node *node = b->node;
 	struct scatterlist sg;
 	struct ib_reg_wr wr;
 	unsigned int page_size;
@@ -314,9 +562,12 @@ int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 	wr.wr.opcode = IB_WR_REG_MR;
 	wr.mr = m->mr;
 	wr.key = m->mr->rkey;
+	/* Fault injection: a key of another MR's index, which fails. */
+	if (lite_fault_break_reg(node))
+		wr.key ^= 0x100;
 	wr.access = b->access;
 	*rkey = m->mr->rkey;
-	b->ret = lite_rdma_post_wr(&b->op, &wr.wr);
+	b->ret = lite_reg_post(b, &wr.wr);
 	return b->ret;
 }
 
@@ -328,14 +579,20 @@ int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
  *
  * Return: 0 once every chunk added is registered; else an error, and the
  * MRs are deregistered (whether each registration took effect is unknown)
- * and @mrs all NULL.
+ * and @mrs all NULL: -EIO if the device refused a registration of the
+ * batch, -EAGAIN if another one failed first and flushed this batch's,
+ * -ETIMEDOUT if the QP did not complete them in time, or what adding
+ * failed with.
  */
 int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
 {
-	int ret = lite_rdma_op_wait(&b->op, b->ret);
+	int ret = 0;
 
-	if (ret)
-		lite_mr_release(b->op.conn->node, mrs, n, false);
+	if (!atomic_dec_and_test(&b->pending))
+		ret = lite_reg_await(b);
+	ret = b->ret ?: ret ?: b->status;
+	if (ret && mrs)
+		lite_mr_release(b->node, mrs, n, false);
 	return ret;
 }
 
@@ -349,59 +606,40 @@ int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
  *	 failure
  * @rkey: set to its key
  *
- * Posts IB_WR_REG_MR on the loopback connection (waiting up to
- * lite_tun(conn_wait_ms) for one while it is made again) and waits for the
- * registration: the key is valid on every QP of the node's PD. Sleeps;
- * not on a completion path.
+ * Posts IB_WR_REG_MR on the registration QP and waits for it: the key is
+ * valid on every QP of the node's PD. Sleeps; not on a completion path.
  *
- * Return: 0; -ENOTCONN without a loopback connection (the node is going
- * down, or it was not made again in time), or the error of the
- * registration (-ECONNRESET if the connection broke meanwhile).
+ * Return: 0, or an error as lite_mr_batch_wait() says.
  */
 int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 		     struct lite_mr **out, u32 *rkey)
 {
 	struct lite_mr_batch b;
-	struct lite_conn *conn;
-	int ret;
 
 	*out = NULL;
-	conn = lite_node_conn_wait(node, READ_ONCE(node->self_id),
-				   lite_tun_deadline(conn_wait_ms));
-	if (!conn)
-		return -ENOTCONN;
-	lite_mr_batch_init(&b, conn, access);
+	lite_mr_batch_init(&b, node, access);
 	lite_mr_batch_add(&b, dma, len, out, rkey);
-	ret = lite_mr_batch_wait(&b, out, 1);
-	lite_conn_put(conn);
-	return ret;
+	return lite_mr_batch_wait(&b, out, 1);
 }
 
-/* Invalidate @n MRs with LOCAL_INV on the loopback connection. */
+/* Invalidate @n MRs with LOCAL_INV on the registration QP. */
 static int lite_mr_invalidate(struct lite_node *node, struct lite_mr **mrs,
 			      u32 n)
 {
-	struct lite_rdma_op op;
+	struct lite_mr_batch b;
 	struct ib_send_wr wr;
-	struct lite_conn *conn;
-	int ret = 0;
 	u32 i;
 
-	conn = lite_node_conn(node, READ_ONCE(node->self_id));
-	if (!conn)
-		return -ENOTCONN;
-	lite_rdma_op_init(&op, conn, NULL);
-	for (i = 0; !ret && i < n; i++) {
+	lite_mr_batch_init(&b, node, 0);
+	for (i = 0; !b.ret && i < n; i++) {
 		if (!mrs[i])
 			continue;
 		memset(&wr, 0, sizeof(wr));
 		wr.opcode = IB_WR_LOCAL_INV;
 		wr.ex.invalidate_rkey = mrs[i]->mr->rkey;
-		ret = lite_rdma_post_wr(&op, &wr);
+		b.ret = lite_reg_post(&b, &wr);
 	}
-	ret = lite_rdma_op_wait(&op, ret);
-	lite_conn_put(conn);
-	return ret;
+	return lite_mr_batch_wait(&b, NULL, 0);
 }
 
 /**
@@ -409,7 +647,7 @@ static int lite_mr_invalidate(struct lite_node *node, struct lite_mr **mrs,
  * @node: the node that registered them
  * @mrs: their MRs (NULL entries are skipped); all NULL afterwards
  * @n: how many
- * @recycle: invalidate on the loopback connection and keep the MRs for
+ * @recycle: invalidate on the registration QP and keep the MRs for
  *	     reuse; false (or if that fails) deregisters them. Only where
  *	     waiting for a completion is safe (not on a completion path).
  *

@@ -563,6 +563,64 @@ TEST_P(Isolation, AStrayReplyImmediateNeverReturnsAnEarlierReply)
         EXPECT_EQ(member_ids(*dev_, i), (std::vector<uint32_t>{1, 2, 3}));
 }
 
+// A counter of node @instance's debugfs "counters" file (mr.c's ones
+// included), or -1 if it is not there.
+int64_t node_counter(uint32_t instance, const std::string& name)
+{
+    for (const auto& f : debugfs_lines(instance, "counters")) {
+        if (f.size() == 2 && f[0] == name)
+            return std::stoll(f[1]);
+    }
+    return -1;
+}
+
+// lmr isolation registers on a QP of its own (mr.c). A registration the
+// device refuses (the break_regs fault hook posts a key of another MR's
+// index) fails that one allocation with EIO and no other: the peers'
+// connections stay up (no reconnect anywhere), the LMR registered before
+// still holds its data, and the next allocation, on a registration QP
+// made again, gets fresh keys that work.
+TEST(LmrRegistration, ARefusedRegistrationFailsOneAllocAndBreaksNoConnection)
+{
+    auto dev = lite::Device::open();
+    down_all(dev);
+    const std::vector<uint32_t> inst = {up(dev, kPort + 20, 0, secret(), LITE_ISOLATION_LMR).instance,
+                                        up(dev, kPort + 21, kPort + 20, secret(), LITE_ISOLATION_LMR).instance};
+    auto s1 = lite::Session::open(inst[0]);
+    std::vector<uint8_t> data(kSize);
+    for (size_t i = 0; i < data.size(); i++)
+        data[i] = static_cast<uint8_t>(i * 131 + 7);
+    auto before = s1.alloc(kSize, 2); // node 1's LMR on node 2
+    before.write(0, std::span<const uint8_t>(data));
+
+    const int64_t resets = node_counter(inst[1], "reg_qp_resets");
+    ASSERT_GE(resets, 0) << "node 2's counters list reg_qp_resets";
+    const uint32_t rc1 = dev.status(inst[0]).reconnects, rc2 = dev.status(inst[1]).reconnects;
+
+    ASSERT_EQ(write_debugfs(inst[1], "break_regs", "1"), 0);
+    EXPECT_EQ(err_of([&] { (void)s1.alloc(kSize, 2); }), EIO) << "the refused registration fails its allocation";
+    std::ifstream left(debugfs_path(inst[1], "break_regs"));
+    int armed = -1;
+    ASSERT_TRUE(left >> armed);
+    EXPECT_EQ(armed, 0) << "the fault was used";
+
+    auto after = s1.alloc(kSize, 2);
+    EXPECT_EQ(node_counter(inst[1], "reg_qp_resets"), resets + 1) << "the registration QP was made again";
+    std::vector<uint8_t> rev(data.rbegin(), data.rend());
+    after.write(0, std::span<const uint8_t>(rev));
+    std::vector<uint8_t> got(kSize);
+    after.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(checksum(got), checksum(rev)) << "the LMR keyed after the remake";
+    before.read(0, std::span<uint8_t>(got));
+    EXPECT_EQ(checksum(got), checksum(data)) << "the LMR keyed before the failure";
+
+    EXPECT_EQ(dev.status(inst[0]).reconnects, rc1) << "no connection of node 1 broke";
+    EXPECT_EQ(dev.status(inst[1]).reconnects, rc2) << "no connection of node 2 broke";
+    for (auto i : inst)
+        EXPECT_EQ(member_ids(dev, i), (std::vector<uint32_t>{1, 2}));
+    down_all(dev);
+}
+
 // The file is there only with the module parameter.
 TEST(IsolationKnob, RawRdmaNeedsTheModuleParameter)
 {
