@@ -150,9 +150,6 @@ static int lite_dbg_counters_show(struct seq_file *m, struct lite_node *node)
 		   c->mem_bytes, c->mem_lmrs, st->reconnects);
 	seq_printf(m, "async_inflight %u\nasync_peak %u\n",
 		   st->async_inflight, st->async_peak);
-	seq_printf(m, "mrs %lld\nreg_qp_resets %lld\n",
-		   atomic64_read(&node->stats.mrs),
-		   atomic64_read(&node->stats.reg_qp_resets));
 	kfree(st);
 	return 0;
 }
@@ -239,6 +236,7 @@ LITE_DBG_FILE(lite_exports_show);
 LITE_DBG_FILE(lite_rpc_show);
 LITE_DBG_FILE(lite_sync_show);
 LITE_DBG_FILE(lite_dsm_frames_show);
+LITE_DBG_FILE(lite_mr_show);
 
 static const struct {
 	const char *name;
@@ -255,6 +253,7 @@ static const struct {
 	{ "rpc", &lite_rpc_show_seq_fops },			/* rpc.c */
 	{ "locks", &lite_sync_show_seq_fops },			/* sync.c */
 	{ "dsm_frames", &lite_dsm_frames_show_seq_fops },	/* dsm.c */
+	{ "mr", &lite_mr_show_seq_fops },			/* mr.c */
 };
 
 /**

@@ -1043,6 +1043,7 @@ int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 		     struct lite_mr **out, u32 *rkey);
 void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
 		     bool recycle);
+int lite_mr_show(struct seq_file *m, struct lite_node *node);
 
 /* Whether @node registers each chunk peers may reach (lmr mode). */
 static inline bool lite_isolated(const struct lite_node *node)

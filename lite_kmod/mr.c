@@ -46,6 +46,7 @@
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <linux/scatterlist.h>
+#include <linux/seq_file.h>
 #include <linux/log2.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -670,4 +671,30 @@ void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
 			lite_mr_free(node, mrs[i]);
 		mrs[i] = NULL;
 	}
+}
+
+/**
+ * lite_mr_show - the node's keys, for debugfs ("mr")
+ * @m: the file
+ * @node: the node
+ *
+ * Return: 0.
+ */
+int lite_mr_show(struct seq_file *m, struct lite_node *node)
+{
+	u32 idle;
+
+	seq_printf(m, "isolation %s\n", lite_isolated(node) ? "lmr" : "global");
+	if (!lite_isolated(node))
+		return 0;
+	spin_lock(&node->mr_lock);
+	idle = node->mr_idle;
+	spin_unlock(&node->mr_lock);
+	seq_printf(m, "mrs %lld\nmrs_idle %u\n",
+		   atomic64_read(&node->stats.mrs), idle);
+	seq_printf(m, "reg_inflight %d\nreg_broken %d\nreg_qp_resets %lld\n",
+		   atomic_read(&node->reg_inflight),
+		   READ_ONCE(node->reg_broken),
+		   atomic64_read(&node->stats.reg_qp_resets));
+	return 0;
 }

@@ -563,11 +563,11 @@ TEST_P(Isolation, AStrayReplyImmediateNeverReturnsAnEarlierReply)
         EXPECT_EQ(member_ids(*dev_, i), (std::vector<uint32_t>{1, 2, 3}));
 }
 
-// A counter of node @instance's debugfs "counters" file (mr.c's ones
-// included), or -1 if it is not there.
-int64_t node_counter(uint32_t instance, const std::string& name)
+// A value of node @instance's debugfs "mr" file (mr.c), or -1 if it is
+// not there.
+int64_t mr_value(uint32_t instance, const std::string& name)
 {
-    for (const auto& f : debugfs_lines(instance, "counters")) {
+    for (const auto& f : debugfs_lines(instance, "mr")) {
         if (f.size() == 2 && f[0] == name)
             return std::stoll(f[1]);
     }
@@ -593,8 +593,8 @@ TEST(LmrRegistration, ARefusedRegistrationFailsOneAllocAndBreaksNoConnection)
     auto before = s1.alloc(kSize, 2); // node 1's LMR on node 2
     before.write(0, std::span<const uint8_t>(data));
 
-    const int64_t resets = node_counter(inst[1], "reg_qp_resets");
-    ASSERT_GE(resets, 0) << "node 2's counters list reg_qp_resets";
+    const int64_t resets = mr_value(inst[1], "reg_qp_resets");
+    ASSERT_GE(resets, 0) << "node 2's mr file lists reg_qp_resets";
     const uint32_t rc1 = dev.status(inst[0]).reconnects, rc2 = dev.status(inst[1]).reconnects;
 
     ASSERT_EQ(write_debugfs(inst[1], "break_regs", "1"), 0);
@@ -605,7 +605,7 @@ TEST(LmrRegistration, ARefusedRegistrationFailsOneAllocAndBreaksNoConnection)
     EXPECT_EQ(armed, 0) << "the fault was used";
 
     auto after = s1.alloc(kSize, 2);
-    EXPECT_EQ(node_counter(inst[1], "reg_qp_resets"), resets + 1) << "the registration QP was made again";
+    EXPECT_EQ(mr_value(inst[1], "reg_qp_resets"), resets + 1) << "the registration QP was made again";
     std::vector<uint8_t> rev(data.rbegin(), data.rend());
     after.write(0, std::span<const uint8_t>(rev));
     std::vector<uint8_t> got(kSize);
