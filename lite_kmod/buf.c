@@ -171,7 +171,7 @@ static int lite_kbuf_chunk(struct lite_kbuf *b, u64 want,
 static int lite_kbuf_reg(struct lite_kbuf *b)
 {
 	struct lite_mr_batch batch;
-	u32 i;
+	u32 i, tries = 0;
 	int ret;
 
 	b->rel = kzalloc(sizeof(*b->rel), GFP_KERNEL);
@@ -181,13 +181,15 @@ static int lite_kbuf_reg(struct lite_kbuf *b)
 		b->mrs = NULL;
 		return -ENOMEM;	/* lite_kbuf_free() frees @b->rel */
 	}
-	lite_mr_batch_init(&batch, b->node, IB_ACCESS_REMOTE_WRITE);
-	for (i = 0; i < b->n_chunks; i++)
-		if (lite_mr_batch_add(&batch, b->chunks[i].addr,
-				      b->chunks[i].len, &b->mrs[i],
-				      &b->chunks[i].rkey))
-			break;
-	ret = lite_mr_batch_wait(&batch, b->mrs, b->n_chunks);
+	do {
+		lite_mr_batch_init(&batch, b->node, IB_ACCESS_REMOTE_WRITE);
+		for (i = 0; i < b->n_chunks; i++)
+			if (lite_mr_batch_add(&batch, b->chunks[i].addr,
+					      b->chunks[i].len, &b->mrs[i],
+					      &b->chunks[i].rkey))
+				break;
+		ret = lite_mr_batch_wait(&batch, b->mrs, b->n_chunks);
+	} while (lite_mr_try_again(ret, &tries));
 	if (ret) {
 		kfree(b->mrs);
 		b->mrs = NULL;

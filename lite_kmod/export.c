@@ -170,7 +170,7 @@ static int lite_export_reg(struct lite_export *ex, struct lite_export_keys *ks,
 			   struct lite_conn *conn, int access)
 {
 	struct lite_mr_batch batch;
-	u32 i;
+	u32 i, tries = 0;
 	int ret;
 
 	ks->mrs = kvcalloc(ex->n_chunks, sizeof(*ks->mrs), GFP_KERNEL);
@@ -179,13 +179,15 @@ static int lite_export_reg(struct lite_export *ex, struct lite_export_keys *ks,
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	lite_mr_batch_init(&batch, conn->node, access);
-	for (i = 0; i < ex->n_chunks; i++)
-		if (lite_mr_batch_add(&batch, ex->chunks[i].dma,
-				      ex->chunks[i].len, &ks->mrs[i],
-				      &ks->rkeys[i]))
-			break;
-	ret = lite_mr_batch_wait(&batch, ks->mrs, ex->n_chunks);
+	do {
+		lite_mr_batch_init(&batch, conn->node, access);
+		for (i = 0; i < ex->n_chunks; i++)
+			if (lite_mr_batch_add(&batch, ex->chunks[i].dma,
+					      ex->chunks[i].len, &ks->mrs[i],
+					      &ks->rkeys[i]))
+				break;
+		ret = lite_mr_batch_wait(&batch, ks->mrs, ex->n_chunks);
+	} while (lite_mr_try_again(ret, &tries));
 	if (!ret)
 		return 0;
 err_free:

@@ -21,9 +21,9 @@
  *                     meanwhile (the ring it came in frees no room past
  *                     it while it is held)
  *   break_regs        lmr isolation: the next N registrations (REG_MR) are
- *                     posted with a key the device refuses, as a device
- *                     fault would: the registration QP goes in error and
- *                     is made again (mr.c)
+ *                     posted with a key of another MR's index, which rxe
+ *                     refuses as a device fault would: the registration
+ *                     QP goes in error and is made again (mr.c)
  *   hb_stop           send no heartbeats: the manager declares us dead
  *   break_conn        write a member id (0: the loopback connection): the
  *                     connection closes as on a transport error

@@ -334,11 +334,15 @@ struct lite_node {
 	u32 mr_idle;			/* entries on @mr_pool */
 	/* lmr mode: the QP that registers and invalidates (local work
 	 * requests only, never a packet: nothing is ever retransmitted) */
-	struct ib_cq *reg_cq;		/* immutable */
-	struct ib_qp *reg_qp;		/* immutable; its state: reg_lock */
+	struct ib_cq *reg_cq;		/* set by lite_mr_init(), cleared
+					 * by lite_mr_exit() */
+	struct ib_qp *reg_qp;		/* as @reg_cq; its state: reg_lock */
 	struct mutex reg_lock;		/* posts to @reg_qp, and remakes it */
-	bool reg_broken;		/* READ_ONCE; set on a failed WR,
-					 * cleared under reg_lock */
+	bool reg_broken;		/* READ_ONCE; set by a failed WR (any
+					 * context) or a stuck one, cleared
+					 * under reg_lock */
+	bool reg_in_reset;		/* reg_lock: @reg_qp left in RESET by
+					 * a remake that failed */
 	atomic_t reg_inflight;		/* WRs posted and not completed */
 	wait_queue_head_t reg_wq;	/* a WR of @reg_qp completed */
 	atomic_t kbufs_dying;		/* lmr mode: kbuf releases queued;
@@ -1039,6 +1043,7 @@ void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_node *node,
 int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 		      struct lite_mr **out, u32 *rkey);
 int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n);
+bool lite_mr_try_again(int ret, u32 *tries);
 int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 		     struct lite_mr **out, u32 *rkey);
 void lite_mr_release(struct lite_node *node, struct lite_mr **mrs, u32 n,
@@ -1433,7 +1438,6 @@ void lite_rdma_op_init(struct lite_rdma_op *op, struct lite_conn *conn,
 void lite_rdma_op_release(struct lite_rdma_op *op);
 int lite_rdma_op_await(struct lite_rdma_op *op);
 int lite_rdma_op_wait(struct lite_rdma_op *op, int post_err);
-int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr);
 int lite_rdma_post_layout(struct lite_rdma_op *op, const struct lite_layout *l,
 			  u64 off, u32 len, u64 dma, bool write,
 			  const u32 *imm);

@@ -133,6 +133,12 @@ static int lite_mr_global(struct lite_node *node)
 /* Work requests in flight on the registration QP. */
 #define LITE_REG_DEPTH		128
 
+/* How long a registration's waiter spins before it sleeps. */
+#define LITE_REG_SPIN_NS	(20 * NSEC_PER_USEC)
+
+/* Batches a caller makes again when another's failure flushed them. */
+#define LITE_REG_TRIES		3
+
 /* Where the registration QP sends: to itself (it never does). */
 static int lite_reg_self_av(struct lite_node *node, struct rdma_ah_attr *ah)
 {
@@ -144,20 +150,24 @@ static int lite_reg_self_av(struct lite_node *node, struct rdma_ah_attr *ah)
 	memset(ah, 0, sizeof(*ah));
 	ah->type = rdma_ah_find_type(dev, node->port_num);
 	rdma_ah_set_port_num(ah, node->port_num);
-	if (ah->type == RDMA_AH_ATTR_TYPE_IB) {
+	switch (ah->type) {
+	case RDMA_AH_ATTR_TYPE_IB:
+	case RDMA_AH_ATTR_TYPE_OPA:
 		ret = ib_query_port(dev, node->port_num, &port);
 		if (!ret)
 			rdma_ah_set_dlid(ah, port.lid);
 		return ret;
-	}
-	/* RoCE: GID 0 is the port's link-local one, made from its MAC. */
-	ret = rdma_query_gid(dev, node->port_num, 0, &gid);
-	if (ret)
-		return ret;
-	rdma_ah_set_grh(ah, &gid, 0, 0, 1, 0);
-	if (ah->type == RDMA_AH_ATTR_TYPE_ROCE)
+	case RDMA_AH_ATTR_TYPE_ROCE:
+		/* GID 0 is the port's link-local one, made from its MAC. */
+		ret = rdma_query_gid(dev, node->port_num, 0, &gid);
+		if (ret)
+			return ret;
+		rdma_ah_set_grh(ah, &gid, 0, 0, 1, 0);
 		rdma_get_ll_mac((struct in6_addr *)gid.raw, ah->roce.dmac);
-	return 0;
+		return 0;
+	default:
+		return -EOPNOTSUPP;	/* iWARP: no QP connects without a CM */
+	}
 }
 
 /*
@@ -166,9 +176,13 @@ static int lite_reg_self_av(struct lite_node *node, struct rdma_ah_attr *ah)
  */
 static int lite_reg_qp_connect(struct lite_node *node)
 {
+	struct ib_port_attr port;
 	struct ib_qp_attr attr;
 	int ret;
 
+	ret = ib_query_port(node->pd->device, node->port_num, &port);
+	if (ret)
+		return ret;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_INIT;
 	attr.port_num = node->port_num;
@@ -179,7 +193,7 @@ static int lite_reg_qp_connect(struct lite_node *node)
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTR;
-	attr.path_mtu = IB_MTU_1024;
+	attr.path_mtu = port.active_mtu;
 	attr.dest_qp_num = node->reg_qp->qp_num;
 	ret = lite_reg_self_av(node, &attr.ah_attr);
 	if (ret)
@@ -210,10 +224,13 @@ static int lite_reg_qp_create(struct lite_node *node)
 	init_waitqueue_head(&node->reg_wq);
 	atomic_set(&node->reg_inflight, 0);
 	node->reg_broken = false;
+	node->reg_in_reset = false;
 	node->reg_cq = ib_alloc_cq(node->pd->device, node, LITE_REG_DEPTH + 2,
 				   0, IB_POLL_SOFTIRQ);
-	if (IS_ERR(node->reg_cq))
-		return PTR_ERR(node->reg_cq);
+	if (IS_ERR(node->reg_cq)) {
+		ret = PTR_ERR(node->reg_cq);
+		goto err_mutex;
+	}
 
 	memset(&init, 0, sizeof(init));
 	init.send_cq = node->reg_cq;
@@ -238,19 +255,27 @@ err_qp:
 	ib_destroy_qp(node->reg_qp);
 err_cq:
 	ib_free_cq(node->reg_cq);
+err_mutex:
+	mutex_destroy(&node->reg_lock);
 	node->reg_qp = NULL;
 	node->reg_cq = NULL;
 	return ret;
 }
 
-/* Nothing is posted any more: flush, then free the QP and its CQ. */
+/*
+ * Nothing is posted any more: flush, then free the QP and its CQ. A QP
+ * in RESET holds nothing and cannot go to ERR, so it is not drained;
+ * ib_free_cq() waits for a completion handler still running.
+ */
 static void lite_reg_qp_destroy(struct lite_node *node)
 {
 	if (!node->reg_qp)
 		return;
-	ib_drain_qp(node->reg_qp);
+	if (!node->reg_in_reset)
+		ib_drain_qp(node->reg_qp);
 	ib_destroy_qp(node->reg_qp);
 	ib_free_cq(node->reg_cq);
+	mutex_destroy(&node->reg_lock);
 	node->reg_qp = NULL;
 	node->reg_cq = NULL;
 }
@@ -270,17 +295,28 @@ static int lite_reg_qp_remake(struct lite_node *node)
 				!atomic_read(&node->reg_inflight),
 				lite_tun_jiffies(data_timeout_ms)))
 		return -ETIMEDOUT;
-	ret = ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
-	if (!ret)
-		ret = lite_reg_qp_connect(node);
-	if (ret) {
-		pr_err("lite%u: registration QP not made again: %d\n",
-		       node->instance, ret);
-		return ret;
+	if (!node->reg_in_reset) {
+		ret = ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
+		if (ret)
+			goto err;
+		node->reg_in_reset = true;
 	}
+	ret = lite_reg_qp_connect(node);
+	if (ret) {
+		/* Back to RESET whatever step failed: a known state. */
+		ib_modify_qp(node->reg_qp, &(struct ib_qp_attr){
+				.qp_state = IB_QPS_RESET }, IB_QP_STATE);
+		goto err;
+	}
+	node->reg_in_reset = false;
 	WRITE_ONCE(node->reg_broken, false);
 	atomic64_inc(&node->stats.reg_qp_resets);
 	return 0;
+
+err:
+	pr_err_ratelimited("lite%u: registration QP not made again: %d\n",
+			   node->instance, ret);
+	return ret;
 }
 
 /* A registration or invalidation completed (softirq). */
@@ -314,7 +350,8 @@ static int lite_reg_post(struct lite_mr_batch *b, struct ib_send_wr *wr)
 
 	wr->wr_cqe = &b->cqe;
 	wr->send_flags = IB_SEND_SIGNALED;
-	mutex_lock(&node->reg_lock);
+	if (mutex_lock_killable(&node->reg_lock))
+		return -EINTR;
 	if (READ_ONCE(node->reg_broken)) {
 		ret = lite_reg_qp_remake(node);
 		if (ret)
@@ -341,26 +378,37 @@ out_unlock:
 }
 
 /*
- * Wait until every request of @b completed. Local work only: a request
- * not done in time means a stuck QP, which is put in error so that it
- * flushes what it holds (@b's requests point at @b), and made again by
- * the next post.
+ * Wait until every request of @b completed: a short spin first (local
+ * work completes within microseconds), then sleep. A request not done in
+ * time means a stuck QP, which is put in error so that it flushes what
+ * it holds (@b's requests point at @b), and made again by the next post.
  */
 static int lite_reg_await(struct lite_mr_batch *b)
 {
+	u64 until = ktime_get_ns() + LITE_REG_SPIN_NS;
 	struct lite_node *node = b->node;
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	bool late = false;
+	int ret;
 
-	if (lite_wait_done(node, NULL, &b->done,
-			   lite_tun_jiffies(data_timeout_ms), false))
+	while (!completion_done(&b->done) && !need_resched() &&
+	       ktime_get_ns() < until)
+		cpu_relax();
+	if (wait_for_completion_timeout(&b->done,
+					lite_tun_jiffies(data_timeout_ms)))
 		return 0;
-	pr_err("lite%u: a registration did not complete\n", node->instance);
 	mutex_lock(&node->reg_lock);
-	WRITE_ONCE(node->reg_broken, true);
-	ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
+	/* Completed meanwhile: the QP is fine, leave it be. */
+	if (!completion_done(&b->done)) {
+		late = true;
+		WRITE_ONCE(node->reg_broken, true);
+		ret = ib_modify_qp(node->reg_qp, &(struct ib_qp_attr){
+				.qp_state = IB_QPS_ERR }, IB_QP_STATE);
+		pr_err_ratelimited("lite%u: a registration did not complete (QP to error: %d)\n",
+				   node->instance, ret);
+	}
 	mutex_unlock(&node->reg_lock);
 	wait_for_completion(&b->done);
-	return -ETIMEDOUT;
+	return late ? -ETIMEDOUT : 0;
 }
 
 /**
@@ -526,7 +574,8 @@ void lite_mr_batch_init(struct lite_mr_batch *b, struct lite_node *node,
  * @rkey: the chunk's key, valid once lite_mr_batch_wait() returned 0
  *
  * Posts IB_WR_REG_MR on the node's registration QP; sleeps for a free
- * slot. After a failure the rest of the batch is not posted.
+ * slot. After a failure (to post, or of a request of the batch already
+ * completed) the rest of the batch is not posted.
  *
  * Return: 0, or the error the batch failed with.
  */
@@ -540,6 +589,9 @@ int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
 	struct lite_mr *m;
 	int n;
 
+	/* A request of the batch failed already: the rest would too. */
+	if (!b->ret)
+		b->ret = READ_ONCE(b->status);
 	if (b->ret)
 		return b->ret;
 	b->ret = lite_mr_page_size(node, dma, len, &page_size);
@@ -581,9 +633,9 @@ int lite_mr_batch_add(struct lite_mr_batch *b, u64 dma, u32 len,
  * Return: 0 once every chunk added is registered; else an error, and the
  * MRs are deregistered (whether each registration took effect is unknown)
  * and @mrs all NULL: -EIO if the device refused a registration of the
- * batch, -EAGAIN if another one failed first and flushed this batch's,
- * -ETIMEDOUT if the QP did not complete them in time, or what adding
- * failed with.
+ * batch, -EAGAIN if another one failed first and flushed this batch's
+ * (lite_mr_try_again()), -ETIMEDOUT if the QP did not complete them in
+ * time, -EINTR on a fatal signal, or what adding failed with.
  */
 int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
 {
@@ -598,6 +650,21 @@ int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
 }
 
 /**
+ * lite_mr_try_again - whether to make a failed batch again
+ * @ret: what lite_mr_batch_wait() returned
+ * @tries: batches made so far for the same chunks (counted here)
+ *
+ * A batch flushed because another registration failed before it (-EAGAIN)
+ * is made again, with fresh MRs, up to LITE_REG_TRIES batches in all.
+ *
+ * Return: true to make the batch again.
+ */
+bool lite_mr_try_again(int ret, u32 *tries)
+{
+	return ret == -EAGAIN && ++*tries < LITE_REG_TRIES;
+}
+
+/**
  * lite_mr_register - register one chunk that is for no peer in particular
  * @node: the node (lmr mode)
  * @dma: the chunk's DMA address, aligned as lite_mr_batch_add() says
@@ -608,7 +675,9 @@ int lite_mr_batch_wait(struct lite_mr_batch *b, struct lite_mr **mrs, u32 n)
  * @rkey: set to its key
  *
  * Posts IB_WR_REG_MR on the registration QP and waits for it: the key is
- * valid on every QP of the node's PD. Sleeps; not on a completion path.
+ * valid on every QP of the node's PD; a registration flushed by another's
+ * failure is made again (lite_mr_try_again()). Sleeps; not on a
+ * completion path.
  *
  * Return: 0, or an error as lite_mr_batch_wait() says.
  */
@@ -617,10 +686,16 @@ int lite_mr_register(struct lite_node *node, u64 dma, u32 len, int access,
 {
 	struct lite_mr_batch b;
 
-	*out = NULL;
-	lite_mr_batch_init(&b, node, access);
-	lite_mr_batch_add(&b, dma, len, out, rkey);
-	return lite_mr_batch_wait(&b, out, 1);
+	u32 tries = 0;
+	int ret;
+
+	do {
+		*out = NULL;
+		lite_mr_batch_init(&b, node, access);
+		lite_mr_batch_add(&b, dma, len, out, rkey);
+		ret = lite_mr_batch_wait(&b, out, 1);
+	} while (lite_mr_try_again(ret, &tries));
+	return ret;
 }
 
 /* Invalidate @n MRs with LOCAL_INV on the registration QP. */

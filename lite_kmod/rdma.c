@@ -387,26 +387,6 @@ static int lite_rdma_post(struct lite_rdma_op *op, struct ib_send_wr *wr)
 }
 
 /**
- * lite_rdma_post_wr - post one prepared WR of synchronous @op
- * @op: the operation (no done_fn, not inline)
- * @wr: the WR; its completion fields are filled in here
- *
- * For WRs other than data transfers (fast registration, invalidation):
- * it takes a data slot as any other, waiting for one if needed (sleeps).
- * End with lite_rdma_op_wait().
- *
- * Return: 0 once posted; -ETIMEDOUT if no slot came free in
- * lite_tun(data_timeout_ms), -ECONNRESET if the connection is closing, or the
- * error of the post.
- */
-int lite_rdma_post_wr(struct lite_rdma_op *op, struct ib_send_wr *wr)
-{
-	if (WARN_ON_ONCE(op->done_fn || op->inline_data))
-		return -EINVAL;
-	return lite_rdma_post(op, wr);
-}
-
-/**
  * lite_rdma_op_await - wait until @op->done completes
  * @op: an operation whose last WR completes @op->done (a synchronous one,
  *	or an asynchronous one whose done_fn does)
