@@ -614,6 +614,35 @@ TEST(LmrRegistration, ARefusedRegistrationFailsOneAllocAndBreaksNoConnection)
     before.read(0, std::span<uint8_t>(got));
     EXPECT_EQ(checksum(got), checksum(data)) << "the LMR keyed before the failure";
 
+    // Concurrent allocations, one registration refused: exactly that
+    // allocation fails; a batch flushed behind it is made again.
+    ASSERT_EQ(write_debugfs(inst[1], "break_regs", "1"), 0);
+    constexpr int kThreads = 4;
+    std::vector<int> errs(kThreads, -1);
+    std::vector<std::thread> threads;
+    threads.reserve(kThreads);
+    for (int t = 0; t < kThreads; t++) {
+        threads.emplace_back([&, t] {
+            auto s = lite::Session::open(inst[0]);
+            errs[t] = err_of([&] {
+                auto l = s.alloc(kSize, 2);
+                std::vector<uint8_t> mine(data.begin(), data.begin() + 4096);
+                mine[0] = static_cast<uint8_t>(t);
+                l.write(0, std::span<const uint8_t>(mine));
+                std::vector<uint8_t> back(mine.size());
+                l.read(0, std::span<uint8_t>(back));
+                if (back != mine)
+                    throw lite::Error(EBADMSG, "data");
+            });
+        });
+    }
+    for (auto& th : threads)
+        th.join();
+    EXPECT_EQ(std::count(errs.begin(), errs.end(), EIO), 1) << "one allocation had the refused registration";
+    EXPECT_EQ(std::count(errs.begin(), errs.end(), 0), kThreads - 1) << "the others worked, data checked";
+    (void)s1.alloc(kSize, 2); // the QP is made again by the post after a failure
+    EXPECT_EQ(mr_value(inst[1], "reg_qp_resets"), resets + 2);
+
     EXPECT_EQ(dev.status(inst[0]).reconnects, rc1) << "no connection of node 1 broke";
     EXPECT_EQ(dev.status(inst[1]).reconnects, rc2) << "no connection of node 2 broke";
     for (auto i : inst)
