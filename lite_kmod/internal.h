@@ -412,7 +412,8 @@ struct lite_node {
 	u16 token_gen;			/* xa lock of rpc_held: the high
 					 * 16 bits of the next token */
 	bool rpc_down;			/* rpc_held lock: no more tokens */
-	spinlock_t rcall_lock;		/* protects the four fields below;
+	spinlock_t rcall_lock;		/* protects the four fields below
+					 * and the kept calls' keyed_for;
 					 * process context only; taken
 					 * before the rpc_calls lock, never
 					 * inside it */
@@ -583,6 +584,13 @@ struct lite_rcall {
 	struct lite_conn *conn;		/* holds a reference; NULL once an
 					 * asynchronous call let it go */
 	struct lite_kbuf buf;		/* the reply lands here */
+	/* The connection whose peer was given @buf's keys, compared and
+	 * never followed (no reference); in lmr isolation a close takes
+	 * the calls kept for it out of the cache (rcall_lock while kept
+	 * or on rcalls_async; NULL there: never kept again).
+	 */
+	struct lite_conn *keyed_for;
+	u16 keyed_peer;			/* its peer's id, for debugfs */
 	u64 cap;			/* payload bytes wanted (set per call) */
 	struct completion done;
 	/* Written before @done completes, under the rpc_calls lock: */

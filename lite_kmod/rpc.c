@@ -1393,6 +1393,39 @@ void lite_rpc_conn_failed(struct lite_conn *conn)
 	xa_unlock_bh(&node->rpc_calls);
 }
 
+/*
+ * lmr isolation: the peer of @conn, which closed, holds the keys of the
+ * reply buffers its calls used. Those the cache keeps are freed (their
+ * keys invalidated); those io_uring calls still hold are not kept after.
+ * The connection is CLOSING: lite_rcall_keep() keeps none for it after
+ * this.
+ */
+static void lite_rcalls_forget(struct lite_conn *conn)
+{
+	struct lite_node *node = conn->node;
+	struct lite_rcall *gone[LITE_RCALL_CACHE];
+	struct lite_rcall *call;
+	u32 i, n = 0;
+
+	if (!lite_isolated(node))
+		return;
+	spin_lock(&node->rcall_lock);
+	for (i = 0; i < node->n_rcalls;) {
+		if (node->rcalls[i]->keyed_for != conn) {
+			i++;
+			continue;
+		}
+		gone[n++] = node->rcalls[i];
+		node->rcalls[i] = node->rcalls[--node->n_rcalls];
+	}
+	list_for_each_entry(call, &node->rcalls_async, async)
+		if (call->keyed_for == conn)
+			call->keyed_for = NULL;
+	spin_unlock(&node->rcall_lock);
+	while (n)
+		lite_rcall_free(gone[--n]);
+}
+
 /**
  * lite_rpc_conn_closed - a connection's QP is gone
  * @conn: the connection, from its close_work (LITE_HOOK_CLOSED)
@@ -1409,6 +1442,8 @@ void lite_rpc_conn_closed(struct lite_conn *conn)
 	struct lite_rcall *call;
 	unsigned long id;
 	LIST_HEAD(dead);
+
+	lite_rcalls_forget(conn);
 
 	xa_lock_bh(&node->rpc_calls);
 	xa_for_each(&node->rpc_calls, id, call) {
@@ -2134,12 +2169,15 @@ static u64 lite_rcall_kept_bytes(struct lite_node *node)
  * A call a previous one on @node left, with the smallest reply buffer of
  * at least @size bytes and at most twice what a new one would take (a
  * small call does not take a large buffer that a large call would then
- * miss); NULL if none. Its bytes are those of an earlier reply, but not
- * its header: call ids are reused at once, and a stray reply immediate
- * must not pass an earlier reply's header off as this call's (-EBADMSG).
- * A reply's header says how many of the bytes after it are its own.
+ * miss); NULL if none. In lmr isolation only one whose keys went to the
+ * peer of @conn: another peer's keys would let that peer write this
+ * call's reply. Its bytes are those of an earlier reply, but not its
+ * header: call ids are reused at once, and a stray reply immediate must
+ * not pass an earlier reply's header off as this call's (-EBADMSG). A
+ * reply's header says how many of the bytes after it are its own.
  */
-static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
+static struct lite_rcall *lite_rcall_cached(struct lite_node *node,
+					    struct lite_conn *conn, u64 size)
 {
 	const u64 most = 2 * lite_rcall_size(size);
 	struct lite_rcall *call = NULL;
@@ -2147,7 +2185,9 @@ static struct lite_rcall *lite_rcall_cached(struct lite_node *node, u64 size)
 
 	spin_lock(&node->rcall_lock);
 	for (i = 0; i < node->n_rcalls; i++) {
-		if (node->rcalls[i]->buf.size < size ||
+		if ((lite_isolated(node) &&
+		     node->rcalls[i]->keyed_for != conn) ||
+		    node->rcalls[i]->buf.size < size ||
 		    node->rcalls[i]->buf.size > most ||
 		    (call && node->rcalls[i]->buf.size >= call->buf.size))
 			continue;
@@ -2196,11 +2236,19 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
 
 /*
  * Keep @call for the node's next call if there is room; never one whose
- * reply was malformed (its connection was closed).
+ * reply was malformed (its connection was closed). In lmr isolation not
+ * one whose keys' holder closed: @conn, the caller's reference to it, is
+ * closing, or (an io_uring call's, @conn NULL) the close cleared
+ * keyed_for (lite_rpc_conn_closed()).
  */
-static bool lite_rcall_keep(struct lite_node *node, struct lite_rcall *call)
+static bool lite_rcall_keep(struct lite_node *node, struct lite_rcall *call,
+			    struct lite_conn *conn)
 {
 	lockdep_assert_held(&node->rcall_lock);
+	if (lite_isolated(node) &&
+	    (!call->keyed_for ||
+	     (conn && lite_conn_state(conn) == LITE_CONN_CLOSING)))
+		return false;
 	if (call->status == -EBADMSG || node->rcalls_closed ||
 	    node->n_rcalls == LITE_RCALL_CACHE ||
 	    lite_rcall_kept_bytes(node) + call->buf.size >
@@ -2227,9 +2275,11 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	 * cache: from then on another caller may take it and set its own.
 	 */
 	call->conn = NULL;
+	if (!conn)
+		call->keyed_for = NULL;	/* lmr: its holder may be gone */
 	if (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING) {
 		spin_lock(&node->rcall_lock);
-		kept = lite_rcall_keep(node, call);
+		kept = lite_rcall_keep(node, call, conn);
 		spin_unlock(&node->rcall_lock);
 	}
 	if (!kept)
@@ -2274,7 +2324,7 @@ static void lite_rcall_async_done(struct lite_rcall *call)
 	spin_lock(&node->rcall_lock);
 	if (!list_empty(&call->async)) {
 		list_del_init(&call->async);
-		if (!lite_rcall_keep(node, call))
+		if (!lite_rcall_keep(node, call, NULL))
 			lite_rcall_free(call);	/* holds no connection */
 	} else if (call->orphaned) {
 		free_now = true;
@@ -2325,13 +2375,15 @@ static int lite_rcall_start(struct lite_node *node, struct lite_conn *conn,
 	u32 slot = 0;
 	int ret;
 
-	call = lite_rcall_cached(node, LITE_REPLY_HDR + cap);
+	call = lite_rcall_cached(node, conn, LITE_REPLY_HDR + cap);
 	if (!call)
 		call = lite_rcall_alloc(node, conn, LITE_REPLY_HDR + cap);
 	if (!call)
 		return -ENOMEM;
 	call->cap = cap;
 	call->conn = conn;
+	call->keyed_for = conn;
+	call->keyed_peer = conn->peer_id;
 	/*
 	 * lite_conn_close() marks the connection CLOSING before it fails the
 	 * calls under this lock. The insert may drop the lock to allocate,
@@ -2939,7 +2991,9 @@ static u32 lite_xa_count(struct xarray *xa)
 int lite_rpc_show(struct seq_file *m, struct lite_node *node)
 {
 	struct lite_service *svc;
+	struct lite_rcall *call;
 	unsigned long port;
+	u32 i;
 
 	seq_printf(m, "calls_in_flight %u\nrequests_held %u\n\n",
 		   lite_xa_count(&node->rpc_calls),
@@ -2956,5 +3010,15 @@ int lite_rpc_show(struct seq_file *m, struct lite_node *node)
 		spin_unlock_bh(&svc->lock);
 	}
 	rcu_read_unlock();
+	/* The reply buffers kept for the next calls, and whose keys. */
+	seq_puts(m, "\nkept_for bytes addr rkey\n");
+	spin_lock(&node->rcall_lock);
+	for (i = 0; i < node->n_rcalls; i++) {
+		call = node->rcalls[i];
+		seq_printf(m, "%u %llu 0x%llx 0x%x\n", call->keyed_peer,
+			   call->buf.size, call->buf.chunks[0].addr,
+			   call->buf.chunks[0].rkey);
+	}
+	spin_unlock(&node->rcall_lock);
 	return 0;
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <lite/dsm.hpp>
+#include <lite/rpc.hpp>
 #include <lite/session.hpp>
 #include <optional>
 #include <sstream>
@@ -561,6 +562,123 @@ TEST_P(Isolation, AStrayReplyImmediateNeverReturnsAnEarlierReply)
     EXPECT_EQ(std::string(reinterpret_cast<const char*>(reply.data()), n), again);
     for (auto i : inst_)
         EXPECT_EQ(member_ids(*dev_, i), (std::vector<uint32_t>{1, 2, 3}));
+}
+
+// The reply buffers node @instance keeps for its next calls: "kept_for
+// bytes addr rkey" rows of its debugfs "rpc" (the first chunk of each).
+struct KeptReply {
+    uint32_t peer = 0;
+    uint64_t bytes = 0;
+    uint64_t addr = 0;
+    uint32_t rkey = 0;
+};
+std::vector<KeptReply> kept_replies(uint32_t instance)
+{
+    std::vector<KeptReply> out;
+    bool in_table = false;
+    for (const auto& f : debugfs_lines(instance, "rpc")) {
+        if (!in_table) {
+            in_table = !f.empty() && f[0] == "kept_for";
+            continue;
+        }
+        if (f.size() == 4)
+            out.push_back(
+                {static_cast<uint32_t>(number(f[0])), number(f[1]), number(f[2]), static_cast<uint32_t>(number(f[3]))});
+    }
+    return out;
+}
+
+size_t echo_reply(const lite::Incoming& /*in*/, std::span<const std::byte> req, std::vector<std::byte>& reply)
+{
+    reply.assign(req.begin(), req.end());
+    return reply.size();
+}
+
+// Reply buffers are kept for the next calls with their keys. lmr: a
+// buffer whose key went to one peer is never given to another (that peer
+// could write the other's replies), and when the connection to its peer
+// closes it is freed and its key dies. global: one buffer serves every
+// peer (the node's one key reaches it anyway).
+TEST_P(Isolation, ReplyBuffersAreKeptForThePeerTheirKeysWentTo)
+{
+    constexpr uint32_t kEchoPort = 78;
+    auto s1 = lite::Session::open(inst_[0]);
+    auto s2 = lite::Session::open(inst_[1]);
+    auto s3 = lite::Session::open(inst_[2]);
+    lite::Server srv2(s2, kEchoPort, echo_reply);
+    std::optional<lite::Server> srv3(std::in_place, s3, kEchoPort, echo_reply);
+    auto call = [&](uint32_t node, unsigned seed) {
+        std::vector<std::byte> req(200), reply(200);
+        for (size_t i = 0; i < req.size(); i++)
+            req[i] = static_cast<std::byte>(i * 7 + seed);
+        ASSERT_EQ(s1.call(node, kEchoPort, req, reply, 10s), req.size());
+        EXPECT_EQ(reply, req) << "the reply from node " << node;
+    };
+
+    call(2, 1);
+    auto kept = kept_replies(inst_[0]);
+    ASSERT_EQ(kept.size(), 1u) << "node 1 keeps the buffer of its call to node 2";
+    const KeptReply for2 = kept[0];
+    EXPECT_EQ(for2.peer, 2u);
+
+    call(3, 2);
+    kept = kept_replies(inst_[0]);
+    if (lmr_mode()) {
+        ASSERT_EQ(kept.size(), 2u) << "lmr: the call to node 3 got a buffer of its own";
+        auto k2 = std::find_if(kept.begin(), kept.end(), [](const KeptReply& k) { return k.peer == 2; });
+        auto k3 = std::find_if(kept.begin(), kept.end(), [](const KeptReply& k) { return k.peer == 3; });
+        ASSERT_TRUE(k2 != kept.end() && k3 != kept.end());
+        EXPECT_EQ(k2->addr, for2.addr) << "node 2's buffer still waits for node 2";
+        EXPECT_EQ(k2->rkey, for2.rkey);
+        EXPECT_NE(k3->rkey, for2.rkey) << "node 3 never holds node 2's key";
+        EXPECT_NE(k3->addr, for2.addr);
+        const KeptReply for3 = *k3;
+
+        call(2, 3); // node 2's buffer again
+        call(3, 4);
+        EXPECT_EQ(kept_replies(inst_[0]).size(), 2u);
+
+        // Node 3 goes: its connection closes, its buffer is freed, its key
+        // dead (node 2 tries it), node 2's buffer stays.
+        srv3.reset();
+        dev_->down(inst_[2]);
+        EXPECT_TRUE(wait_until(
+            [&] {
+                auto k = kept_replies(inst_[0]);
+                return k.size() == 1 && k[0].peer == 2;
+            },
+            10s))
+            << "node 3's buffer left the cache";
+        // The key is invalidated before the pages go (a work item): until
+        // then the read still reaches the buffer, never freed memory.
+        RawResult r;
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while ((r = raw(inst_[1], read_cmd(1, for3.addr, for3.rkey, 8))).status == 0 &&
+               std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(20ms);
+        EXPECT_EQ(r.status, -EIO) << "lmr: the key node 3 had is dead";
+        // The refused read broke node 2's connection to node 1; once it is
+        // back, node 2's kept buffer serves it again.
+        EXPECT_TRUE(wait_until([&] { return live_members(*dev_, inst_[0]).size() == 2; }, 30s));
+        std::vector<std::byte> req(200, std::byte{9}), reply(200);
+        size_t n = 0;
+        EXPECT_TRUE(wait_until(
+            [&] {
+                try {
+                    n = s1.call(2, kEchoPort, req, reply, 10s);
+                    return true;
+                } catch (const lite::Error& e) {
+                    return e.errnum() != ENOTCONN && e.errnum() != ECONNRESET;
+                }
+            },
+            30s));
+        EXPECT_EQ(n, req.size());
+        EXPECT_EQ(reply, req);
+    } else {
+        ASSERT_EQ(kept.size(), 1u) << "global: one buffer for every peer";
+        EXPECT_EQ(kept[0].peer, 3u);
+        EXPECT_EQ(kept[0].addr, for2.addr) << "global: node 2's buffer served node 3";
+    }
 }
 
 // A value of node @instance's debugfs "mr" file (mr.c), or -1 if it is

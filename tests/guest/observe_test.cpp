@@ -73,7 +73,8 @@ std::vector<std::pair<std::string, std::string>> keyvals(uint32_t instance, cons
 }
 
 // A file of a header line and rows: each row by column name. Lines
-// before @skip_to_blank's blank line are not part of it.
+// before @skip_to_blank's blank line are not part of it; a blank line
+// after the rows ends them.
 std::vector<std::map<std::string, std::string>> table(uint32_t instance, const std::string& file,
                                                       std::vector<std::string>* header = nullptr,
                                                       bool skip_to_blank = false)
@@ -93,7 +94,7 @@ std::vector<std::map<std::string, std::string>> table(uint32_t instance, const s
     auto cols = words(lines[i]);
     if (header)
         *header = cols;
-    for (i++; i < lines.size(); i++) {
+    for (i++; i < lines.size() && !lines[i].empty(); i++) {
         auto w = words(lines[i]);
         EXPECT_EQ(w.size(), cols.size()) << file << ": " << lines[i];
         std::map<std::string, std::string> row;
