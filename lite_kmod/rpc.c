@@ -2276,7 +2276,7 @@ static void lite_rcall_recycle(struct lite_rcall *call)
 	 */
 	call->conn = NULL;
 	if (!conn)
-		call->keyed_for = NULL;	/* lmr: its holder may be gone */
+		call->keyed_for = NULL;	/* lmr: no way to tell its holder */
 	if (!conn || lite_conn_state(conn) != LITE_CONN_CLOSING) {
 		spin_lock(&node->rcall_lock);
 		kept = lite_rcall_keep(node, call, conn);
@@ -2306,6 +2306,13 @@ static void lite_rcall_async_own(struct lite_rcall *call)
 	spin_lock(&node->rcall_lock);
 	call->orphaned = false;
 	call->finished = false;
+	/*
+	 * lmr: a close whose lite_rcalls_forget() ran before the call was on
+	 * the list missed it; CLOSING was set before that ran. (The start
+	 * still holds its reference to the connection.)
+	 */
+	if (lite_conn_state(call->conn) == LITE_CONN_CLOSING)
+		call->keyed_for = NULL;
 	list_add_tail(&call->async, &node->rcalls_async);
 	spin_unlock(&node->rcall_lock);
 }
@@ -2984,7 +2991,9 @@ static u32 lite_xa_count(struct xarray *xa)
  * requests_held (taken by a server, not yet answered); then a blank line,
  * a header and one line per port served here: requests queued for a
  * receiver, io_uring receives parked, receivers polling, and whether the
- * port is closing.
+ * port is closing; then a blank line, a header and one line per reply
+ * buffer kept for the next calls: the peer its keys went to, its bytes,
+ * and its first chunk's address and key.
  *
  * Return: 0.
  */

@@ -657,8 +657,8 @@ TEST_P(Isolation, ReplyBuffersAreKeptForThePeerTheirKeysWentTo)
                std::chrono::steady_clock::now() < until)
             std::this_thread::sleep_for(20ms);
         EXPECT_EQ(r.status, -EIO) << "lmr: the key node 3 had is dead";
-        // The refused read broke node 2's connection to node 1; once it is
-        // back, node 2's kept buffer serves it again.
+        // The refused read broke the connection of nodes 1 and 2: node 2's
+        // kept buffer went with it, and the next call keys a new one.
         EXPECT_TRUE(wait_until([&] { return live_members(*dev_, inst_[0]).size() == 2; }, 30s));
         std::vector<std::byte> req(200, std::byte{9}), reply(200);
         size_t n = 0;
@@ -674,6 +674,10 @@ TEST_P(Isolation, ReplyBuffersAreKeptForThePeerTheirKeysWentTo)
             30s));
         EXPECT_EQ(n, req.size());
         EXPECT_EQ(reply, req);
+        kept = kept_replies(inst_[0]);
+        ASSERT_EQ(kept.size(), 1u);
+        EXPECT_EQ(kept[0].peer, 2u);
+        EXPECT_NE(kept[0].rkey, for2.rkey) << "lmr: the closed connection's key was not kept";
     } else {
         ASSERT_EQ(kept.size(), 1u) << "global: one buffer for every peer";
         EXPECT_EQ(kept[0].peer, 3u);

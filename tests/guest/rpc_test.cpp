@@ -1680,10 +1680,13 @@ TEST_F(RpcUapi, CallTakenAcrossACloseIsDropped)
     ASSERT_EQ(srv.reg(kRpcPort), 0);
     Bytes req = make_request(300, 1, 0, 77), reply(64), buf(4096);
     // A line "KEY VALUE" of a node's debugfs "rpc", or the queued count
-    // of a port's line; "" if there is none.
+    // of a port's line (not the kept buffers' table after them); "" if
+    // there is none.
     auto rpc_state = [](uint32_t inst, const std::string& key) {
         std::ifstream in(debugfs_path(inst, "rpc"));
-        for (std::string k, v, line; std::getline(in, line);) {
+        int blanks = 0;
+        for (std::string k, v, line; std::getline(in, line) && blanks < 2;) {
+            blanks += line.empty();
             std::istringstream words(line);
             if (words >> k >> v && k == key)
                 return v;
