@@ -2,6 +2,8 @@
 //
 // lite-lat: LITE_write, LITE_read, LITE_fetch_add and LITE_cmp_swap latency
 // (NIC atomics, then the memory node's CPU: rows cpu-fetch-add, cpu-cmp-swap)
+// and the floor under them (rows floor-ioctl: the system call alone;
+// floor-write: LITE_write of 0 bytes, the checks without RDMA)
 // through liblite's C API
 // (lite/lite.h), to compare with native-lat (see benchmarks/bench.sh).
 //
@@ -17,7 +19,10 @@
 
 #include <lite/lite.h>
 
+#include <sys/ioctl.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -35,6 +40,9 @@ using bench::Lmr;
 using bench::open_lite;
 
 constexpr const char* kProg = "lite-lat";
+
+// No command of /dev/lite (its ioctl type is LITE_IOC_MAGIC, 0xE1).
+constexpr unsigned long kUnknownIoctl = 0x7fff;
 
 struct Args {
     bench::Options opt;
@@ -131,6 +139,18 @@ int run(const Args& a)
     }
     if (opt.only != bench::Only::all)
         return 0;
+    // What a one-sided call costs before any RDMA: the system call alone
+    // (a command /dev/lite does not know: ENOTTY), then LITE_write of 0
+    // bytes (the system call, the copy-in of its arguments, the handle
+    // and bounds checks; it returns before the transfer).
+    const int fd = LITE_fd(lite.get());
+    bench::Stats floor = bench::measure(opt, [&] {
+        if (::ioctl(fd, kUnknownIoctl, nullptr) != -1 || errno != ENOTTY)
+            throw std::runtime_error("an unknown ioctl did not fail with ENOTTY");
+    });
+    bench::print_csv_row("floor-ioctl", 0, opt, floor);
+    floor = bench::measure(opt, [&] { write_lmr(lite.get(), lmr, out, 0); });
+    bench::print_csv_row("floor-write", 0, opt, floor);
     // The two atomic domains (docs/uapi.md): one-sided NIC atomics on an
     // LMR of LITE_LMR_NIC_ATOMIC, the memory node's CPU on any other.
     Lmr nic(lite.get(), 4096, node, LITE_LMR_NIC_ATOMIC);
