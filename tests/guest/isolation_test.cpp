@@ -581,9 +581,10 @@ std::vector<KeptReply> kept_replies(uint32_t instance)
             in_table = !f.empty() && f[0] == "kept_for";
             continue;
         }
-        if (f.size() == 4)
+        if (f.size() == 4) {
             out.push_back(
                 {static_cast<uint32_t>(number(f[0])), number(f[1]), number(f[2]), static_cast<uint32_t>(number(f[3]))});
+        }
     }
     return out;
 }
