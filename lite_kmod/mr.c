@@ -280,6 +280,15 @@ static void lite_reg_qp_destroy(struct lite_node *node)
 	node->reg_cq = NULL;
 }
 
+/* Move the registration QP to @state (RESET or ERR: no attributes). */
+static int lite_reg_qp_state(struct lite_node *node, enum ib_qp_state state)
+{
+	struct ib_qp_attr attr = { .qp_state = state };
+
+	lockdep_assert_held(&node->reg_lock);
+	return ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
+}
+
 /*
  * Make the registration QP again after a failed work request put it in
  * error: once the rest were flushed, RESET and connect. On failure it
@@ -287,7 +296,6 @@ static void lite_reg_qp_destroy(struct lite_node *node)
  */
 static int lite_reg_qp_remake(struct lite_node *node)
 {
-	struct ib_qp_attr attr = { .qp_state = IB_QPS_RESET };
 	int ret;
 
 	lockdep_assert_held(&node->reg_lock);
@@ -296,7 +304,7 @@ static int lite_reg_qp_remake(struct lite_node *node)
 				lite_tun_jiffies(data_timeout_ms)))
 		return -ETIMEDOUT;
 	if (!node->reg_in_reset) {
-		ret = ib_modify_qp(node->reg_qp, &attr, IB_QP_STATE);
+		ret = lite_reg_qp_state(node, IB_QPS_RESET);
 		if (ret)
 			goto err;
 		node->reg_in_reset = true;
@@ -304,8 +312,7 @@ static int lite_reg_qp_remake(struct lite_node *node)
 	ret = lite_reg_qp_connect(node);
 	if (ret) {
 		/* Back to RESET whatever step failed: a known state. */
-		ib_modify_qp(node->reg_qp, &(struct ib_qp_attr){
-				.qp_state = IB_QPS_RESET }, IB_QP_STATE);
+		lite_reg_qp_state(node, IB_QPS_RESET);
 		goto err;
 	}
 	node->reg_in_reset = false;
@@ -401,8 +408,7 @@ static int lite_reg_await(struct lite_mr_batch *b)
 	if (!completion_done(&b->done)) {
 		late = true;
 		WRITE_ONCE(node->reg_broken, true);
-		ret = ib_modify_qp(node->reg_qp, &(struct ib_qp_attr){
-				.qp_state = IB_QPS_ERR }, IB_QP_STATE);
+		ret = lite_reg_qp_state(node, IB_QPS_ERR);
 		pr_err_ratelimited("lite%u: a registration did not complete (QP to error: %d)\n",
 				   node->instance, ret);
 	}
