@@ -418,7 +418,8 @@ struct lite_node {
 					 * before the rpc_calls lock, never
 					 * inside it */
 	struct lite_rcall *rcalls[LITE_RCALL_CACHE];	/* reply buffers that
-					 * calls left for the next ones */
+					 * calls left for the next ones,
+					 * kept longest first */
 	u32 n_rcalls;
 	bool rcalls_closed;		/* the node went down: free, not keep */
 	struct list_head rcalls_async;	/* lite_rcall.async: io_uring calls'

@@ -329,6 +329,21 @@ static void lite_rcall_free(struct lite_rcall *call)
 }
 
 /*
+ * Take the call at @i out of @node's cache. The cache stays in the order
+ * the calls were kept, oldest first: lite_rcall_keep() lets the oldest go.
+ */
+static struct lite_rcall *lite_rcall_take(struct lite_node *node, u32 i)
+{
+	struct lite_rcall *call = node->rcalls[i];
+
+	lockdep_assert_held(&node->rcall_lock);
+	node->n_rcalls--;
+	memmove(&node->rcalls[i], &node->rcalls[i + 1],
+		(node->n_rcalls - i) * sizeof(node->rcalls[0]));
+	return call;
+}
+
+/*
  * A reply to call @id that no honest peer sends (@err, @why): the
  * connection closes.
  */
@@ -1415,8 +1430,7 @@ static void lite_rcalls_forget(struct lite_conn *conn)
 			i++;
 			continue;
 		}
-		gone[n++] = node->rcalls[i];
-		node->rcalls[i] = node->rcalls[--node->n_rcalls];
+		gone[n++] = lite_rcall_take(node, i);
 	}
 	list_for_each_entry(call, &node->rcalls_async, async)
 		if (call->keyed_for == conn)
@@ -2195,7 +2209,7 @@ static struct lite_rcall *lite_rcall_cached(struct lite_node *node,
 		best = i;
 	}
 	if (call)
-		node->rcalls[best] = node->rcalls[--node->n_rcalls];
+		lite_rcall_take(node, best);
 	spin_unlock(&node->rcall_lock);
 	if (call) {
 		lite_kbuf_clear(&call->buf, 0, LITE_REPLY_HDR);
@@ -2235,11 +2249,16 @@ static struct lite_rcall *lite_rcall_alloc(struct lite_node *node,
 }
 
 /*
- * Keep @call for the node's next call if there is room; never one whose
- * reply was malformed (its connection was closed). In lmr isolation not
- * one whose keys' holder closed: @conn, the caller's reference to it, is
- * closing, or (an io_uring call's, @conn NULL) the close cleared
- * keyed_for (lite_rpc_conn_closed()).
+ * Keep @call for the node's next call; never one whose reply was
+ * malformed (its connection was closed). In lmr isolation not one whose
+ * keys' holder closed: @conn, the caller's reference to it, is closing,
+ * or (an io_uring call's, @conn NULL) the close cleared keyed_for
+ * (lite_rpc_conn_closed()). Where the cache is full (LITE_RCALL_CACHE
+ * calls or LITE_RCALL_KEEP_BYTES), the calls kept longest are freed: the
+ * buffer the last call used is the likelier to serve the next, and in
+ * lmr isolation the cache would otherwise stay full of buffers for peers
+ * no longer called. Freed under the lock, as lite_rcall_async_done()
+ * frees: the node's teardown finds every buffer either here or freed.
  */
 static bool lite_rcall_keep(struct lite_node *node, struct lite_rcall *call,
 			    struct lite_conn *conn)
@@ -2250,10 +2269,12 @@ static bool lite_rcall_keep(struct lite_node *node, struct lite_rcall *call,
 	     (conn && lite_conn_state(conn) == LITE_CONN_CLOSING)))
 		return false;
 	if (call->status == -EBADMSG || node->rcalls_closed ||
-	    node->n_rcalls == LITE_RCALL_CACHE ||
-	    lite_rcall_kept_bytes(node) + call->buf.size >
-	    LITE_RCALL_KEEP_BYTES)
+	    call->buf.size > LITE_RCALL_KEEP_BYTES)
 		return false;
+	while (node->n_rcalls == LITE_RCALL_CACHE ||
+	       lite_rcall_kept_bytes(node) + call->buf.size >
+	       LITE_RCALL_KEEP_BYTES)
+		lite_rcall_free(lite_rcall_take(node, 0));
 	node->rcalls[node->n_rcalls++] = call;
 	return true;
 }

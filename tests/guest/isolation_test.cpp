@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -683,6 +684,102 @@ TEST_P(Isolation, ReplyBuffersAreKeptForThePeerTheirKeysWentTo)
         ASSERT_EQ(kept.size(), 1u) << "global: one buffer for every peer";
         EXPECT_EQ(kept[0].peer, 3u);
         EXPECT_EQ(kept[0].addr, for2.addr) << "global: node 2's buffer served node 3";
+    }
+}
+
+// A node keeps at most 8 reply buffers (LITE_RCALL_CACHE), in the order
+// they were kept. When the cache is full, the buffer kept longest goes for
+// the one the last call used: in lmr isolation a cache full of node 2's
+// buffers still keeps one for node 3 (and the next call to node 3 takes
+// it); in global isolation node 3's call takes the oldest of them.
+TEST_P(Isolation, AFullReplyCacheLetsTheBufferKeptLongestGo)
+{
+    constexpr uint32_t kPort2 = 79;
+    constexpr uint32_t kEchoPort = 80;
+    constexpr size_t kCache = 8; // LITE_RCALL_CACHE
+    constexpr size_t kCalls = kCache + 2;
+    constexpr size_t kLen = 200;
+    auto s1 = lite::Session::open(inst_[0]);
+    auto s2 = lite::Session::open(inst_[1]);
+    auto s3 = lite::Session::open(inst_[2]);
+    lite::Server srv3(s3, kEchoPort, echo_reply);
+
+    // Node 2 answers only once all kCalls calls arrived: each is in flight
+    // with a reply buffer of its own, and all come back at once.
+    auto svc = s2.serve(kPort2);
+    std::thread server([&] {
+        std::vector<std::pair<uint64_t, std::vector<std::byte>>> held;
+        for (size_t i = 0; i < kCalls; i++) {
+            std::vector<std::byte> buf(kLen);
+            lite::Incoming in;
+            try {
+                in = svc.recv(buf, 20s);
+            } catch (const lite::Error&) {
+                break;
+            }
+            buf.resize(in.len);
+            held.emplace_back(in.token, std::move(buf));
+        }
+        for (const auto& [token, data] : held)
+            svc.reply(token, data);
+    });
+    std::vector<std::thread> callers;
+    std::atomic<size_t> good{0};
+    callers.reserve(kCalls);
+    for (size_t c = 0; c < kCalls; c++) {
+        callers.emplace_back([&, c] {
+            std::vector<std::byte> req(kLen), reply(kLen);
+            for (size_t i = 0; i < kLen; i++)
+                req[i] = static_cast<std::byte>(i * 13 + c);
+            try {
+                good += s1.call(2, kPort2, req, reply, 20s) == kLen && reply == req;
+            } catch (const lite::Error&) {
+            }
+        });
+    }
+    for (auto& t : callers)
+        t.join();
+    server.join();
+    ASSERT_EQ(good.load(), kCalls) << "every call to node 2 echoed";
+
+    auto kept = kept_replies(inst_[0]);
+    ASSERT_EQ(kept.size(), kCache) << "the cache is full";
+    for (const auto& k : kept)
+        EXPECT_EQ(k.peer, 2u);
+    const KeptReply oldest = kept.front();
+    auto addrs = [](const std::vector<KeptReply>& ks) {
+        std::vector<uint64_t> a;
+        a.reserve(ks.size());
+        for (const auto& k : ks)
+            a.push_back(k.addr);
+        std::sort(a.begin(), a.end());
+        return a;
+    };
+    const auto before = addrs(kept);
+
+    std::vector<std::byte> req(kLen, std::byte{0x5a}), reply(kLen);
+    ASSERT_EQ(s1.call(3, kEchoPort, req, reply, 10s), kLen);
+    EXPECT_EQ(reply, req);
+    kept = kept_replies(inst_[0]);
+    ASSERT_EQ(kept.size(), kCache);
+    EXPECT_EQ(kept.back().peer, 3u) << "the last call's buffer is kept, newest last";
+    if (lmr_mode()) {
+        EXPECT_NE(kept.back().addr, oldest.addr) << "lmr: node 3's call got a buffer of its own";
+        EXPECT_EQ(std::count_if(kept.begin(), kept.end(), [&](const KeptReply& k) { return k.addr == oldest.addr; }), 0)
+            << "lmr: node 2's oldest buffer left the cache";
+        for (size_t i = 0; i + 1 < kept.size(); i++)
+            EXPECT_EQ(kept[i].peer, 2u);
+        const KeptReply for3 = kept.back();
+        std::fill(reply.begin(), reply.end(), std::byte{0});
+        ASSERT_EQ(s1.call(3, kEchoPort, req, reply, 10s), kLen);
+        EXPECT_EQ(reply, req);
+        kept = kept_replies(inst_[0]);
+        ASSERT_EQ(kept.size(), kCache);
+        EXPECT_EQ(kept.back().addr, for3.addr) << "lmr: the next call to node 3 took its buffer again";
+        EXPECT_EQ(kept.back().rkey, for3.rkey);
+    } else {
+        EXPECT_EQ(kept.back().addr, oldest.addr) << "global: node 3's call took the oldest buffer";
+        EXPECT_EQ(addrs(kept), before) << "global: no buffer made or freed";
     }
 }
 
