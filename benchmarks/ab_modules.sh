@@ -15,13 +15,19 @@
 # absent where the module has no polled rings). With AB_WHAT=dsm, the
 # DSM's fault latency: per module three nodes and dsm-lat (AB_ITERS faults
 # of each kind), its medians ("raw_read:<us> read_fault:<us> ...").
+# With AB_WHAT=alloc, LITE_alloc+LITE_free on the other node with leases
+# off (every allocation a request to the memory node): reg-cost at
+# AB_SIZES (default 4K,64K), AB_ITERS of each, its back-to-back medians
+# ("a4096:<us> f4096:<us> ..."). AB_ISOLATION=lmr brings every node up in
+# lmr isolation (litectl up --isolation).
 #
 #   tools/vm/lite-vm --no-module --out build/ab -- \
 #       bash benchmarks/ab_modules.sh ROUNDS A.ko B.ko ...
 #
 # (build each module from its commit first, e.g. in a git worktree with
 # make kmod). Environment: BUILD (build/meson), LITE_ADDR (10.99.0.1),
-# AB_ITERS (600), AB_WHAT (rpc, onesided or dsm), AB_THREADS (1),
+# AB_ITERS (600), AB_WHAT (rpc, onesided, dsm or alloc), AB_ISOLATION
+# (unset: the default), AB_THREADS (1),
 # AB_SIZES (comma-separated, K and M suffixes allowed).
 set -euo pipefail
 
@@ -42,7 +48,7 @@ re='^instance ([0-9]+):'
 # up ARGS...: brings a node up, prints its instance.
 up() {
 	local line
-	line=$("$litectl" up --dev rxe0 --secret-file "$work/secret" "$@")
+	line=$("$litectl" up --dev rxe0 --secret-file "$work/secret" ${AB_ISOLATION:+--isolation "$AB_ISOLATION"} "$@")
 	[[ $line =~ $re ]] || { echo "ab_modules.sh: cannot read the instance from: $line" >&2; return 1; }
 	echo "${BASH_REMATCH[1]}"
 }
@@ -87,6 +93,21 @@ if [ "${AB_WHAT:-rpc}" = dsm ]; then
 			nodes_up "$m" 3
 			lat=$("$build/benchmarks/dsm-lat" --instances "${ins[0]},${ins[1]},${ins[2]}" --runs "$iters" |
 				awk -F, 'NR > 1 && $1 !~ /^user_/ { printf "%s:%s ", $1, $3 }')
+			echo "round $r ${m##*/}: $lat"
+			nodes_down
+		done
+	done
+	exit 0
+fi
+
+if [ "${AB_WHAT:-rpc}" = alloc ]; then
+	for r in $(seq 1 "$rounds"); do
+		for m in "$@"; do
+			nodes_up "$m" 2
+			echo 0 >/sys/module/lite/parameters/lease_kb
+			lat=$("$build/benchmarks/reg-cost" --addr "$addr" --instance "${ins[0]}" --node 2 \
+				--sizes "${AB_SIZES:-4K,64K}" --iters "$iters" 2>/dev/null |
+				awk -F, 'NR > 1 { printf "a%s:%s f%s:%s ", $1, $4, $1, $5 }')
 			echo "round $r ${m##*/}: $lat"
 			nodes_down
 		done

@@ -48,6 +48,7 @@
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
 #include <linux/log2.h>
+#include <linux/bottom_half.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
@@ -373,7 +374,15 @@ static int lite_reg_post(struct lite_mr_batch *b, struct ib_send_wr *wr)
 	}
 	atomic_inc(&node->reg_inflight);
 	atomic_inc(&b->pending);
+	/*
+	 * Bottom halves off across the post: rxe schedules its tasklets
+	 * for the request, and enabling them again runs those here (the
+	 * request, its completion, this CQ's softirq handler) instead of
+	 * waking ksoftirqd, a wake-up per registration.
+	 */
+	local_bh_disable();
 	ret = ib_post_send(node->reg_qp, wr, NULL);
+	local_bh_enable();
 	if (ret) {
 		atomic_dec(&b->pending);
 		atomic_dec(&node->reg_inflight);
