@@ -350,9 +350,20 @@ static void lite_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 /*
  * Post one work request of @b on the registration QP: waits for a free
  * slot, and remakes the QP first if a request failed on it.
+ *
+ * A LOCAL_INV waits until nothing is in flight. rxe fences every
+ * LOCAL_INV until the requests before it have completed, and its
+ * completer can miss the requester waiting on that fence (Debian 6.1:
+ * rxe_requester() reads the send queue's consumer index, then sets
+ * req.wait_fence; do_complete() advances the index, then reads
+ * wait_fence; neither locks), after which nothing runs the requester
+ * until the next post: the invalidation stalls for data_timeout_ms. With
+ * every earlier request completed (their completions were handled, which
+ * comes after the index moved), the fence is clear when it is checked.
  */
 static int lite_reg_post(struct lite_mr_batch *b, struct ib_send_wr *wr)
 {
+	int most = wr->opcode == IB_WR_LOCAL_INV ? 1 : LITE_REG_DEPTH;
 	struct lite_node *node = b->node;
 	int ret = 0;
 
@@ -366,8 +377,7 @@ static int lite_reg_post(struct lite_mr_batch *b, struct ib_send_wr *wr)
 			goto out_unlock;
 	}
 	if (!wait_event_timeout(node->reg_wq,
-				atomic_read(&node->reg_inflight) <
-				LITE_REG_DEPTH,
+				atomic_read(&node->reg_inflight) < most,
 				lite_tun_jiffies(data_timeout_ms))) {
 		ret = -ETIMEDOUT;
 		goto out_unlock;
